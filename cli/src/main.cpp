@@ -1,0 +1,65 @@
+// collscope: one command, subcommands as in nsys/perf/git. Exit codes: 0 ok, 1 gate failed, 2 usage/input error.
+// Each component registers its own subcommands; this file only wires them and maps errors to exit codes.
+#include <collscope/tracer/error.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <functional>
+
+#include "commands.hpp"
+
+#ifdef COLLSCOPE_HAVE_ANALYZER
+#include <collscope/analyzer/cli.hpp>
+#endif
+#ifdef COLLSCOPE_HAVE_AUTOTUNER
+#include <collscope/autotuner/cli.hpp>
+#endif
+#ifdef COLLSCOPE_HAVE_PLUGINS
+#include <collscope/plugins/cli.hpp>
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"collscope: find out why a multi-GPU/MPI training job is slow, and tune it"};
+  app.set_version_flag("--version", std::string("collscope ") + COLLSCOPE_VERSION);
+  app.require_subcommand(1);
+  std::function<int()> action;
+
+  collscope::cli::add_trace_command(app, action);
+  collscope::cli::add_demo_command(app, action);
+  collscope::cli::add_view_command(app, action);
+#ifdef COLLSCOPE_HAVE_ANALYZER
+  collscope::analyzer::add_cli_commands(app, action);
+#endif
+#ifdef COLLSCOPE_HAVE_AUTOTUNER
+  collscope::autotuner::add_cli_commands(app, action);
+#endif
+#ifdef COLLSCOPE_HAVE_PLUGINS
+  collscope::plugins::add_cli_commands(app, action);
+#endif
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, as every usage error: what is wrong and where to look.
+    std::fprintf(stderr, "collscope: %s (see 'collscope --help')\n", e.what());
+    return 2;
+  }
+  if (!action) return 0;
+  try {
+    return action();
+  } catch (const collscope::Error& e) {
+    std::fprintf(stderr, "collscope: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collscope: internal error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,31 @@
+// `collscope view [RUN_DIR | STUDY.sqlite]`: starts the Qt viewer (a separate program, so the CLI needs no Qt).
+#include <collscope/tracer/error.hpp>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "commands.hpp"
+
+namespace collscope::cli {
+
+void add_view_command(CLI::App& app, std::function<int()>& action) {
+  auto* cmd = app.add_subcommand("view", "Open a run (or a tuning study) in the timeline viewer");
+  auto args = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("path", *args, "Run directory or study file");
+  cmd->allow_extras();
+  cmd->callback([&action, args, cmd] {
+    for (const auto& extra : cmd->remaining()) args->push_back(extra);
+    action = [args] {
+      const auto viewer = std::filesystem::path(self_dir()) / "collscope-view";
+      if (!std::filesystem::exists(viewer))
+        throw InputError(fmt::format("{}: viewer not installed (collscope was built without Qt 6)", viewer.string()));
+      std::vector<std::string> argv = {viewer.string()};
+      argv.insert(argv.end(), args->begin(), args->end());
+      return run_process(argv, {});
+    };
+  });
+}
+
+}  // namespace collscope::cli

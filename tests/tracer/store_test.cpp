@@ -1,0 +1,226 @@
+// The trace store: what the writer puts in, the reader gets back; bad files give one clear line.
+#include <collscope/tracer/error.hpp>
+#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/tracer/trace_writer.hpp>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using namespace collscope::store;
+
+namespace {
+
+fs::path temp_dir() {
+  auto dir = fs::temp_directory_path() / ("collscope-store-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    TraceReader r(path);
+  } catch (const collscope::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string write_sample(const fs::path& path) {
+  TraceWriter w(path.string());
+  w.begin();
+  w.set_meta(meta_key::kWorldRank, "3");
+  w.set_meta(meta_key::kWorldSize, "4");
+  w.add_thread({1, 4242, "main"});
+  CommunicatorRow c;
+  c.id = 1;
+  c.key = 0xfedcba9876543210ULL;  // high bit set: must survive the signed INTEGER column
+  c.size = 2;
+  c.rank = 1;
+  c.parent = 77;
+  c.color = 1;
+  c.members = {1, 3};
+  c.created_ns = 100;
+  c.name = "split";
+  w.add_communicator(c);
+  w.set_communicator_destroyed(1, 900);
+  for (int i = 0; i < 5; ++i) {
+    CollectiveRow r;
+    r.comm = 1;
+    r.seq = i;
+    r.op = i % 2 ? Op::Bcast : Op::Allreduce;
+    r.count = 1000 + i;
+    r.datatype = w.intern("MPI_FLOAT");
+    r.bytes = 4 * r.count;
+    r.reduce_op = i % 2 ? 0 : w.intern("MPI_SUM");
+    if (i % 2) r.root = 0;
+    r.sendbuf = 0x7f0000001000ULL;
+    r.recvbuf = 0x7f0000002000ULL;
+    r.thread = 1;
+    r.start_ns = 1000 * i;
+    r.end_ns = 1000 * i + 500;
+    r.status = 0;
+    w.add_collective(r);
+  }
+  NvtxRangeRow n;
+  n.domain = 0;
+  n.name = w.intern("step");
+  n.start_ns = 10;
+  n.end_ns = 20;
+  n.thread = 1;
+  n.payload_double = 2.5;
+  w.add_nvtx_range(n);
+  GpuActivityRow g;
+  g.name = w.intern("ncclDevKernel_AllReduce");
+  g.stream = 7;
+  g.start_ns = 5;
+  g.end_ns = 6;
+  g.correlation = 99;
+  w.add_gpu_activity(g);
+  w.upsert_buffer({0x7f0000001000ULL, 4016, 4000, 20040, 5, 0, 4000, 0, 0});
+  w.commit();
+  return path.string();
+}
+
+}  // namespace
+
+TEST(Store, RoundTrip) {
+  auto path = write_sample(temp_dir() / "rank-00003.sqlite");
+  TraceReader r(path);
+  EXPECT_EQ(r.schema_version().major, kSchemaMajor);
+  EXPECT_EQ(r.meta_int(meta_key::kWorldRank), 3);
+  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.0");
+  auto strings = r.strings();
+  auto comms = r.communicators();
+  ASSERT_EQ(comms.size(), 1u);
+  EXPECT_EQ(comms[0].key, 0xfedcba9876543210ULL);
+  EXPECT_EQ(comms[0].members, (std::vector<std::int32_t>{1, 3}));
+  EXPECT_EQ(comms[0].parent, 77u);
+  EXPECT_EQ(comms[0].destroyed_ns, 900);
+  auto colls = r.collectives();
+  ASSERT_EQ(colls.size(), 5u);
+  EXPECT_EQ(colls[1].op, Op::Bcast);
+  EXPECT_EQ(colls[1].root, 0);
+  EXPECT_FALSE(colls[0].root.has_value());
+  EXPECT_EQ(colls[4].bytes, 4 * 1004);
+  EXPECT_EQ(strings.at(colls[0].datatype), "MPI_FLOAT");
+  EXPECT_EQ(strings.at(colls[0].reduce_op), "MPI_SUM");
+  EXPECT_EQ(colls[1].reduce_op, 0);
+  EXPECT_EQ(colls[3].start_ns, 3000);
+  EXPECT_EQ(colls[3].end_ns, 3500);
+  EXPECT_EQ(r.row_count("collectives"), 5);
+  auto nvtx = r.nvtx_ranges();
+  ASSERT_EQ(nvtx.size(), 1u);
+  EXPECT_EQ(strings.at(nvtx[0].name), "step");
+  EXPECT_DOUBLE_EQ(nvtx[0].payload_double.value(), 2.5);
+  auto gpu = r.gpu_activities();
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_EQ(gpu[0].correlation, 99u);
+  auto buffers = r.buffers();
+  ASSERT_EQ(buffers.size(), 1u);
+  EXPECT_EQ(buffers[0].uses, 5);
+  EXPECT_EQ(r.threads().at(0).tid, 4242);
+}
+
+TEST(Store, OpNamesRoundTrip) {
+  for (int i = 0; i < kOpCount; ++i) {
+    auto op = static_cast<Op>(i);
+    EXPECT_EQ(op_from_name(op_name(op)), op);
+  }
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Allreduce, 4), 1.5);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Allgather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Bcast, 4), 1.0);
+}
+
+TEST(Store, MissingFile) {
+  auto msg = error_of((temp_dir() / "nope.sqlite").string());
+  EXPECT_NE(msg.find("nope.sqlite: no such file"), std::string::npos) << msg;
+}
+
+TEST(Store, NotSqlite) {
+  auto path = temp_dir() / "garbage.sqlite";
+  std::ofstream(path) << "this is not a database, just some text that is long enough to be read as a header"
+                      << std::string(200, 'x');
+  auto msg = error_of(path.string());
+  EXPECT_NE(msg.find("garbage.sqlite: not a collscope trace"), std::string::npos) << msg;
+}
+
+TEST(Store, SqliteButNotATrace) {
+  auto path = temp_dir() / "other.sqlite";
+  fs::remove(path);
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_exec(db, "CREATE TABLE t(x)", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  auto msg = error_of(path.string());
+  EXPECT_NE(msg.find("other.sqlite: not a collscope trace (no meta table)"), std::string::npos) << msg;
+}
+
+TEST(Store, NewerMajorVersionRefused) {
+  auto path = write_sample(temp_dir() / "newer.sqlite");
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_exec(db, "UPDATE meta SET value='2.0' WHERE key='schema_version'", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  auto msg = error_of(path);
+  EXPECT_NE(msg.find("newer.sqlite: schema version 2.0 is newer than this collscope reads (1.x)"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+TEST(Store, NewerMinorVersionAccepted) {
+  auto path = write_sample(temp_dir() / "minor.sqlite");
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_exec(db, "UPDATE meta SET value='1.7' WHERE key='schema_version'", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  TraceReader r(path);
+  EXPECT_EQ(r.schema_version().minor, 7);
+  EXPECT_EQ(r.collectives().size(), 5u);
+}
+
+TEST(Store, TruncatedFile) {
+  // A big trace cut in half (a full disk, a copy interrupted): the reader must say so, not crash.
+  auto src = temp_dir() / "big.sqlite";
+  {
+    TraceWriter w(src.string());
+    w.begin();
+    CollectiveRow r;
+    r.comm = 1;
+    for (int i = 0; i < 20000; ++i) {
+      r.seq = i;
+      r.start_ns = i;
+      r.end_ns = i + 1;
+      w.add_collective(r);
+    }
+    w.commit();
+  }
+  {  // fold the WAL into the main file, as a finished run does
+    sqlite3* db = nullptr;
+    sqlite3_open(src.c_str(), &db);
+    sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto cut = temp_dir() / "cut.sqlite";
+  fs::copy_file(src, cut, fs::copy_options::overwrite_existing);
+  fs::resize_file(cut, fs::file_size(src) / 2);
+  std::string msg;
+  try {
+    TraceReader r(cut.string());
+    r.collectives();
+  } catch (const collscope::InputError& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("cut.sqlite: "), std::string::npos) << msg;
+  EXPECT_TRUE(msg.find("truncated or corrupt") != std::string::npos || msg.find("cannot read") != std::string::npos)
+      << msg;
+}
+
+TEST(Store, EmptyFile) {
+  auto path = temp_dir() / "empty.sqlite";
+  std::ofstream{path};
+  EXPECT_NE(error_of(path.string()).find("empty.sqlite: empty file"), std::string::npos);
+}

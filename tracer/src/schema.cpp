@@ -1,0 +1,75 @@
+#include <collscope/tracer/schema.hpp>
+
+#include <array>
+
+namespace collscope::store {
+namespace {
+constexpr std::array<std::string_view, kOpCount> kOpNames = {
+    "unknown",   "allreduce",      "iallreduce",           "bcast",    "reduce",    "allgather",
+    "allgatherv", "gather",        "gatherv",              "scatter",  "scatterv",  "reduce_scatter",
+    "reduce_scatter_block", "alltoall", "alltoallv",        "barrier",  "send",      "recv"};
+}  // namespace
+
+std::string_view op_name(Op op) {
+  auto i = static_cast<std::size_t>(op);
+  return i < kOpNames.size() ? kOpNames[i] : kOpNames[0];
+}
+
+std::optional<Op> op_from_name(std::string_view name) {
+  for (std::size_t i = 0; i < kOpNames.size(); ++i)
+    if (kOpNames[i] == name) return static_cast<Op>(i);
+  return std::nullopt;
+}
+
+double bus_bandwidth_factor(Op op, int ranks) {
+  if (ranks <= 1) return 1.0;
+  const double n = ranks;
+  switch (op) {
+    case Op::Allreduce:
+    case Op::Iallreduce:
+      return 2.0 * (n - 1) / n;
+    case Op::Allgather:
+    case Op::Allgatherv:
+    case Op::ReduceScatter:
+    case Op::ReduceScatterBlock:
+    case Op::Alltoall:
+    case Op::Alltoallv:
+    case Op::Gather:
+    case Op::Gatherv:
+    case Op::Scatter:
+    case Op::Scatterv:
+      return (n - 1) / n;
+    default:
+      return 1.0;  // broadcast, reduce, point-to-point, barrier
+  }
+}
+
+bool is_synchronising(Op op) {
+  switch (op) {
+    case Op::Allreduce:
+    case Op::Allgather:
+    case Op::Allgatherv:
+    case Op::ReduceScatter:
+    case Op::ReduceScatterBlock:
+    case Op::Alltoall:
+    case Op::Alltoallv:
+    case Op::Barrier:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view backend_name(Backend b) { return b == Backend::Nccl ? "nccl" : "mpi"; }
+
+std::string_view gpu_activity_kind_name(GpuActivityKind k) {
+  switch (k) {
+    case GpuActivityKind::Kernel: return "kernel";
+    case GpuActivityKind::Memcpy: return "memcpy";
+    case GpuActivityKind::Memset: return "memset";
+    case GpuActivityKind::Sync: return "sync";
+  }
+  return "unknown";
+}
+
+}  // namespace collscope::store
