@@ -1,0 +1,71 @@
+// A small MPI program with a known set of calls, the ground truth for the tracer's tests.
+//   mpi_probe [--iterations N] [--sleep-ms-after-each N] [--fork-child]
+// Per iteration: Allreduce (world, 1024 floats), Bcast (world, 256 ints, root 0), Allreduce on the split
+// communicator (color = rank % 2, 10 doubles), Iallreduce + Wait (world, 64 floats), Barrier (world).
+// Once: Comm_dup + Allgather on it + Comm_free; Reduce, Gather, Scatter, Alltoall, Reduce_scatter_block on world.
+#include <mpi.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+int main(int argc, char** argv) {
+  int iterations = 10;
+  int sleep_ms = 0;
+  bool fork_child = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--sleep-ms-after-each") && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--fork-child")) fork_child = true;
+  }
+  if (fork_child) {
+    // A child forked before MPI_Init that never calls MPI (a data-loader worker): must write nothing.
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      _exit(0);
+    }
+  }
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm split;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &split);
+  std::vector<float> f(1024, 1.0f), g(1024);
+  std::vector<int> ints(256, rank);
+  std::vector<double> d(10, 1.0), e(10);
+  double t_sum = 0;
+  for (int it = 0; it < iterations; ++it) {
+    auto t0 = std::chrono::steady_clock::now();
+    MPI_Allreduce(f.data(), g.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    t_sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MPI_Bcast(ints.data(), 256, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Allreduce(d.data(), e.data(), 10, MPI_DOUBLE, MPI_MAX, split);
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, f.data(), 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  }
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  std::vector<int> gathered(size * 4);
+  MPI_Allgather(ints.data(), 4, MPI_INT, gathered.data(), 4, MPI_INT, dup);
+  MPI_Comm_free(&dup);
+  MPI_Reduce(f.data(), g.data(), 16, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Gather(ints.data(), 2, MPI_INT, gathered.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Scatter(gathered.data(), 2, MPI_INT, ints.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Alltoall(gathered.data(), 1, MPI_INT, ints.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Reduce_scatter_block(f.data(), g.data(), 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  std::printf("mpi_probe rank %d: iterations %d allreduce_world_total_s %.9f\n", rank, iterations, t_sum);
+  MPI_Comm_free(&split);
+  MPI_Finalize();
+  if (fork_child) wait(nullptr);
+  return 0;
+}

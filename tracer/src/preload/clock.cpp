@@ -1,0 +1,62 @@
+#include "clock.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+
+namespace collscope::tracer {
+
+bool g_use_tsc = detect_invariant_tsc();
+
+bool detect_invariant_tsc() {
+#ifdef COLLSCOPE_HAVE_TSC
+  if (const char* force = std::getenv("COLLSCOPE_CLOCK"); force && std::strcmp(force, "monotonic") == 0) return false;
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (!f) return false;
+  char line[4096];
+  bool constant = false, nonstop = false;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "flags", 5) != 0) continue;
+    constant = std::strstr(line, " constant_tsc") != nullptr;
+    nonstop = std::strstr(line, " nonstop_tsc") != nullptr;
+    break;
+  }
+  std::fclose(f);
+  return constant && nonstop;
+#else
+  return false;
+#endif
+}
+
+void TickConverter::calibrate() {
+  if (!g_use_tsc) return;
+  // Bracket the clock read with two tick reads and take the midpoint: removes most of the read's own cost.
+  const std::uint64_t a = ticks();
+  const std::int64_t ns = monotonic_ns();
+  const std::uint64_t b = ticks();
+  const Pair p{a + (b - a) / 2, ns};
+  if (!pairs_.empty() && p.ticks <= pairs_.back().ticks) return;
+  // Keep pairs at least ~1 ms apart so the slope between neighbours is not dominated by read jitter.
+  if (pairs_.size() >= 2 && p.ns - pairs_[pairs_.size() - 2].ns < 1'000'000) pairs_.back() = p;
+  else pairs_.push_back(p);
+  if (pairs_.size() >= 2)
+    fallback_ns_per_tick_ = double(pairs_.back().ns - pairs_.front().ns) / double(pairs_.back().ticks - pairs_.front().ticks);
+}
+
+std::int64_t TickConverter::to_ns(std::uint64_t t) const {
+  if (!g_use_tsc) return static_cast<std::int64_t>(t);
+  if (pairs_.empty()) return monotonic_ns();
+  if (pairs_.size() == 1)
+    return pairs_[0].ns + static_cast<std::int64_t>((double(t) - double(pairs_[0].ticks)) * fallback_ns_per_tick_);
+  // Segment [i-1, i] containing t; outside the calibrated range extrapolate with the nearest segment.
+  auto it = std::upper_bound(pairs_.begin(), pairs_.end(), t, [](std::uint64_t v, const Pair& p) { return v < p.ticks; });
+  std::size_t i = static_cast<std::size_t>(it - pairs_.begin());
+  i = std::clamp<std::size_t>(i, 1, pairs_.size() - 1);
+  const Pair& lo = pairs_[i - 1];
+  const Pair& hi = pairs_[i];
+  const double slope = double(hi.ns - lo.ns) / double(hi.ticks - lo.ticks);
+  return lo.ns + static_cast<std::int64_t>((double(t) - double(lo.ticks)) * slope);
+}
+
+}  // namespace collscope::tracer

@@ -1,0 +1,374 @@
+#include "runtime.hpp"
+
+#include <collscope/tracer/error.hpp>
+#include <collscope/tracer/trace_reader.hpp>
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "comm_registry.hpp"
+#include "string_pool.hpp"
+#include "thread_buffer.hpp"
+
+extern char** environ;
+
+namespace collscope::tracer {
+
+std::atomic<int> g_phase{kIdle};
+
+namespace {
+
+// Environment variables recorded as the job's knobs (meta "env.NAME").
+bool is_knob(std::string_view name) {
+  for (std::string_view prefix : {"HOROVOD_", "NCCL_", "OMPI_MCA_", "UCX_", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+                                  "TORCH_", "PMIX_RANK", "SLURM_JOB_ID", "COLLSCOPE_"})
+    if (name.starts_with(prefix)) {
+      // Open MPI's launcher plumbing (daemon URIs, session dirs, job ids) is not a knob anyone tunes.
+      for (std::string_view noise : {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_shmem_",
+                                     "OMPI_MCA_initial_wdir"})
+        if (name.starts_with(noise)) return false;
+      return true;
+    }
+  return false;
+}
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (char& c : raw)
+    if (c == '\0') c = ' ';
+  while (!raw.empty() && raw.back() == ' ') raw.pop_back();
+  return raw;
+}
+
+std::string launcher() {
+  if (std::getenv("OMPI_COMM_WORLD_RANK")) return "mpirun (Open MPI)";
+  if (std::getenv("PMI_RANK")) return "mpirun (PMI)";
+  if (std::getenv("SLURM_PROCID")) return "srun";
+  if (std::getenv("TORCHELASTIC_RUN_ID")) return "torchrun";
+  if (std::getenv("HOROVOD_RANK")) return "horovodrun";
+  return "none";
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  return (end && *end == '\0') ? static_cast<int>(x) : fallback;
+}
+
+class Writer {
+ public:
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> kick{false};
+  std::unique_ptr<store::TraceWriter> file;
+  std::thread* thread = nullptr;  // never destroyed: a joinable std::thread destroyed at exit would terminate
+  TickConverter clock;
+  bool failed = false;
+  std::vector<std::pair<std::string, std::string>> pending_meta;  // guarded by mutex
+  std::vector<DrainHook> drain_hooks;
+  std::vector<CollectiveHook> collective_hooks;
+  std::array<EventHandler, 32> handlers;
+  std::unordered_map<std::uint32_t, std::int64_t> string_ids;  // pool id -> strings.id
+  std::set<std::uint32_t> threads_written;
+  std::unordered_map<std::uint64_t, store::BufferRow> buffers;
+  std::set<std::uint64_t> dirty_buffers;
+  std::uint64_t events_written = 0;
+  int flush_ms = 50;
+
+  void run();
+  void drain();
+  void handle(const Event& e, WriterContext& ctx);
+  void write_collective(const Event& e, WriterContext& ctx);
+};
+
+Writer& writer() {
+  static Writer* w = new Writer();  // never destroyed: used from atexit
+  return *w;
+}
+
+std::mutex g_warn_mutex;
+
+void at_fork_child() {
+  // The child has no writer thread and must not touch the parent's file: it records nothing, ever.
+  g_phase.store(kDisabled, std::memory_order_relaxed);
+}
+
+
+}  // namespace
+
+std::int64_t WriterContext::store_string(std::uint32_t pool_id) {
+  if (pool_id == 0) return 0;
+  auto& ids = ::collscope::tracer::writer().string_ids;
+  auto it = ids.find(pool_id);
+  if (it != ids.end()) return it->second;
+  const std::int64_t id = writer.intern(pool_string(pool_id));
+  ids.emplace(pool_id, id);
+  return id;
+}
+
+void warn_once(std::string_view what) {
+  static std::set<std::string>* seen = new std::set<std::string>();
+  std::lock_guard lock(g_warn_mutex);
+  // Warnings are keyed by their text up to the first ':' so that one class of problem is reported once.
+  std::string key(what.substr(0, what.find(':')));
+  if (!seen->insert(key).second) return;
+  std::string line = fmt::format("collscope: {}\n", what);
+  [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
+}
+
+void add_drain_hook(DrainHook hook) { writer().drain_hooks.push_back(std::move(hook)); }
+void set_event_handler(EventKind kind, EventHandler handler) {
+  writer().handlers[static_cast<std::size_t>(kind) & 31] = std::move(handler);
+}
+void add_collective_hook(CollectiveHook hook) { writer().collective_hooks.push_back(std::move(hook)); }
+
+void runtime_set_meta(std::string key, std::string value) {
+  Writer& w = writer();
+  std::lock_guard lock(w.mutex);
+  w.pending_meta.emplace_back(std::move(key), std::move(value));
+}
+
+int world_rank_from_env() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "RANK", "HOROVOD_RANK"})
+    if (int r = env_int(v, -1); r >= 0) return r;
+  return -1;
+}
+
+int world_size_from_env() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE", "HOROVOD_SIZE"})
+    if (int r = env_int(v, -1); r > 0) return r;
+  return -1;
+}
+
+void Writer::write_collective(const Event& e, WriterContext& ctx) {
+  store::CollectiveRow r;
+  r.comm = e.comm_slot;
+  r.seq = e.seq;
+  r.op = static_cast<store::Op>(e.op);
+  r.count = e.count;
+  r.datatype = ctx.store_string(e.datatype);
+  r.bytes = e.bytes;
+  r.reduce_op = ctx.store_string(e.reduce_op);
+  if (e.root >= 0) r.root = e.root;
+  if (e.peer >= 0) r.peer = e.peer;
+  r.sendbuf = e.sendbuf;
+  r.recvbuf = e.recvbuf;
+  if (e.a[0]) r.stream = e.a[0];
+  if (e.a[1]) r.correlation = e.a[1];
+  if (e.a[2]) r.group = static_cast<std::int64_t>(e.a[2]);
+  r.thread = e.thread;
+  r.start_ns = clock.to_ns(e.t0);
+  r.end_ns = clock.to_ns(e.t1);
+  r.status = e.status;
+  file->add_collective(r);
+  const std::int64_t row_id = file->last_id();
+  for (auto& hook : collective_hooks) hook(e, row_id, ctx);
+
+  // Buffers that collectives read: one address reused with many sizes is a fusion buffer.
+  const std::uint64_t address = (e.flags & kFlagInPlace) || e.sendbuf == 0 ? e.recvbuf : e.sendbuf;
+  if (address == 0 || e.bytes == 0) return;
+  auto [it, fresh] = buffers.try_emplace(address);
+  store::BufferRow& b = it->second;
+  if (fresh) {
+    b.address = address;
+    b.bytes_min = e.bytes;
+    b.first_ns = r.start_ns;
+  }
+  b.bytes_max = std::max(b.bytes_max, e.bytes);
+  b.bytes_min = std::min(b.bytes_min, e.bytes);
+  b.bytes_total += e.bytes;
+  b.uses += 1;
+  b.last_ns = r.start_ns;
+  dirty_buffers.insert(address);
+}
+
+void Writer::handle(const Event& e, WriterContext& ctx) {
+  switch (e.kind) {
+    case EventKind::Collective:
+      write_collective(e, ctx);
+      break;
+    case EventKind::CommCreated: {
+      const CommSlot& s = comm_slot(e.comm_slot);
+      store::CommunicatorRow row;
+      row.id = e.comm_slot;
+      row.key = s.key;
+      row.backend = s.backend;
+      row.size = s.size;
+      row.rank = s.rank;
+      row.parent = s.parent;
+      row.color = s.color;
+      row.members = s.members;
+      row.created_ns = clock.to_ns(e.t0);
+      row.name = s.name;
+      file->add_communicator(row);
+      break;
+    }
+    case EventKind::CommDestroyed:
+      file->set_communicator_destroyed(e.comm_slot, clock.to_ns(e.t0));
+      break;
+    case EventKind::FusionPack: {
+      // The pack precedes the collective that reads the buffer; count what went in.
+      auto [it, fresh] = buffers.try_emplace(e.sendbuf);
+      if (fresh) {
+        it->second.address = e.sendbuf;
+        it->second.first_ns = clock.to_ns(e.t0);
+        it->second.last_ns = it->second.first_ns;
+      }
+      it->second.tensors_packed += 1;
+      it->second.bytes_packed += e.bytes;
+      dirty_buffers.insert(e.sendbuf);
+      break;
+    }
+    default:
+      if (auto& h = handlers[static_cast<std::size_t>(e.kind) & 31]) h(e, ctx);
+      break;
+  }
+}
+
+void Writer::drain() {
+  clock.calibrate();
+  std::vector<std::pair<std::string, std::string>> meta;
+  {
+    std::lock_guard lock(mutex);
+    meta.swap(pending_meta);
+  }
+  if (failed || !file) {
+    // Keep emptying the rings so that producers never see them full; nothing is written.
+    for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) tb->drain([](const Event&) {});
+    return;
+  }
+  try {
+    file->begin();
+    WriterContext ctx{*file, clock};
+    for (auto& [k, v] : meta) file->set_meta(k, v);
+    std::uint64_t dropped = 0;
+    for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
+      if (threads_written.insert(tb->index()).second) file->add_thread({tb->index(), tb->tid(), tb->name()});
+      events_written += tb->drain([&](const Event& e) { handle(e, ctx); });
+      dropped += tb->dropped();
+    }
+    for (auto& hook : drain_hooks) hook(ctx);
+    for (std::uint64_t address : dirty_buffers) file->upsert_buffer(buffers[address]);
+    dirty_buffers.clear();
+    file->set_meta(store::meta_key::kEventsDropped, std::to_string(dropped));
+    file->commit();
+  } catch (const std::exception& ex) {
+    failed = true;
+    warn_once(fmt::format("cannot write trace (tracing stops, the job goes on): {}", ex.what()));
+  }
+}
+
+void Writer::run() {
+  pthread_setname_np(pthread_self(), "collscope-wr");
+  std::unique_lock lock(mutex);
+  while (!stop.load()) {
+    wake.wait_for(lock, std::chrono::milliseconds(flush_ms), [&] { return stop.load() || kick.load(); });
+    kick.store(false);
+    lock.unlock();
+    drain();
+    lock.lock();
+  }
+}
+
+void wake_writer() {
+  Writer& w = writer();
+  w.kick.store(true, std::memory_order_relaxed);
+  w.wake.notify_one();
+}
+
+void runtime_start(const StartInfo& info) {
+  int expected = kIdle;
+  if (!g_phase.compare_exchange_strong(expected, kRunning)) return;
+  static bool atfork_registered = false;
+  if (!atfork_registered) {
+    pthread_atfork(nullptr, nullptr, at_fork_child);
+    atfork_registered = true;
+  }
+  Writer& w = writer();
+  w.flush_ms = std::max(1, env_int("COLLSCOPE_FLUSH_MS", 50));
+  w.clock.calibrate();
+  const char* dir_env = std::getenv("COLLSCOPE_RUN_DIR");
+  const std::string run_dir = dir_env && *dir_env ? dir_env : "collscope-run";
+  const std::string path = (std::filesystem::path(run_dir) / store::rank_file_name(info.world_rank)).string();
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(run_dir, ec);
+    w.file = std::make_unique<store::TraceWriter>(path);
+    auto& f = *w.file;
+    f.begin();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    f.set_meta(store::meta_key::kToolVersion, COLLSCOPE_TOOL_VERSION);
+    f.set_meta(store::meta_key::kHost, host);
+    f.set_meta(store::meta_key::kPid, std::to_string(::getpid()));
+    f.set_meta(store::meta_key::kWorldRank, std::to_string(info.world_rank));
+    f.set_meta(store::meta_key::kWorldSize, std::to_string(info.world_size));
+    f.set_meta(store::meta_key::kLocalRank,
+               std::to_string(env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("LOCAL_RANK", env_int("SLURM_LOCALID", 0)))));
+    f.set_meta(store::meta_key::kLauncher, launcher());
+    f.set_meta(store::meta_key::kCommandLine, command_line());
+    f.set_meta("clock_source", g_use_tsc ? "tsc (invariant), converted to CLOCK_MONOTONIC" : "CLOCK_MONOTONIC");
+    f.set_meta(store::meta_key::kMonotonicStart, std::to_string(monotonic_ns()));
+    f.set_meta(store::meta_key::kRealtimeStart, std::to_string(realtime_ns()));
+    for (char** e = environ; e && *e; ++e) {
+      std::string_view kv(*e);
+      auto eq = kv.find('=');
+      if (eq == std::string_view::npos || !is_knob(kv.substr(0, eq))) continue;
+      f.set_meta(std::string(store::meta_key::kEnvPrefix) + std::string(kv.substr(0, eq)), kv.substr(eq + 1));
+    }
+    for (auto& [k, v] : info.meta) f.set_meta(k, v);
+    f.commit();
+  } catch (const std::exception& ex) {
+    w.file.reset();
+    g_phase.store(kDisabled);
+    warn_once(fmt::format("cannot write trace {} (the job runs untraced): {}", path, ex.what()));
+    return;
+  }
+  w.thread = new std::thread([&w] { w.run(); });
+  std::atexit([] { runtime_stop(); });
+}
+
+void runtime_stop() {
+  int expected = kRunning;
+  if (!g_phase.compare_exchange_strong(expected, kStopped)) return;
+  Writer& w = writer();
+  {
+    std::lock_guard lock(w.mutex);
+    w.stop.store(true);
+  }
+  w.wake.notify_one();
+  if (w.thread && w.thread->joinable()) w.thread->join();
+  w.drain();  // whatever arrived after the writer's last pass
+  if (w.file && !w.failed) {
+    try {
+      w.file->begin();
+      w.file->set_meta(store::meta_key::kMonotonicEnd, std::to_string(monotonic_ns()));
+      w.file->set_meta(store::meta_key::kRealtimeEnd, std::to_string(realtime_ns()));
+      w.file->commit();
+    } catch (const std::exception& ex) {
+      warn_once(fmt::format("cannot finish trace: {}", ex.what()));
+    }
+  }
+  w.file.reset();  // closes the database: the WAL is checkpointed into the main file
+}
+
+}  // namespace collscope::tracer

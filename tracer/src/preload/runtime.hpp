@@ -1,0 +1,64 @@
+#pragma once
+// The tracer's process-wide state: when it records, where it writes, and the writer thread that drains the
+// per-thread rings into this rank's trace file.
+#include <collscope/tracer/trace_writer.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "clock.hpp"
+#include "event.hpp"
+
+namespace collscope::tracer {
+
+enum Phase : int {
+  kIdle = 0,      // loaded, no file yet: events are buffered (NVTX before MPI_Init)
+  kRunning = 1,   // file open, writer thread draining
+  kStopped = 2,   // finalized: the file is complete
+  kDisabled = 3,  // forked child, or the run directory was unwritable
+};
+extern std::atomic<int> g_phase;
+
+// Hot-path check: record events?
+inline bool recording() { return g_phase.load(std::memory_order_relaxed) <= kRunning; }
+
+struct StartInfo {
+  int world_rank = 0;
+  int world_size = 1;
+  std::vector<std::pair<std::string, std::string>> meta;
+};
+
+// Opens RUN_DIR/rank-NNNNN.sqlite and starts the writer. Idempotent; on failure warns once and disables.
+void runtime_start(const StartInfo& info);
+// Final drain, end clock anchors, close. Idempotent; also runs at exit.
+void runtime_stop();
+// Adds or replaces a meta entry; applied by the writer at its next drain (thread-safe).
+void runtime_set_meta(std::string key, std::string value);
+// One line on stderr, at most once per process for each distinct `what` class.
+void warn_once(std::string_view what);
+
+// What an extension (NCCL, CUPTI collectors) gets while the writer holds the open transaction.
+struct WriterContext {
+  store::TraceWriter& writer;
+  const TickConverter& clock;
+  std::int64_t store_string(std::uint32_t pool_id);  // runtime pool id -> strings.id in the file
+};
+using DrainHook = std::function<void(WriterContext&)>;
+using EventHandler = std::function<void(const Event&, WriterContext&)>;
+using CollectiveHook = std::function<void(const Event&, std::int64_t row_id, WriterContext&)>;
+
+// Register before runtime_start (from static initialisers or the interposer's init).
+void add_drain_hook(DrainHook hook);                   // runs at every drain and the final one
+void set_event_handler(EventKind kind, EventHandler handler);  // for kinds the core writer does not know
+void add_collective_hook(CollectiveHook hook);         // after each collectives row is inserted
+
+// World rank of this process from the launcher's environment (OMPI, PMI, Slurm, torchrun), or -1.
+int world_rank_from_env();
+int world_size_from_env();
+
+}  // namespace collscope::tracer

@@ -1,0 +1,46 @@
+#include "thread_buffer.hpp"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+
+namespace collscope::tracer {
+namespace {
+std::atomic<ThreadBuffer*> g_head{nullptr};
+std::atomic<std::uint32_t> g_count{0};
+
+ThreadBuffer* register_this_thread() {
+  char name[32] = {};
+  pthread_getname_np(pthread_self(), name, sizeof name);
+  const auto tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
+  auto* tb = new ThreadBuffer(g_count.fetch_add(1) + 1, tid, name);
+  ThreadBuffer* head = g_head.load(std::memory_order_relaxed);
+  do {
+    tb->next = head;
+  } while (!g_head.compare_exchange_weak(head, tb, std::memory_order_release, std::memory_order_relaxed));
+  return tb;
+}
+
+// initial-exec: the preload is loaded at start-up, so its TLS is static and reads cost one instruction.
+__attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_buffer = nullptr;
+}  // namespace
+
+ThreadBuffer::ThreadBuffer(std::uint32_t index, std::int64_t tid, std::string name)
+    : index_(index), tid_(tid), name_(std::move(name)) {
+  // calloc: zero pages are only touched when used, so idle threads cost no resident memory.
+  events_ = static_cast<Event*>(std::calloc(kCapacity, sizeof(Event)));
+  if (!events_) head_.store(kCapacity);  // no memory: the ring reads as full forever, every event is dropped
+}
+
+ThreadBuffer& this_thread_buffer() {
+  if (__builtin_expect(t_buffer == nullptr, 0)) t_buffer = register_this_thread();
+  return *t_buffer;
+}
+
+ThreadBuffer* thread_buffers() { return g_head.load(std::memory_order_acquire); }
+std::uint32_t thread_buffer_count() { return g_count.load(std::memory_order_relaxed); }
+
+}  // namespace collscope::tracer
