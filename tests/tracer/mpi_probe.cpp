@@ -18,10 +18,16 @@ int main(int argc, char** argv) {
   int iterations = 10;
   int sleep_ms = 0;
   bool fork_child = false;
+  bool fork_after_init = false;
+  bool progress = false;
+  int exit_code = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sleep-ms-after-each") && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--fork-child")) fork_child = true;
+    else if (!std::strcmp(argv[i], "--fork-after-init")) fork_after_init = true;
+    else if (!std::strcmp(argv[i], "--progress")) progress = true;
+    else if (!std::strcmp(argv[i], "--exit-code") && i + 1 < argc) exit_code = std::atoi(argv[++i]);
   }
   if (fork_child) {
     // A child forked before MPI_Init that never calls MPI (a data-loader worker): must write nothing.
@@ -35,6 +41,16 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (fork_after_init) {
+    // A helper process forked after MPI_Init that exits normally (atexit handlers run): it must neither write
+    // nor damage the parent's trace.
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::exit(0);
+    }
+    waitpid(pid, nullptr, 0);
+  }
   MPI_Comm split;
   MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &split);
   std::vector<float> f(1024, 1.0f), g(1024);
@@ -51,6 +67,10 @@ int main(int argc, char** argv) {
     MPI_Iallreduce(MPI_IN_PLACE, f.data(), 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (progress) {
+      std::printf("mpi_probe rank %d pid %d: iteration %d done\n", rank, (int)getpid(), it + 1);
+      std::fflush(stdout);
+    }
     if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
   }
   MPI_Comm dup;
@@ -67,5 +87,5 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&split);
   MPI_Finalize();
   if (fork_child) wait(nullptr);
-  return 0;
+  return exit_code;
 }

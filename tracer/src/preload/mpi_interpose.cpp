@@ -334,6 +334,9 @@ void after_init() {
   register_comm(comm_world(), "MPI_COMM_WORLD", std::nullopt, std::nullopt);
   register_comm(comm_self(), "MPI_COMM_SELF", std::nullopt, std::nullopt, static_cast<std::uint64_t>(g_world_rank));
   runtime_start(info);
+  // One-off costs (the thread's ring, the reduction-op table) are paid here, not inside the job's first collective.
+  this_thread_buffer();
+  reduce_op_name(nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,270 @@
+// The preload tracer on real Open MPI runs of mpi_probe (a program with a known set of calls).
+#include <collscope/tracer/trace_reader.hpp>
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "../common/run_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace collscope::store;
+using collscope::testing::env_or;
+using collscope::testing::mpirun;
+using collscope::testing::run_process;
+
+namespace {
+
+const std::string kBin = env_or("COLLSCOPE_BIN", "build/bin");
+const std::string kCollscope = kBin + "/collscope";
+const std::string kProbe = kBin + "/mpi_probe";
+
+fs::path fresh_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("collscope-preload-test-" + std::to_string(getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir.parent_path());
+  return dir;
+}
+
+std::vector<std::string> cmd(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+std::set<std::string> rank_files(const fs::path& dir) {
+  std::set<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".sqlite") out.insert(e.path().filename().string());
+  return out;
+}
+
+struct RankView {
+  std::vector<std::string> strings;
+  std::vector<CommunicatorRow> comms;
+  std::vector<CollectiveRow> colls;
+  std::map<std::string, std::string> meta;
+  const CommunicatorRow& comm_named(const std::string& prefix) const {
+    for (auto& c : comms)
+      if (c.name.rfind(prefix, 0) == 0) return c;
+    throw std::runtime_error("no communicator " + prefix);
+  }
+  std::vector<CollectiveRow> on(std::int64_t comm) const {
+    std::vector<CollectiveRow> out;
+    for (auto& c : colls)
+      if (c.comm == comm) out.push_back(c);
+    std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.seq < b.seq; });
+    return out;
+  }
+};
+
+RankView load(const fs::path& file) {
+  TraceReader r(file.string());
+  return {r.strings(), r.communicators(), r.collectives(), r.meta()};
+}
+
+}  // namespace
+
+TEST(Preload, ThreeRanksRecordExactlyTheCallsMade) {
+  const auto dir = fresh_dir("probe3");
+  auto r = run_process(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                           cmd(mpirun(3), {kProbe, "--iterations", "10"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The launcher (mpirun, orted) had the preload too but never called MPI: it wrote nothing.
+  ASSERT_EQ(rank_files(dir), (std::set<std::string>{"rank-00000.sqlite", "rank-00001.sqlite", "rank-00002.sqlite"}));
+
+  std::vector<RankView> ranks;
+  for (int i = 0; i < 3; ++i) ranks.push_back(load(dir / rank_file_name(i)));
+
+  const std::vector<std::pair<std::string, int>> world_ops_per_iteration = {
+      {"allreduce", 1}, {"bcast", 1}, {"iallreduce", 1}, {"barrier", 1}};
+  for (int rank = 0; rank < 3; ++rank) {
+    const RankView& v = ranks[rank];
+    EXPECT_EQ(v.meta.at("world_rank"), std::to_string(rank));
+    EXPECT_EQ(v.meta.at("world_size"), "3");
+    const auto& world = v.comm_named("MPI_COMM_WORLD");
+    EXPECT_EQ(world.members, (std::vector<std::int32_t>{0, 1, 2}));
+    EXPECT_EQ(world.key, ranks[0].comm_named("MPI_COMM_WORLD").key);
+    // Split by rank % 2: {0, 2} and {1}; the same key on members, another key elsewhere.
+    const auto& split = v.comm_named("split");
+    EXPECT_EQ(split.color, rank % 2);
+    EXPECT_EQ(split.parent, world.key);
+    if (rank % 2 == 0) {
+      EXPECT_EQ(split.members, (std::vector<std::int32_t>{0, 2}));
+      EXPECT_EQ(split.rank, rank / 2);
+    } else {
+      EXPECT_EQ(split.members, (std::vector<std::int32_t>{1}));
+    }
+    EXPECT_EQ(split.key == ranks[0].comm_named("split").key, rank % 2 == 0);
+    EXPECT_TRUE(split.destroyed_ns.has_value());
+    const auto& dup = v.comm_named("dup");
+    EXPECT_EQ(dup.key, ranks[0].comm_named("dup").key);
+    EXPECT_TRUE(dup.destroyed_ns.has_value());
+
+    // World: 10 iterations of 4 calls, then reduce, gather, scatter, alltoall, reduce_scatter_block.
+    auto on_world = v.on(world.id);
+    ASSERT_EQ(on_world.size(), 45u);
+    for (std::size_t i = 0; i < on_world.size(); ++i) {
+      EXPECT_EQ(on_world[i].seq, static_cast<std::int64_t>(i));  // sequence numbers without a gap
+      // The k-th call of a communicator is the same collective on every rank.
+      EXPECT_EQ(on_world[i].op, ranks[0].on(ranks[0].comm_named("MPI_COMM_WORLD").id)[i].op);
+      EXPECT_EQ(on_world[i].status, 0);
+      EXPECT_LE(on_world[i].start_ns, on_world[i].end_ns);
+    }
+    std::map<std::string, int> counts;
+    for (auto& c : on_world) counts[std::string(op_name(c.op))]++;
+    EXPECT_EQ(counts, (std::map<std::string, int>{{"allreduce", 10}, {"bcast", 10}, {"iallreduce", 10}, {"barrier", 10},
+                                                   {"reduce", 1}, {"gather", 1}, {"scatter", 1}, {"alltoall", 1},
+                                                   {"reduce_scatter_block", 1}}));
+    for (auto& c : on_world) {
+      const std::string op(op_name(c.op));
+      if (op == "allreduce") {
+        EXPECT_EQ(c.bytes, 4096);
+        EXPECT_EQ(c.count, 1024);
+        EXPECT_EQ(v.strings.at(c.datatype), "MPI_FLOAT");
+        EXPECT_EQ(v.strings.at(c.reduce_op), "MPI_SUM");
+      } else if (op == "bcast") {
+        EXPECT_EQ(c.bytes, 1024);
+        EXPECT_EQ(c.root, 0);
+        EXPECT_EQ(v.strings.at(c.datatype), "MPI_INT");
+      } else if (op == "iallreduce") {
+        EXPECT_EQ(c.bytes, 256);
+        EXPECT_EQ(c.sendbuf, 0u);  // MPI_IN_PLACE
+      } else if (op == "alltoall") {
+        EXPECT_EQ(c.bytes, 4 * 3);
+      } else if (op == "reduce_scatter_block") {
+        EXPECT_EQ(c.bytes, 8 * 4 * 3);
+      }
+    }
+    auto on_split = v.on(split.id);
+    ASSERT_EQ(on_split.size(), 10u);
+    EXPECT_EQ(on_split[9].seq, 9);
+    EXPECT_EQ(on_split[0].bytes, 80);
+    EXPECT_EQ(v.strings.at(on_split[0].reduce_op), "MPI_MAX");
+    auto on_dup = v.on(dup.id);
+    ASSERT_EQ(on_dup.size(), 1u);
+    EXPECT_EQ(on_dup[0].op, Op::Allgather);
+    EXPECT_EQ(on_dup[0].bytes, 4 * 4 * 3);
+
+    // Durations agree with the program's own timing of its world allreduces (within 5 %, plus 2 us of clock reads).
+    std::smatch m;
+    const std::regex line("mpi_probe rank " + std::to_string(rank) + ": iterations 10 allreduce_world_total_s ([0-9.]+)");
+    ASSERT_TRUE(std::regex_search(r.out, m, line)) << r.out;
+    const double own_ns = std::stod(m[1]) * 1e9;
+    double traced_ns = 0;
+    for (auto& c : on_world)
+      if (c.op == Op::Allreduce) traced_ns += static_cast<double>(c.end_ns - c.start_ns);
+    EXPECT_NEAR(traced_ns, own_ns, own_ns * 0.05 + 2000) << "rank " << rank;
+    EXPECT_LE(traced_ns, own_ns);  // the tracer's window lies inside the program's
+  }
+}
+
+TEST(Preload, ExitCodeAndOutputPassThrough) {
+  const auto dir = fresh_dir("exit");
+  auto r = run_process(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                           cmd(mpirun(2), {kProbe, "--iterations", "2", "--exit-code", "3"})));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.out.find("mpi_probe rank 1: iterations 2"), std::string::npos);
+  EXPECT_EQ(rank_files(dir).size(), 2u);
+}
+
+TEST(Preload, UnwritableRunDirectoryWarnsOnceAndTheJobCompletes) {
+  // A path under a regular file can never be created, even by root.
+  const auto dir = fresh_dir("blocked");
+  fs::create_directories(dir);
+  { std::ofstream(dir / "file") << "x"; }
+  const auto run_dir = dir / "file" / "run";
+  auto r = run_process(cmd({kCollscope, "trace", "-o", run_dir.string(), "--"},
+                           cmd(mpirun(2), {kProbe, "--iterations", "3"})));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("mpi_probe rank 0: iterations 3"), std::string::npos);
+  EXPECT_NE(r.out.find("mpi_probe rank 1: iterations 3"), std::string::npos);
+  // One line per process, naming the file, and nothing else from collscope.
+  int warnings = 0;
+  std::istringstream err(r.err);
+  for (std::string l; std::getline(err, l);) {
+    if (l.find("collscope:") == std::string::npos) continue;
+    ++warnings;
+    EXPECT_NE(l.find("cannot write trace"), std::string::npos) << l;
+    EXPECT_NE(l.find("rank-0000"), std::string::npos) << l;
+  }
+  EXPECT_EQ(warnings, 2) << r.err;
+}
+
+TEST(Preload, ForkedChildrenWriteNothing) {
+  const auto dir = fresh_dir("fork");
+  auto r = run_process(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                           cmd(mpirun(2), {kProbe, "--iterations", "3", "--fork-child", "--fork-after-init"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(rank_files(dir), (std::set<std::string>{"rank-00000.sqlite", "rank-00001.sqlite"}));
+  for (int rank = 0; rank < 2; ++rank) {
+    auto v = load(dir / rank_file_name(rank));
+    EXPECT_EQ(v.on(v.comm_named("MPI_COMM_WORLD").id).size(), 3u * 4 + 5);
+    EXPECT_TRUE(v.meta.count("clock_monotonic_end_ns"));  // the parent finished its file
+  }
+}
+
+TEST(Preload, ProcessWithoutMpiWritesNothing) {
+  const auto dir = fresh_dir("nompi");
+  auto r = run_process({kCollscope, "trace", "-o", dir.string(), "--", "/bin/sh", "-c", "echo hello; exit 4"});
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_TRUE(rank_files(dir).empty());
+}
+
+TEST(Preload, SigkillKeepsEverythingUpToTheLastBatch) {
+  const auto dir = fresh_dir("kill");
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    setenv("COLLSCOPE_FLUSH_MS", "50", 1);
+    auto argv = cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                    cmd(mpirun(1), {kProbe, "--iterations", "100000", "--sleep-ms-after-each", "5", "--progress"}));
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* in = fdopen(out[0], "r");
+  char line[512];
+  int probe_pid = 0, done = 0;
+  while (done < 60 && fgets(line, sizeof line, in)) std::sscanf(line, "mpi_probe rank 0 pid %d: iteration %d done", &probe_pid, &done);
+  ASSERT_EQ(done, 60);
+  ASSERT_GT(probe_pid, 0);
+  ASSERT_EQ(kill(probe_pid, SIGKILL), 0);  // the traced rank itself, mid-run: no exit handler runs
+  int status = 0;
+  waitpid(pid, &status, 0);
+  fclose(in);
+  // The file opens, and holds every iteration up to the last committed batch (50 ms = 10 iterations here).
+  auto v = load(dir / rank_file_name(0));
+  auto on_world = v.on(v.comm_named("MPI_COMM_WORLD").id);
+  const int iterations = static_cast<int>(on_world.size() / 4);
+  EXPECT_GE(iterations, 60 - 25) << "a kill lost more than the last batches";
+  EXPECT_LE(iterations, 60 + 5);
+  for (std::size_t i = 0; i < on_world.size(); ++i) EXPECT_EQ(on_world[i].seq, static_cast<std::int64_t>(i));
+}
+
+TEST(Cli, UsageErrorsAreOneLineAndExit2) {
+  auto r = run_process({kCollscope, "trace"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run_process({kCollscope, "no-such-command"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run_process({kCollscope, "trace", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--output"), std::string::npos);
+}
