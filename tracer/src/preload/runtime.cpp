@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -89,8 +90,31 @@ class Writer {
   std::array<EventHandler, 32> handlers;
   std::unordered_map<std::uint32_t, std::int64_t> string_ids;  // pool id -> strings.id
   std::set<std::uint32_t> threads_written;
-  std::unordered_map<std::uint64_t, store::BufferRow> buffers;
-  std::set<std::uint64_t> dirty_buffers;
+  struct BufferAggregate {
+    store::BufferRow row;
+    bool dirty = false;
+  };
+  std::unordered_map<std::uint64_t, BufferAggregate> buffers;  // node-based: pointers stay valid
+  std::vector<BufferAggregate*> dirty_buffers;
+  BufferAggregate* last_buffer = nullptr;  // consecutive collectives mostly reuse one (fusion) buffer
+
+  BufferAggregate& buffer(std::uint64_t address, std::int64_t ns) {
+    if (last_buffer && last_buffer->row.address == address) return *last_buffer;
+    auto [it, fresh] = buffers.try_emplace(address);
+    if (fresh) {
+      it->second.row.address = address;
+      it->second.row.bytes_min = std::numeric_limits<std::int64_t>::max();
+      it->second.row.first_ns = ns;
+    }
+    last_buffer = &it->second;
+    return it->second;
+  }
+  void touch(BufferAggregate& b) {
+    if (!b.dirty) {
+      b.dirty = true;
+      dirty_buffers.push_back(&b);
+    }
+  }
   std::uint64_t events_written = 0;
   int flush_ms = 50;
 
@@ -186,19 +210,14 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
   // Buffers that collectives read: one address reused with many sizes is a fusion buffer.
   const std::uint64_t address = (e.flags & kFlagInPlace) || e.sendbuf == 0 ? e.recvbuf : e.sendbuf;
   if (address == 0 || e.bytes == 0) return;
-  auto [it, fresh] = buffers.try_emplace(address);
-  store::BufferRow& b = it->second;
-  if (fresh) {
-    b.address = address;
-    b.bytes_min = e.bytes;
-    b.first_ns = r.start_ns;
-  }
+  BufferAggregate& agg = buffer(address, r.start_ns);
+  store::BufferRow& b = agg.row;
   b.bytes_max = std::max(b.bytes_max, e.bytes);
   b.bytes_min = std::min(b.bytes_min, e.bytes);
   b.bytes_total += e.bytes;
   b.uses += 1;
   b.last_ns = r.start_ns;
-  dirty_buffers.insert(address);
+  touch(agg);
 }
 
 void Writer::handle(const Event& e, WriterContext& ctx) {
@@ -227,15 +246,12 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
       break;
     case EventKind::FusionPack: {
       // The pack precedes the collective that reads the buffer; count what went in.
-      auto [it, fresh] = buffers.try_emplace(e.sendbuf);
-      if (fresh) {
-        it->second.address = e.sendbuf;
-        it->second.first_ns = clock.to_ns(e.t0);
-        it->second.last_ns = it->second.first_ns;
-      }
-      it->second.tensors_packed += 1;
-      it->second.bytes_packed += e.bytes;
-      dirty_buffers.insert(e.sendbuf);
+      const std::int64_t ns = clock.to_ns(e.t0);
+      BufferAggregate& agg = buffer(e.sendbuf, ns);
+      if (agg.row.uses == 0) agg.row.last_ns = ns;
+      agg.row.tensors_packed += 1;
+      agg.row.bytes_packed += e.bytes;
+      touch(agg);
       break;
     }
     default:
@@ -267,7 +283,12 @@ void Writer::drain() {
       dropped += tb->dropped();
     }
     for (auto& hook : drain_hooks) hook(ctx);
-    for (std::uint64_t address : dirty_buffers) file->upsert_buffer(buffers[address]);
+    for (BufferAggregate* b : dirty_buffers) {
+      store::BufferRow row = b->row;
+      if (row.uses == 0) row.bytes_min = 0;  // packed into, not yet read by a collective
+      file->upsert_buffer(row);
+      b->dirty = false;
+    }
     dirty_buffers.clear();
     file->set_meta(store::meta_key::kEventsDropped, std::to_string(dropped));
     file->commit();

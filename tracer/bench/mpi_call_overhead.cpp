@@ -1,0 +1,116 @@
+// Added cost per intercepted MPI call: MPI_Allreduce of one int on MPI_COMM_SELF in a loop, with and without the
+// preload, alternated in one run (5 pairs, medians). Also measures the two clock reads in the same run.
+//   mpi_call_overhead --preload PATH [--pairs 5]      (driver: runs itself under mpirun -np 1, twice per pair)
+//   COLLSCOPE_BENCH_CHILD=1 mpi_call_overhead        (child: prints its figures)
+#include <mpi.h>
+#include <fmt/format.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Paced: batches of 1500 calls (under half a ring: the writer is not woken), drained between them. Tight: 2 M calls back to back.
+int child() {
+  MPI_Init(nullptr, nullptr);
+  int in = 1, out = 0;
+  for (int i = 0; i < 20000; ++i) MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+  double paced_ns = 0;
+  long paced_calls = 0;
+  for (int round = 0; round < 100; ++round) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 1500; ++i) MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+    paced_ns += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    paced_calls += 1500;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  const long tight_calls = 2'000'000;
+  const auto t0 = Clock::now();
+  for (long i = 0; i < tight_calls; ++i) MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+  const double tight_ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  std::printf("CHILD paced %.2f tight %.2f\n", paced_ns / paced_calls, tight_ns / tight_calls);
+  MPI_Finalize();
+  return 0;
+}
+
+std::array<double, 2> run_child(const std::string& self, const std::string& preload, const std::string& dir) {
+  std::string cmd = "COLLSCOPE_BENCH_CHILD=1 ";
+  if (!preload.empty()) cmd += "LD_PRELOAD=" + preload + " COLLSCOPE_RUN_DIR=" + dir + " ";
+  cmd += "mpirun -np 1 --oversubscribe " + self + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<double, 2> r{0, 0};
+  char line[512];
+  while (p && fgets(line, sizeof line, p)) std::sscanf(line, "CHILD paced %lf tight %lf", &r[0], &r[1]);
+  if (p) pclose(p);
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double ns_per(auto&& fn) {
+  const int n = 10'000'000;
+  volatile std::uint64_t sink = 0;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) sink = sink + fn();
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (std::getenv("COLLSCOPE_BENCH_CHILD")) return child();
+  std::string preload;
+  int pairs = 5;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--preload") && i + 1 < argc) preload = argv[++i];
+    else if (!std::strcmp(argv[i], "--pairs") && i + 1 < argc) pairs = std::atoi(argv[++i]);
+  }
+  if (preload.empty()) {
+    std::fprintf(stderr, "usage: mpi_call_overhead --preload PATH/libcollscope-preload.so [--pairs N]\n");
+    return 2;
+  }
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string dir = (std::filesystem::temp_directory_path() / fmt::format("collscope-overhead-{}", getpid())).string();
+  std::vector<double> base_paced, base_tight, traced_paced, traced_tight;
+  for (int i = 0; i < pairs; ++i) {
+    auto b = run_child(self, "", dir);
+    auto t = run_child(self, preload, dir);
+    base_paced.push_back(b[0]);
+    base_tight.push_back(b[1]);
+    traced_paced.push_back(t[0]);
+    traced_tight.push_back(t[1]);
+  }
+  std::filesystem::remove_all(dir);
+  const double clock_ns = ns_per([] {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::uint64_t(ts.tv_nsec);
+  });
+  const double tsc_ns = ns_per([] { return __rdtsc(); });
+  fmt::print("mpi_call_overhead: clock_gettime(CLOCK_MONOTONIC) {:.1f} ns, rdtsc {:.1f} ns (this machine, this run)\n",
+             clock_ns, tsc_ns);
+  fmt::print("mpi_call_overhead: MPI_Allreduce(1 int, MPI_COMM_SELF), medians of {} alternated pairs:\n", pairs);
+  fmt::print("  paced (every event written): untraced {:.1f} ns/call, traced {:.1f} ns/call, added {:.1f} ns, ratio {:.2f}\n",
+             median(base_paced), median(traced_paced), median(traced_paced) - median(base_paced),
+             median(traced_paced) / median(base_paced));
+  fmt::print("  tight (2 M calls, ring overflows, drops counted): untraced {:.1f}, traced {:.1f} ns/call, added {:.1f} ns, ratio {:.2f}\n",
+             median(base_tight), median(traced_tight), median(traced_tight) - median(base_tight),
+             median(traced_tight) / median(base_tight));
+  return 0;
+}
