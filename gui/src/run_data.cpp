@@ -1,0 +1,72 @@
+#include <collscope/gui/run_data.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace collscope::gui {
+
+std::size_t RunData::memory_bytes() const {
+  std::size_t bytes = sizeof(*this);
+  bytes += collectives.capacity() * sizeof(CollectiveEvent) + collectives_max_end.capacity() * sizeof(std::int64_t);
+  bytes += nvtx.capacity() * sizeof(SpanEvent) + nvtx_max_end.capacity() * sizeof(std::int64_t);
+  bytes += gpu.capacity() * sizeof(SpanEvent) + gpu_max_end.capacity() * sizeof(std::int64_t);
+  bytes += instances.capacity() * sizeof(CollectiveInstance) + instance_members.capacity() * sizeof(std::uint32_t);
+  bytes += lanes.capacity() * sizeof(Lane) + steps.capacity() * sizeof(Step);
+  for (const auto& n : names) bytes += sizeof(n) + n.capacity();
+  for (const auto& l : lanes) bytes += l.label.capacity();
+  return bytes;
+}
+
+std::uint32_t RunData::first_ending_after(const Lane& lane, std::int64_t t) const {
+  const auto& ends = max_end(lane.kind);
+  auto it = std::upper_bound(ends.begin() + lane.begin, ends.begin() + lane.end, t);
+  return static_cast<std::uint32_t>(it - ends.begin());
+}
+
+std::uint32_t RunData::first_starting_at(const Lane& lane, std::int64_t t) const {
+  std::uint32_t lo = lane.begin, hi = lane.end;
+  while (lo < hi) {
+    std::uint32_t mid = lo + (hi - lo) / 2;
+    if (start_of(lane.kind, mid) < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+std::uint32_t RunData::member_on_rank(const CollectiveInstance& inst, int rank_index) const {
+  for (std::uint32_t m = 0; m < inst.member_count; ++m) {
+    std::uint32_t e = instance_members[inst.members_begin + m];
+    if (collectives[e].rank_index == rank_index) return e;
+  }
+  return kNoInstance;
+}
+
+int RunData::rank_index_of_world(int world_rank) const {
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i].world_rank == world_rank) return static_cast<int>(i);
+  return -1;
+}
+
+std::string format_duration(std::int64_t ns) {
+  const double a = std::abs(static_cast<double>(ns));
+  if (a < 1e3) return fmt::format("{} ns", ns);
+  if (a < 1e6) return fmt::format("{:.3g} µs", ns / 1e3);
+  if (a < 1e9) return fmt::format("{:.3g} ms", ns / 1e6);
+  return fmt::format("{:.3g} s", ns / 1e9);
+}
+
+std::string format_bytes(std::int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (std::abs(v) >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0) return fmt::format("{} B", bytes);
+  return fmt::format("{:.3g} {}", v, units[u]);
+}
+
+}  // namespace collscope::gui

@@ -1,0 +1,473 @@
+// Loads a run for the viewer. Reads only the columns the timeline needs, one worker thread per core over
+// the rank files, then builds the lanes: per rank, one lane per thread with collectives, one per NVTX
+// nesting depth and thread, one per GPU stream; events sorted by start inside each lane.
+#include <collscope/gui/run_loader.hpp>
+
+#include <collscope/tracer/error.hpp>
+#include <collscope/tracer/trace_reader.hpp>
+
+#include "run_analysis.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <regex>
+#include <unordered_map>
+
+namespace collscope::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct LocalLane {
+  LaneKind kind;
+  std::int64_t key;
+  std::string label;
+};
+
+// One rank file read into rows with file-local lane and string ids.
+struct RankPart {
+  RankInfo info;
+  std::vector<std::string> strings;
+  std::vector<LocalLane> lanes;
+  std::vector<CollectiveEvent> collectives;  // .lane = local lane
+  std::vector<std::uint64_t> comm_keys;      // per collective
+  std::vector<std::int64_t> seqs;            // per collective
+  std::vector<std::uint16_t> comm_sizes;     // per collective
+  std::vector<SpanEvent> nvtx;               // .lane local, .name local string id
+  std::vector<SpanEvent> gpu;
+  std::int64_t anchor_offset_ns = 0;         // CLOCK_REALTIME - CLOCK_MONOTONIC at start; 0 when unknown
+  std::string error;
+};
+
+std::uint16_t lane_of(std::map<std::pair<int, std::int64_t>, std::uint16_t>& index, std::vector<LocalLane>& lanes,
+                      LaneKind kind, std::int64_t key, const std::function<std::string()>& label) {
+  auto [it, inserted] = index.try_emplace({static_cast<int>(kind), key}, static_cast<std::uint16_t>(lanes.size()));
+  if (inserted) lanes.push_back({kind, key, label()});
+  return it->second;
+}
+
+void read_rank(const fs::path& file, int world_rank_from_name, RankPart& part) {
+  store::TraceReader reader(file.string());
+  part.info.file = file.string();
+  part.info.meta = reader.meta();
+  part.info.world_rank = static_cast<int>(reader.meta_int(store::meta_key::kWorldRank).value_or(world_rank_from_name));
+  part.info.host = reader.meta_value(store::meta_key::kHost).value_or("?");
+  part.info.events_dropped = reader.meta_int(store::meta_key::kEventsDropped).value_or(0);
+  auto mono = reader.meta_int(store::meta_key::kMonotonicStart);
+  auto real = reader.meta_int(store::meta_key::kRealtimeStart);
+  if (mono && real) part.anchor_offset_ns = *real - *mono;
+  part.strings = reader.strings();
+
+  std::unordered_map<std::int64_t, std::string> thread_names;
+  for (const auto& t : reader.threads())
+    thread_names[t.id] = t.name.empty() ? fmt::format("tid {}", t.tid) : fmt::format("{} ({})", t.name, t.tid);
+  auto thread_label = [&](std::int64_t id) {
+    auto it = thread_names.find(id);
+    return it != thread_names.end() ? it->second : fmt::format("thread {}", id);
+  };
+  std::unordered_map<std::int64_t, std::pair<std::uint64_t, std::uint16_t>> comms;  // id -> key, size
+  for (const auto& c : reader.communicators()) comms[c.id] = {c.key, static_cast<std::uint16_t>(c.size)};
+
+  // Fusion buffers: one address reused for different sizes. Capacity: the job's HOROVOD_FUSION_THRESHOLD
+  // when it set one (bytes), else the largest use seen.
+  std::int64_t threshold = 0;
+  if (auto it = part.info.meta.find("env.HOROVOD_FUSION_THRESHOLD"); it != part.info.meta.end())
+    threshold = std::atoll(it->second.c_str());
+  std::unordered_map<std::uint64_t, std::int64_t> fusion_capacity;
+  for (const auto& b : reader.buffers())
+    if (b.uses >= 2 && b.bytes_min < b.bytes_max)
+      fusion_capacity[b.address] = threshold > 0 ? std::max(threshold, b.bytes_max) : b.bytes_max;
+
+  std::map<std::pair<int, std::int64_t>, std::uint16_t> lane_index;
+  const auto rows = reader.row_count("collectives");
+  part.collectives.reserve(rows);
+  part.comm_keys.reserve(rows);
+  part.seqs.reserve(rows);
+  part.comm_sizes.reserve(rows);
+  reader.for_each_collective([&](const store::CollectiveRow& r) {
+    CollectiveEvent e;
+    e.start_ns = r.start_ns;
+    e.end_ns = std::max(r.end_ns, r.start_ns);
+    e.bytes = r.bytes;
+    e.row_id = static_cast<std::uint32_t>(r.id);
+    e.op = r.op;
+    e.lane = lane_of(lane_index, part.lanes, LaneKind::Collectives, r.thread,
+                     [&] { return "MPI/NCCL " + thread_label(r.thread); });
+    if (auto it = fusion_capacity.find(r.sendbuf); it != fusion_capacity.end() && it->second > 0)
+      e.fusion_fill_percent = static_cast<std::uint8_t>(std::clamp<std::int64_t>((r.bytes * 100 + it->second - 1) / it->second, 1, 100));
+    auto comm = comms.find(r.comm);
+    part.comm_keys.push_back(comm != comms.end() ? comm->second.first : static_cast<std::uint64_t>(r.comm));
+    part.comm_sizes.push_back(comm != comms.end() ? comm->second.second : 0);
+    part.seqs.push_back(r.seq);
+    part.collectives.push_back(e);
+  });
+  part.nvtx.reserve(reader.row_count("nvtx_ranges"));
+  reader.for_each_nvtx_range([&](const store::NvtxRangeRow& r) {
+    SpanEvent s;
+    s.start_ns = r.start_ns;
+    s.end_ns = std::max(r.end_ns.value_or(r.start_ns), r.start_ns);
+    s.name = static_cast<std::uint32_t>(r.name);
+    s.kind = static_cast<std::uint8_t>(r.kind);
+    const int depth = std::clamp(r.depth, 0, 63);
+    s.lane = lane_of(lane_index, part.lanes, LaneKind::Nvtx, r.thread * 64 + depth,
+                     [&] { return fmt::format("NVTX {} [{}]", thread_label(r.thread), depth); });
+    part.nvtx.push_back(s);
+  });
+  part.gpu.reserve(reader.row_count("gpu_activities"));
+  reader.for_each_gpu_activity([&](const store::GpuActivityRow& r) {
+    SpanEvent s;
+    s.start_ns = r.start_ns;
+    s.end_ns = std::max(r.end_ns, r.start_ns);
+    s.name = static_cast<std::uint32_t>(r.name);
+    s.kind = static_cast<std::uint8_t>(r.kind);
+    const auto key = (static_cast<std::int64_t>(r.device) << 40) | static_cast<std::int64_t>(r.stream & 0xffffffffffULL);
+    s.lane = lane_of(lane_index, part.lanes, LaneKind::GpuStream, key,
+                     [&] { return fmt::format("GPU {} stream {}", r.device, r.stream); });
+    part.gpu.push_back(s);
+  });
+}
+
+// Sorts spans by (lane, start) and fills the per-lane ranges and prefix maxima of end.
+void finish_spans(std::vector<SpanEvent>& spans, std::vector<std::int64_t>& max_end, std::vector<Lane>& lanes,
+                  LaneKind kind) {
+  std::sort(spans.begin(), spans.end(), [](const SpanEvent& a, const SpanEvent& b) {
+    return a.lane != b.lane ? a.lane < b.lane : a.start_ns < b.start_ns;
+  });
+  max_end.resize(spans.size());
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const bool first = i == 0 || spans[i - 1].lane != spans[i].lane;
+    max_end[i] = first ? spans[i].end_ns : std::max(max_end[i - 1], spans[i].end_ns);
+    auto& lane = lanes[spans[i].lane];
+    if (first) lane.begin = static_cast<std::uint32_t>(i);
+    lane.end = static_cast<std::uint32_t>(i + 1);
+  }
+  (void)kind;
+}
+
+bool is_step_name(const std::string& name) {
+  if (name.size() < 4) return false;
+  std::string head = name.substr(0, 4);
+  std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+  return head == "step" && (name.size() == 4 || !std::isalpha(static_cast<unsigned char>(name[4])));
+}
+
+}  // namespace
+
+std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn& progress) {
+  auto report = [&](int percent, const std::string& stage) {
+    if (progress) progress(percent, stage);
+  };
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw InputError(fmt::format("{}: no such run directory", dir));
+  std::vector<std::pair<fs::path, int>> files;
+  if (fs::is_directory(dir, ec)) {
+    static const std::regex rank_file(R"(rank-(\d+)\.sqlite)");
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      std::smatch m;
+      const auto name = entry.path().filename().string();
+      if (std::regex_match(name, m, rank_file)) files.emplace_back(entry.path(), std::stoi(m[1].str()));
+    }
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  } else {
+    files.emplace_back(fs::path(dir), 0);  // a single rank file
+  }
+  if (files.empty()) throw InputError(fmt::format("{}: no rank-NNNNN.sqlite files: not a collscope run directory", dir));
+
+  // Read the files in parallel; a broken file becomes a warning unless no file is readable.
+  std::vector<RankPart> parts(files.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> done{0};
+  std::mutex progress_mutex;
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < files.size();) {
+      try {
+        read_rank(files[i].first, files[i].second, parts[i]);
+      } catch (const std::exception& e) {
+        parts[i].error = e.what();
+      }
+      std::lock_guard lock(progress_mutex);
+      const int n = ++done;
+      report(static_cast<int>(80.0 * n / files.size()), fmt::format("read {}", files[i].first.filename().string()));
+    }
+  };
+  const unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, static_cast<unsigned>(files.size()));
+  report(0, "reading rank files");
+  {
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+  }
+
+  auto run = std::make_shared<RunData>();
+  run->dir = dir;
+  std::string first_error;
+  std::vector<RankPart*> good;
+  for (auto& p : parts) {
+    if (!p.error.empty()) {
+      run->warnings.push_back(p.error);
+      if (first_error.empty()) first_error = p.error;
+    } else {
+      good.push_back(&p);
+    }
+  }
+  if (good.empty()) throw InputError(first_error);
+  std::sort(good.begin(), good.end(), [](auto* a, auto* b) { return a->info.world_rank < b->info.world_rank; });
+  report(82, "building lanes");
+
+  // Partial run: ranks the job had that have no readable file.
+  std::int64_t world_size = 0;
+  for (auto* p : good)
+    if (auto it = p->info.meta.find(std::string(store::meta_key::kWorldSize)); it != p->info.meta.end())
+      world_size = std::max<std::int64_t>(world_size, std::atoll(it->second.c_str()));
+  if (world_size > static_cast<std::int64_t>(good.size()))
+    run->warnings.push_back(fmt::format("{}: partial run: {} of {} ranks have a readable trace file", dir, good.size(), world_size));
+  for (auto* p : good)
+    if (p->info.events_dropped > 0)
+      run->warnings.push_back(fmt::format("{}: {} events dropped by the tracer", p->info.file, p->info.events_dropped));
+
+  // Provisional clock alignment from the realtime anchors (ranks on one host share CLOCK_MONOTONIC, so
+  // they get offset 0); the analyzer refines it from the collectives themselves (run_analysis.cpp).
+  const std::string& first_host = good.front()->info.host;
+  for (auto* p : good)
+    p->info.clock_offset_ns = p->info.host == first_host ? 0 : p->anchor_offset_ns - good.front()->anchor_offset_ns;
+
+  // Lanes grouped by host (first appearance), then world rank, then kind and key.
+  std::vector<std::string> hosts;
+  for (auto* p : good)
+    if (std::find(hosts.begin(), hosts.end(), p->info.host) == hosts.end()) hosts.push_back(p->info.host);
+  std::vector<std::size_t> rank_order(good.size());
+  std::iota(rank_order.begin(), rank_order.end(), 0);
+  std::stable_sort(rank_order.begin(), rank_order.end(), [&](std::size_t a, std::size_t b) {
+    auto ha = std::find(hosts.begin(), hosts.end(), good[a]->info.host) - hosts.begin();
+    auto hb = std::find(hosts.begin(), hosts.end(), good[b]->info.host) - hosts.begin();
+    return ha < hb;
+  });
+  std::vector<std::vector<std::uint16_t>> lane_map(good.size());  // local lane -> global lane
+  for (std::size_t r : rank_order) {
+    auto& p = *good[r];
+    std::vector<std::size_t> order(p.lanes.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return std::pair(static_cast<int>(p.lanes[a].kind), p.lanes[a].key) <
+             std::pair(static_cast<int>(p.lanes[b].kind), p.lanes[b].key);
+    });
+    lane_map[r].resize(p.lanes.size());
+    for (std::size_t l : order) {
+      if (run->lanes.size() >= 0xffff) throw InputError(fmt::format("{}: more than 65535 timeline lanes", dir));
+      lane_map[r][l] = static_cast<std::uint16_t>(run->lanes.size());
+      Lane lane;
+      lane.rank_index = static_cast<int>(r);
+      lane.kind = p.lanes[l].kind;
+      lane.key = p.lanes[l].key;
+      lane.label = p.lanes[l].label;
+      run->lanes.push_back(std::move(lane));
+    }
+  }
+
+  // Names shared across ranks.
+  run->names.push_back("");
+  std::unordered_map<std::string, std::uint32_t> name_ids{{"", 0}};
+  auto global_name = [&](const RankPart& p, std::uint32_t local) -> std::uint32_t {
+    if (local >= p.strings.size()) return 0;
+    auto [it, inserted] = name_ids.try_emplace(p.strings[local], static_cast<std::uint32_t>(run->names.size()));
+    if (inserted) run->names.push_back(p.strings[local]);
+    return it->second;
+  };
+
+  // Concatenate in global ids and times; collectives keep their matching keys in parallel arrays.
+  std::size_t n_coll = 0, n_nvtx = 0, n_gpu = 0;
+  for (auto* p : good) n_coll += p->collectives.size(), n_nvtx += p->nvtx.size(), n_gpu += p->gpu.size();
+  if (n_coll >= kNoInstance) throw InputError(fmt::format("{}: too many collectives for the viewer", dir));
+  std::vector<CollectiveEvent> colls;
+  std::vector<std::uint64_t> keys;
+  std::vector<std::int64_t> seqs;
+  std::vector<std::uint16_t> sizes;
+  colls.reserve(n_coll);
+  keys.reserve(n_coll);
+  seqs.reserve(n_coll);
+  sizes.reserve(n_coll);
+  run->nvtx.reserve(n_nvtx);
+  run->gpu.reserve(n_gpu);
+  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t r = 0; r < good.size(); ++r) {
+    auto& p = *good[r];
+    const auto off = p.info.clock_offset_ns;
+    for (auto e : p.collectives) {
+      e.lane = lane_map[r][e.lane];
+      e.rank_index = static_cast<std::uint16_t>(r);
+      e.start_ns += off;
+      e.end_ns += off;
+      origin = std::min(origin, e.start_ns);
+      colls.push_back(e);
+    }
+    keys.insert(keys.end(), p.comm_keys.begin(), p.comm_keys.end());
+    seqs.insert(seqs.end(), p.seqs.begin(), p.seqs.end());
+    sizes.insert(sizes.end(), p.comm_sizes.begin(), p.comm_sizes.end());
+    for (auto s : p.nvtx) {
+      s.lane = lane_map[r][s.lane];
+      s.name = global_name(p, s.name);
+      s.start_ns += off;
+      s.end_ns += off;
+      origin = std::min(origin, s.start_ns);
+      run->nvtx.push_back(s);
+    }
+    for (auto s : p.gpu) {
+      s.lane = lane_map[r][s.lane];
+      s.name = global_name(p, s.name);
+      s.start_ns += off;
+      s.end_ns += off;
+      origin = std::min(origin, s.start_ns);
+      run->gpu.push_back(s);
+    }
+    p.collectives = {};
+    p.comm_keys = {};
+    p.seqs = {};
+    p.comm_sizes = {};
+    p.nvtx = {};
+    p.gpu = {};
+  }
+  if (origin == std::numeric_limits<std::int64_t>::max()) origin = 0;
+  run->origin_ns = origin;
+  for (auto* p : good) run->ranks.push_back(std::move(p->info));
+
+  report(86, "sorting events");
+  // Collectives: sort through a permutation so the matching keys follow.
+  {
+    std::vector<std::uint32_t> perm(colls.size());
+    std::iota(perm.begin(), perm.end(), 0u);
+    std::sort(perm.begin(), perm.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return colls[a].lane != colls[b].lane ? colls[a].lane < colls[b].lane : colls[a].start_ns < colls[b].start_ns;
+    });
+    run->collectives.resize(colls.size());
+    std::vector<std::uint64_t> sorted_keys(colls.size());
+    std::vector<std::int64_t> sorted_seqs(colls.size());
+    std::vector<std::uint16_t> sorted_sizes(colls.size());
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      run->collectives[i] = colls[perm[i]];
+      run->collectives[i].start_ns -= origin;
+      run->collectives[i].end_ns -= origin;
+      sorted_keys[i] = keys[perm[i]];
+      sorted_seqs[i] = seqs[perm[i]];
+      sorted_sizes[i] = sizes[perm[i]];
+    }
+    colls = {};
+    keys.swap(sorted_keys);
+    seqs.swap(sorted_seqs);
+    sizes.swap(sorted_sizes);
+  }
+  auto& cs = run->collectives;
+  run->collectives_max_end.resize(cs.size());
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    const bool first = i == 0 || cs[i - 1].lane != cs[i].lane;
+    run->collectives_max_end[i] = first ? cs[i].end_ns : std::max(run->collectives_max_end[i - 1], cs[i].end_ns);
+    auto& lane = run->lanes[cs[i].lane];
+    if (first) lane.begin = static_cast<std::uint32_t>(i);
+    lane.end = static_cast<std::uint32_t>(i + 1);
+    run->duration_ns = std::max(run->duration_ns, cs[i].end_ns);
+  }
+  for (auto* spans : {&run->nvtx, &run->gpu})
+    for (auto& s : *spans) {
+      s.start_ns -= origin;
+      s.end_ns -= origin;
+      run->duration_ns = std::max(run->duration_ns, s.end_ns);
+    }
+  finish_spans(run->nvtx, run->nvtx_max_end, run->lanes, LaneKind::Nvtx);
+  finish_spans(run->gpu, run->gpu_max_end, run->lanes, LaneKind::GpuStream);
+
+  report(92, "matching collectives");
+  // Instances: the seq-th call on a communicator (same key on every member) is one collective.
+  {
+    std::vector<std::uint32_t> order(cs.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return keys[a] != keys[b] ? keys[a] < keys[b] : seqs[a] != seqs[b] ? seqs[a] < seqs[b] : cs[a].rank_index < cs[b].rank_index;
+    });
+    run->instance_members.reserve(cs.size());
+    for (std::size_t i = 0; i < order.size();) {
+      std::size_t j = i;
+      CollectiveInstance inst;
+      inst.comm_key = keys[order[i]];
+      inst.seq = seqs[order[i]];
+      inst.op = cs[order[i]].op;
+      inst.comm_size = sizes[order[i]];
+      inst.members_begin = static_cast<std::uint32_t>(run->instance_members.size());
+      inst.first_arrival_ns = std::numeric_limits<std::int64_t>::max();
+      inst.last_arrival_ns = std::numeric_limits<std::int64_t>::min();
+      const auto id = static_cast<std::uint32_t>(run->instances.size());
+      for (; j < order.size() && keys[order[j]] == inst.comm_key && seqs[order[j]] == inst.seq; ++j) {
+        auto& e = cs[order[j]];
+        e.instance = id;
+        run->instance_members.push_back(order[j]);
+        inst.first_arrival_ns = std::min(inst.first_arrival_ns, e.start_ns);
+        if (e.start_ns > inst.last_arrival_ns) {
+          inst.last_arrival_ns = e.start_ns;
+          inst.last_rank_index = e.rank_index;
+        }
+        inst.last_end_ns = std::max(inst.last_end_ns, e.end_ns);
+        inst.bytes = std::max(inst.bytes, e.bytes);
+      }
+      inst.member_count = static_cast<std::uint16_t>(std::min<std::size_t>(j - i, 0xffff));
+      run->instances.push_back(inst);
+      i = j;
+    }
+  }
+
+  // Steps band: NVTX ranges named "step…" of the lowest rank that has them (the analyzer replaces these
+  // with its own, which also infers steps from the pattern of collectives).
+  for (std::size_t r = 0; r < run->ranks.size() && run->steps.empty(); ++r)
+    for (const auto& lane : run->lanes) {
+      if (lane.kind != LaneKind::Nvtx || lane.rank_index != static_cast<int>(r)) continue;
+      for (std::uint32_t i = lane.begin; i < lane.end; ++i)
+        if (is_step_name(run->names[run->nvtx[i].name]))
+          run->steps.push_back({0, run->nvtx[i].start_ns, run->nvtx[i].end_ns});
+    }
+  std::sort(run->steps.begin(), run->steps.end(), [](const Step& a, const Step& b) { return a.start_ns < b.start_ns; });
+  for (std::size_t i = 0; i < run->steps.size(); ++i) run->steps[i].number = static_cast<int>(i);
+  report(100, "timeline ready");
+  return run;
+}
+
+RunLoadJob::RunLoadJob(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<std::shared_ptr<const collscope::gui::RunData>>();
+}
+
+RunLoadJob::~RunLoadJob() {
+  if (worker_.joinable()) worker_.join();
+}
+
+void RunLoadJob::start(const QString& dir) {
+  if (worker_.joinable()) worker_.join();
+  running_ = true;
+  const std::string path = dir.toStdString();
+  // Signals emitted from the worker are queued to the receivers' (GUI) thread.
+  worker_ = std::thread([this, path] {
+    auto progress_fn = [this](int percent, const std::string& stage) {
+      emit progress(percent, QString::fromStdString(stage));
+    };
+    try {
+      auto timeline = load_run(path, progress_fn);
+      emit loaded(timeline);
+      if (analysis_available()) {
+        emit progress(0, QStringLiteral("analyzing"));
+        try {
+          emit loaded(analyze_loaded_run(*timeline));
+        } catch (const std::exception& e) {
+          emit failed(QString::fromStdString(fmt::format("analysis failed: {}", e.what())));
+        }
+      }
+    } catch (const std::exception& e) {
+      emit failed(QString::fromStdString(e.what()));
+    }
+    QMetaObject::invokeMethod(this, [this] { running_ = false; emit finished(); }, Qt::QueuedConnection);
+  });
+}
+
+}  // namespace collscope::gui
