@@ -1,0 +1,300 @@
+// The viewer on runs with a known ground truth (synthetic, written with the real TraceWriter) and, when
+// COLLSCOPE_SAMPLE_RUN names one, on the sample's traced run. Offscreen platform; no mocks.
+#include <collscope/gui/main_window.hpp>
+#include <collscope/gui/panels.hpp>
+#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/timeline_view.hpp>
+
+#include "synthetic_run.hpp"
+
+#include <QHeaderView>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTest>
+
+#include <fstream>
+#include <set>
+
+namespace fs = std::filesystem;
+using namespace collscope::gui;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("collscope-gui-test-" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Opens `dir` in the window and waits for the loader (and the analyzer, when built) to finish.
+bool open_and_wait(MainWindow& window, const fs::path& dir) {
+  QSignalSpy finished(&window, &MainWindow::loadFinished);
+  window.openRun(QString::fromStdString(dir.string()));
+  return finished.wait(60000);
+}
+
+}  // namespace
+
+class ViewerTest : public QObject {
+  Q_OBJECT
+ private:
+  synthetic::Spec spec_;
+  fs::path run_dir_;
+
+ private slots:
+  void initTestCase() {
+    run_dir_ = scratch("synthetic");
+    synthetic::write(run_dir_, spec_);
+  }
+
+  void loaderMatchesGroundTruth() {
+    auto run = load_run(run_dir_.string());
+    QCOMPARE(run->ranks.size(), std::size_t(3));
+    // Per rank: collectives on the "comm" thread, NVTX depth 0, one GPU stream.
+    QCOMPARE(run->lanes.size(), std::size_t(9));
+    QCOMPARE(run->collectives.size(), std::size_t(3 * spec_.steps * spec_.collectives_per_step));
+    QCOMPARE(run->instances.size(), std::size_t(spec_.steps * spec_.collectives_per_step));
+    QCOMPARE(run->steps.size(), std::size_t(spec_.steps));
+    QCOMPARE(run->gpu.size(), std::size_t(3 * spec_.steps * spec_.kernels_per_step));
+    // Lanes grouped by host: node0 (ranks 0, 1) before node1 (rank 2).
+    QCOMPARE(run->ranks[run->lanes.back().rank_index].host, std::string("node1"));
+    for (const auto& inst : run->instances) {
+      QCOMPARE(int(inst.member_count), 3);
+      const bool late = inst.seq % spec_.late_every == 0;
+      QCOMPARE(inst.last_arrival_ns - inst.first_arrival_ns, late ? spec_.late_ns : 0);
+      if (late) QCOMPARE(run->ranks[inst.last_rank_index].world_rank, spec_.late_rank);
+    }
+    for (const auto& e : run->collectives) QCOMPARE(int(e.fusion_fill_percent), 25);  // 1 MiB of 4 MiB
+    QVERIFY(run->memory_bytes() / run->event_count() < 200);
+  }
+
+  void opensRunAndShowsOneLaneGroupPerRank() {
+    MainWindow window;
+    window.resize(1400, 800);
+    window.show();
+    QVERIFY(open_and_wait(window, run_dir_));
+    QVERIFY2(window.message().isEmpty(), qPrintable(window.message()));
+    QCOMPARE(window.timeline()->laneCount(), 9);
+    std::set<int> ranks;
+    for (const auto& lane : window.run()->lanes) ranks.insert(window.run()->ranks[lane.rank_index].world_rank);
+    QCOMPARE(ranks, (std::set<int>{0, 1, 2}));
+  }
+
+  void clickSelectsCollectiveOnEveryRank() {
+    MainWindow window;
+    window.resize(1400, 800);
+    window.show();
+    QVERIFY(open_and_wait(window, run_dir_));
+    auto* timeline = window.timeline();
+    const auto* run = window.run();
+    // Step 2, collective 0 (seq 8: rank 2 is late) on rank 0.
+    timeline->setVisibleRange(synthetic::arrival_ns(spec_, 0, 2, 0) - spec_.base_ns - 500'000,
+                              synthetic::end_ns(spec_, 2, 0) - spec_.base_ns + 500'000);
+    std::uint32_t target = kNoInstance;
+    for (std::uint32_t i = 0; i < run->collectives.size(); ++i)
+      if (run->collectives[i].rank_index == 0 && run->instances[run->collectives[i].instance].seq == 8) target = i;
+    QVERIFY(target != kNoInstance);
+    const QPointF at = timeline->pointOfCollective(target);
+    QVERIFY(!at.isNull());
+    QTest::mouseClick(timeline, Qt::LeftButton, {}, at.toPoint());
+    QCOMPARE(timeline->selectedCollective(), target);
+
+    auto* details = window.details();
+    QCOMPARE(details->fieldValue("op"), QString("allreduce"));
+    QCOMPARE(details->fieldValue("seq"), QString("8"));
+    QCOMPARE(details->fieldValue("wait"), QString("1 ms"));
+    QCOMPARE(details->fieldValue("last arrival"), QString("rank 2"));
+    QCOMPARE(details->fieldValue("recorded.bytes"), QString::number(spec_.bytes));
+    QCOMPARE(details->fieldValue("fusion buffer fill"), QString("25 %"));
+    QCOMPARE(details->ranksTable()->rowCount(), 3);
+    QCOMPARE(details->ranksTable()->item(2, 2)->text(), QString("0 ns"));  // rank 2 arrived last: no wait
+
+    // Cross-rank highlight: every member is outlined in black at its left edge.
+    const QImage image = timeline->grab().toImage();
+    const auto& inst = run->instances[timeline->selectedInstance()];
+    for (std::uint32_t m = 0; m < inst.member_count; ++m) {
+      const auto member = run->instance_members[inst.members_begin + m];
+      const QPointF centre = timeline->pointOfCollective(member);
+      const double x0 = TimelineView::kLabelWidth + (run->collectives[member].start_ns - timeline->visibleStart()) /
+                            double(timeline->visibleEnd() - timeline->visibleStart()) * (timeline->width() - TimelineView::kLabelWidth);
+      const QColor c = image.pixelColor(int(std::floor(x0)) - 1, int(centre.y()));
+      QVERIFY2(c.red() < 60 && c.green() < 60 && c.blue() < 60,
+               qPrintable(QString("rank %1 not outlined: %2").arg(run->collectives[member].rank_index).arg(c.name())));
+    }
+    // An unrelated collective on rank 1 (seq 9) is not outlined.
+    std::uint32_t other = kNoInstance;
+    for (std::uint32_t i = 0; i < run->collectives.size(); ++i)
+      if (run->collectives[i].rank_index == 1 && run->instances[run->collectives[i].instance].seq == 9) other = i;
+    const double ox0 = TimelineView::kLabelWidth + (run->collectives[other].start_ns - timeline->visibleStart()) /
+                           double(timeline->visibleEnd() - timeline->visibleStart()) * (timeline->width() - TimelineView::kLabelWidth);
+    if (ox0 < timeline->width() - 2) {
+      const QColor c = image.pixelColor(int(std::floor(ox0)) - 1, int(timeline->pointOfCollective(target).y()) + 24);
+      QVERIFY(!(c.red() < 60 && c.green() < 60 && c.blue() < 60));
+    }
+  }
+
+  void clickingAFindingZoomsToItsEvidence() {
+    MainWindow window;
+    window.resize(1400, 800);
+    window.show();
+    QVERIFY(open_and_wait(window, run_dir_));
+    // The analyzer's findings when it is built; always also one with a known range, to check the wiring.
+    auto run = std::make_shared<RunData>(*window.run());
+    Finding f;
+    f.kind = "straggler";
+    f.severity = "warning";
+    f.summary = "rank 2 arrives late";
+    f.start_ns = 3'000'000;
+    f.end_ns = 4'500'000;
+    f.world_ranks = {2};
+    run->findings.insert(run->findings.begin(), f);
+    run->analyzed = true;
+    window.showRun(run);
+    auto* view = window.findings()->view();
+    QCOMPARE(view->model()->rowCount(), int(run->findings.size()));
+    const QRect cell = view->visualRect(view->model()->index(0, 1));
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, cell.center());
+    QCOMPARE(window.timeline()->visibleStart(), std::int64_t(3'000'000));
+    QCOMPARE(window.timeline()->visibleEnd(), std::int64_t(4'500'000));
+    QCOMPARE(window.timeline()->highlightedRanks(), (std::vector<int>{2}));
+  }
+
+  void analyzerFindsTheLateRank() {
+    MainWindow window;
+    window.show();
+    QVERIFY(open_and_wait(window, run_dir_));
+    if (!window.run()->analyzed) QSKIP("collscope built without the analyzer");
+    bool straggler = false;
+    for (const auto& f : window.run()->findings)
+      if (std::find(f.world_ranks.begin(), f.world_ranks.end(), spec_.late_rank) != f.world_ranks.end()) {
+        straggler = true;
+        QVERIFY(f.end_ns > f.start_ns);
+      }
+    QVERIFY(straggler);
+    QVERIFY(!window.run()->statistics.empty());
+  }
+
+  void brokenAndPartialRunsShowAMessage() {
+    MainWindow window;
+    window.show();
+    auto empty = scratch("empty");
+    QVERIFY(open_and_wait(window, empty));
+    QVERIFY2(window.message().contains("not a collscope run directory"), qPrintable(window.message()));
+
+    auto broken = scratch("broken");
+    std::ofstream(broken / "rank-00000.sqlite") << "this is not a database, it is a text file of some length\n";
+    QVERIFY(open_and_wait(window, broken));
+    QVERIFY2(window.message().contains("rank-00000.sqlite"), qPrintable(window.message()));
+
+    QVERIFY(open_and_wait(window, scratch("missing") / "nope"));
+    QVERIFY2(window.message().contains("no such run directory"), qPrintable(window.message()));
+
+    // One good rank of three: loads, with a warning naming the problem.
+    auto partial = scratch("partial");
+    fs::copy_file(run_dir_ / "rank-00001.sqlite", partial / "rank-00001.sqlite");
+    std::ofstream(partial / "rank-00000.sqlite") << "garbage";
+    QVERIFY(open_and_wait(window, partial));
+    QVERIFY(window.run() && window.run()->ranks.size() == 1);
+    QVERIFY2(window.message().contains("rank-00000.sqlite"), qPrintable(window.message()));
+    QVERIFY2(window.message().contains("1 of 3 ranks"), qPrintable(window.message()));
+  }
+
+  void searchAndStepsNavigate() {
+    MainWindow window;
+    window.resize(1400, 800);
+    window.show();
+    QVERIFY(open_and_wait(window, run_dir_));
+    const auto* run = window.run();
+    QVERIFY(window.findNext("bcast"));
+    const auto first = window.timeline()->selectedCollective();
+    QCOMPARE(run->collectives[first].op, collscope::store::Op::Bcast);
+    QVERIFY(window.findNext("bcast"));
+    QVERIFY(run->collectives[window.timeline()->selectedCollective()].start_ns >= run->collectives[first].start_ns);
+    QVERIFY(window.findNext("1MiB"));
+    QVERIFY(!window.findNext("4 GiB"));
+    QVERIFY(window.findNext("gemm_bwd"));
+    QVERIFY(!window.findNext("no-such-kernel"));
+    window.jumpToStep(5);
+    const auto& s = run->steps[5];
+    QVERIFY(window.timeline()->visibleStart() < s.start_ns && window.timeline()->visibleStart() > s.start_ns - (s.end_ns - s.start_ns) / 10);
+    QVERIFY(window.timeline()->visibleEnd() > s.end_ns);
+  }
+
+  void wheelZoomKeepsTimeUnderCursorAndKeysNavigate() {
+    TimelineView view;
+    view.resize(1200, 400);
+    view.setRun(load_run(run_dir_.string()));
+    view.show();
+    view.setVisibleRange(0, 10'000'000);
+    const double x = TimelineView::kLabelWidth + 0.25 * (1200 - TimelineView::kLabelWidth);  // 2.5 ms
+    QWheelEvent wheel(QPointF(x, 100), view.mapToGlobal(QPointF(x, 100)), {}, QPoint(0, 240), Qt::NoButton, {},
+                      Qt::NoScrollPhase, false);
+    QApplication::sendEvent(&view, &wheel);
+    const double span = view.visibleEnd() - view.visibleStart();
+    QVERIFY(std::abs(span - 10'000'000 * 0.64) < 10);
+    const double under_cursor = view.visibleStart() + 0.25 * span;
+    QVERIFY(std::abs(under_cursor - 2'500'000) < 10);
+    const auto before = view.visibleStart();
+    QTest::keyClick(&view, Qt::Key_D);
+    QVERIFY(std::abs(view.visibleStart() - before - span / 10) < 10);
+    QTest::keyClick(&view, Qt::Key_A);
+    QVERIFY(std::abs(view.visibleStart() - before) < 10);
+    QTest::keyClick(&view, Qt::Key_S);
+    QVERIFY(view.visibleEnd() - view.visibleStart() > span * 1.2);
+    QTest::keyClick(&view, Qt::Key_W);
+    QVERIFY(std::abs((view.visibleEnd() - view.visibleStart()) - span) < 100);
+  }
+
+  void levelOfDetailBoundsTheWorkPerFrame() {
+    // 40 000 collectives + 40 000 kernels fully zoomed out: aggregated to at most a column per pixel per lane.
+    synthetic::Spec big;
+    big.steps = 10'000;
+    big.compute_ns = 100'000;
+    big.late_ns = 10'000;
+    big.transfer_ns = 20'000;
+    auto dir = scratch("lod");
+    synthetic::write(dir, big);
+    TimelineView view;
+    view.resize(1000, 400);
+    auto run = load_run(dir.string());
+    view.setRun(run);
+    QImage image(view.size(), QImage::Format_ARGB32_Premultiplied);
+    view.render(&image);
+    const auto plot_width = 1000 - TimelineView::kLabelWidth;
+    // One column per pixel per lane, plus the steps band (as many) and the ruler's ticks.
+    QVERIFY2(view.lastPaintedPrimitives() <= std::int64_t(run->lanes.size() + 1) * plot_width + 100,
+             qPrintable(QString::number(view.lastPaintedPrimitives())));
+    view.setLevelOfDetail(false);
+    view.render(&image);
+    QVERIFY(view.lastPaintedPrimitives() >= std::int64_t(run->event_count()) - 10);
+  }
+
+  void sampleRun() {
+    const QByteArray dir = qgetenv("COLLSCOPE_SAMPLE_RUN");
+    if (dir.isEmpty()) QSKIP("COLLSCOPE_SAMPLE_RUN not set (sample or tracer not built)");
+    MainWindow window;
+    window.resize(1400, 800);
+    window.show();
+    QVERIFY(open_and_wait(window, dir.toStdString()));
+    QVERIFY(window.run());
+    QVERIFY2(window.run()->ranks.size() == 2, qPrintable(window.message()));
+    std::set<int> ranks;
+    for (const auto& lane : window.run()->lanes) ranks.insert(lane.rank_index);
+    QCOMPARE(int(ranks.size()), 2);
+    QVERIFY(!window.run()->collectives.empty());
+    // Select the first matched collective of rank 0: the details show the same instance on both ranks.
+    std::uint32_t target = kNoInstance;
+    for (std::uint32_t i = 0; i < window.run()->collectives.size() && target == kNoInstance; ++i)
+      if (window.run()->collectives[i].rank_index == 0 && window.run()->instances[window.run()->collectives[i].instance].member_count == 2) target = i;
+    QVERIFY(target != kNoInstance);
+    window.timeline()->selectCollective(target);
+    window.timeline()->zoomToSelection();
+    QCOMPARE(window.details()->ranksTable()->rowCount(), 2);
+    QVERIFY(!window.timeline()->pointOfCollective(target).isNull());
+  }
+};
+
+QTEST_MAIN(ViewerTest)
+#include "viewer_test.moc"
