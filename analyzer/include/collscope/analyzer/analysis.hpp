@@ -1,0 +1,41 @@
+#pragma once
+// The whole pipeline: load → align clocks → match → steps → metrics → findings. What reports and the
+// autotuner consume.
+#include <collscope/analyzer/clock_alignment.hpp>
+#include <collscope/analyzer/findings.hpp>
+#include <collscope/analyzer/matching.hpp>
+#include <collscope/analyzer/run.hpp>
+#include <collscope/analyzer/steps.hpp>
+
+#include <string>
+#include <vector>
+
+namespace collscope::analyzer {
+
+// Aggregate per (op, power-of-two size bucket): for "busbw vs message size" and compare.
+struct OpSizeStats {
+  store::Op op = store::Op::Unknown;
+  std::int64_t size_bucket_bytes = 0;  // lower bound: 2^k
+  std::int64_t instances = 0;
+  double total_duration_ns = 0;
+  double median_busbw_gbps = 0;
+  double best_busbw_gbps = 0;
+  std::vector<double> busbw_samples;  // up to 256, for compare's statistics
+};
+
+struct Analysis {
+  Run run;
+  ClockAlignment clocks;
+  MatchedRun matched;
+  StepSummary steps;
+  std::vector<OpSizeStats> op_sizes;
+  std::vector<Finding> findings;
+  double wall_ns = 0;       // aligned first arrival → last completion
+  double comm_ns = 0;       // mean over ranks: time inside collectives
+  double analysis_seconds = 0;
+};
+
+Analysis analyze_run(const std::string& run_dir, const AnalysisOptions& options = {});
+Analysis analyze(Run run, const AnalysisOptions& options = {});
+
+}  // namespace collscope::analyzer

@@ -1,0 +1,72 @@
+#pragma once
+// Matching: the k-th call of a communicator on each member rank is one collective instance (key, seq).
+#include <collscope/analyzer/clock_alignment.hpp>
+#include <collscope/analyzer/run.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace collscope::analyzer {
+
+// A matched instance with per-rank detail (materialised on demand: MatchedRun keeps only summaries).
+struct CollectiveInstance {
+  int comm = 0;  // index into Run::communicators
+  std::uint64_t comm_key = 0;
+  std::int64_t seq = 0;
+  store::Op op = store::Op::Unknown;
+  std::int64_t bytes = 0;
+  std::vector<int> ranks;                      // world ranks that made the call
+  std::vector<std::int64_t> arrival_ns;        // aligned start per rank
+  std::vector<std::int64_t> completion_ns;     // aligned end per rank
+  std::vector<std::int64_t> wait_ns;           // last arrival − own arrival
+  std::int64_t duration_ns = 0;                // transfer time: shortest per-rank call (clock independent)
+  double algbw_gbps = 0;                       // bytes / duration (GB/s = bytes per ns)
+  double busbw_gbps = 0;                       // algbw × nccl-tests factor
+};
+
+// Compact summary of one instance, 64 bytes.
+struct InstanceSummary {
+  std::int64_t first_arrival_ns = 0;   // aligned
+  std::int64_t last_arrival_ns = 0;
+  std::int64_t second_last_arrival_ns = 0;  // == last when only one rank
+  std::int64_t last_completion_ns = 0;
+  std::int64_t duration_ns = 0;  // transfer time
+  std::int64_t bytes = 0;
+  std::int64_t total_wait_ns = 0;  // sum over ranks of (last arrival − own arrival)
+  std::int32_t comm = 0;
+  std::int32_t seq = 0;
+  std::int32_t last_arriver = -1;  // world rank
+  std::int16_t ranks = 0;          // ranks that made the call
+  store::Op op = store::Op::Unknown;
+  double busbw_gbps() const;
+  double algbw_gbps() const { return duration_ns > 0 ? double(bytes) / double(duration_ns) : 0.0; }
+};
+
+// Inconsistent calls at one seq, or ranks with fewer calls: what hangs jobs.
+struct Mismatch {
+  int comm = 0;
+  std::uint64_t comm_key = 0;
+  std::int64_t seq = 0;           // first diverging call
+  std::vector<int> ranks;         // world ranks that diverge from the others (or lack the call)
+  std::string what;               // "op allreduce vs bcast", "rank 1 has 9 calls, others 10", ...
+};
+
+struct MatchedRun {
+  std::vector<InstanceSummary> instances;  // ordered by (comm, seq)
+  std::vector<std::size_t> comm_first;     // instances of comm c are [comm_first[c], comm_first[c+1])
+  std::vector<Mismatch> mismatches;
+  // Per rank index, per communicator: index into RankTrace::collectives of each seq (−1 if missing).
+  std::vector<std::vector<std::vector<std::int32_t>>> call_index;
+  std::vector<double> wait_ns_by_rank;     // per rank index: total waiting for others
+  std::vector<double> blame_ns_by_rank;    // per rank index: time it alone held instances up
+
+  CollectiveInstance instance(const Run& run, const ClockAlignment& clocks, int comm, std::int64_t seq) const;
+};
+
+class CollectiveMatcher {
+ public:
+  MatchedRun match(const Run& run, const ClockAlignment& clocks) const;
+};
+
+}  // namespace collscope::analyzer

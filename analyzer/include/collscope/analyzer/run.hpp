@@ -1,0 +1,109 @@
+#pragma once
+// A whole run in memory: every rank file of RUN_DIR read in parallel into compact rows.
+// Times stay in each rank's own CLOCK_MONOTONIC (ns); ClockAligner gives the per-rank offsets
+// that put them on one time line.
+#include <collscope/tracer/schema.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace collscope::analyzer {
+
+// One rank's call of one collective, 56 bytes (10 M of them fit in ~560 MB).
+struct CollectiveCall {
+  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC of the rank's host, call entry
+  std::int64_t end_ns = 0;    // call exit / completion
+  std::int64_t bytes = 0;     // this rank's payload
+  std::int64_t count = 0;     // elements
+  std::int32_t seq = 0;       // index of the call on its communicator
+  std::int32_t comm = 0;      // index into Run::communicators (run-wide, by key)
+  std::int32_t datatype = 0;  // index into Run::strings
+  std::int32_t root = -1;     // root, or peer for send/recv; -1 when none
+  std::int32_t status = 0;    // 0 = success
+  store::Op op = store::Op::Unknown;
+};
+
+// A communicator as one thing across the run (same key on every member rank).
+struct Communicator {
+  std::uint64_t key = 0;
+  store::Backend backend = store::Backend::Mpi;
+  int size = 0;
+  std::vector<int> members;  // world ranks, communicator rank order
+  std::string name;
+  std::optional<std::uint64_t> parent;
+};
+
+struct NvtxRange {
+  std::int32_t name = 0;  // index into Run::strings
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;  // == start_ns for marks / never-ended ranges
+  std::int64_t thread = 0;
+  std::int32_t depth = 0;
+};
+
+struct GpuActivity {
+  store::GpuActivityKind kind = store::GpuActivityKind::Kernel;
+  std::int32_t name = 0;  // index into Run::strings
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t bytes = 0;
+  std::uint64_t stream = 0;
+};
+
+struct RankTrace {
+  int world_rank = 0;
+  std::string path;
+  std::string host;
+  std::string schema_version;  // "1.0"
+  std::map<std::string, std::string> meta;
+  // Clock anchors (ns); 0 when absent.
+  std::int64_t monotonic_start_ns = 0, realtime_start_ns = 0, monotonic_end_ns = 0, realtime_end_ns = 0;
+  std::int64_t events_dropped = 0;
+  std::vector<CollectiveCall> collectives;  // in call order (file id order)
+  std::vector<NvtxRange> nvtx_ranges;
+  std::vector<GpuActivity> gpu_activities;
+  std::vector<store::ThreadRow> threads;
+  std::vector<store::BufferRow> buffers;
+
+  std::optional<std::string> meta_value(const std::string& key) const;
+  std::optional<std::int64_t> meta_int(const std::string& key) const;
+};
+
+struct Run {
+  std::string dir;
+  int world_size = 0;                 // from meta; 0 when no file says
+  std::vector<RankTrace> ranks;       // readable ranks, sorted by world rank
+  std::vector<Communicator> communicators;
+  std::vector<std::string> strings;   // run-wide; strings[0] == ""
+  std::vector<std::string> problems;  // one line each: missing/duplicate/truncated ranks, mixed versions
+
+  std::size_t collective_count() const;
+  // Index into ranks of world rank r, or -1.
+  int rank_index(int world_rank) const;
+  // The job's knob from meta "env.NAME" (first rank that has it).
+  std::optional<std::string> env(const std::string& name) const;
+  std::optional<std::int64_t> env_int(const std::string& name) const;
+  int string_id(const std::string& value) const;  // -1 when absent
+};
+
+struct LoadOptions {
+  int threads = 0;  // 0 = one per core
+};
+
+// Reads RUN_DIR/rank-*.sqlite. Throws collscope::InputError when the directory holds no readable rank file;
+// otherwise problems with single files land in Run::problems and the rest is analysed.
+class RunLoader {
+ public:
+  explicit RunLoader(LoadOptions options = {}) : options_(options) {}
+  Run load(const std::string& run_dir) const;
+
+ private:
+  LoadOptions options_;
+};
+
+inline Run load_run(const std::string& run_dir, LoadOptions options = {}) { return RunLoader(options).load(run_dir); }
+
+}  // namespace collscope::analyzer

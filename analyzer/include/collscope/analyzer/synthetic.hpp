@@ -1,0 +1,36 @@
+#pragma once
+// Synthetic runs written with the real TraceWriter: for tests (known ground truth), the benchmark and anyone
+// who needs a run without MPI. Each step: compute on every rank, then `allreduces_per_step` world allreduces
+// and optionally one allreduce on each of two process sets (ranks split by parity).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace collscope::analyzer {
+
+struct SyntheticRunSpec {
+  int ranks = 4;
+  int steps = 20;
+  int allreduces_per_step = 4;
+  std::int64_t allreduce_bytes = 4 << 20;
+  double compute_ms = 10;
+  double link_gbps = 10;           // transfer time = bytes / link_gbps ns-equivalent
+  double latency_us = 20;          // per collective
+  int slow_rank = -1;              // extra compute per step on this world rank
+  double slow_ms = 0;
+  bool process_sets = false;       // add one allreduce per step on split(parity) communicators
+  int skip_rank = -1;              // this rank skips the process-set allreduce of `skip_step` (and stops after)
+  int skip_step = -1;
+  bool nvtx_steps = true;          // write NVTX "step" ranges
+  std::vector<std::int64_t> clock_shift_ns;  // per rank: added to every row's times (anchors unchanged)
+  double jitter_us = 5;            // arrival noise, deterministic per (rank, call)
+  std::uint64_t seed = 1;
+  std::int64_t fusion_threshold = 64 << 20;  // written as env.HOROVOD_FUSION_THRESHOLD
+  double cycle_time_ms = 1;                   // env.HOROVOD_CYCLE_TIME
+  int batch_size = 32;                        // in command_line "--batch-size N"
+};
+
+// Writes dir/rank-NNNNN.sqlite for every rank (creates dir). Returns the number of collective rows written.
+std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec& spec);
+
+}  // namespace collscope::analyzer

@@ -1,0 +1,84 @@
+// The pipeline from a run directory to findings.
+#include <collscope/analyzer/analysis.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <regex>
+
+#include "call_index.hpp"
+
+namespace collscope::analyzer {
+namespace {
+
+// "--batch-size 64" / "--batch-size=64" in the traced command line.
+std::int64_t batch_size_from_command_line(const Run& run) {
+  static const std::regex pattern(R"(--batch[-_]size[= ]+([0-9]+))");
+  for (const auto& r : run.ranks) {
+    auto cmd = r.meta_value(std::string(store::meta_key::kCommandLine));
+    if (!cmd) continue;
+    std::smatch match;
+    if (std::regex_search(*cmd, match, pattern)) return std::stoll(match[1].str());
+  }
+  return 0;
+}
+
+std::vector<OpSizeStats> op_size_stats(const MatchedRun& m) {
+  std::map<std::pair<int, int>, OpSizeStats> by_key;
+  std::map<std::pair<int, int>, std::vector<double>> all_bw;
+  for (const auto& i : m.instances) {
+    if (i.ranks < 2 || i.op == store::Op::Barrier || i.bytes <= 0 || i.duration_ns <= 0) continue;
+    const int log2b = static_cast<int>(std::log2(double(i.bytes)));
+    auto& s = by_key[{static_cast<int>(i.op), log2b}];
+    s.op = i.op;
+    s.size_bucket_bytes = std::int64_t{1} << log2b;
+    ++s.instances;
+    s.total_duration_ns += double(i.duration_ns);
+    all_bw[{static_cast<int>(i.op), log2b}].push_back(i.busbw_gbps());
+  }
+  std::vector<OpSizeStats> out;
+  for (auto& [key, s] : by_key) {
+    auto& bw = all_bw[key];
+    std::sort(bw.begin(), bw.end());
+    s.median_busbw_gbps = bw[bw.size() / 2];
+    s.best_busbw_gbps = bw.back();
+    for (std::size_t k = 0; k < std::min<std::size_t>(256, bw.size()); ++k) s.busbw_samples.push_back(bw[k * bw.size() / std::min<std::size_t>(256, bw.size())]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+Analysis analyze(Run run, const AnalysisOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Analysis a;
+  a.run = std::move(run);
+  a.clocks = ClockAligner().align(a.run);
+  a.matched = CollectiveMatcher().match(a.run, a.clocks);
+  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : batch_size_from_command_line(a.run);
+  a.steps = StepDetector(batch).detect(a.run, a.clocks, a.matched);
+  a.op_sizes = op_size_stats(a.matched);
+  a.findings = detect_findings(a.run, a.matched, a.steps, options);
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& i : a.matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
+  a.wall_ns = hi > lo ? double(hi - lo) : 0;
+  double comm = 0;
+  for (const auto& r : a.run.ranks)
+    for (const auto& c : r.collectives) comm += double(c.end_ns - c.start_ns);
+  a.comm_ns = a.run.ranks.empty() ? 0 : comm / double(a.run.ranks.size());
+  a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
+Analysis analyze_run(const std::string& run_dir, const AnalysisOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadOptions lo;
+  lo.threads = options.threads;
+  Analysis a = analyze(load_run(run_dir, lo), options);
+  a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
+}  // namespace collscope::analyzer

@@ -1,0 +1,45 @@
+#pragma once
+// Internal: per rank, per communicator, the index of each seq's call in RankTrace::collectives (−1 missing).
+#include <collscope/analyzer/run.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace collscope::analyzer::detail {
+
+using CallIndex = std::vector<std::vector<std::vector<std::int32_t>>>;
+
+inline CallIndex build_call_index(const Run& run) {
+  CallIndex index(run.ranks.size(), std::vector<std::vector<std::int32_t>>(run.communicators.size()));
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& calls = run.ranks[r].collectives;
+    for (std::size_t j = 0; j < calls.size(); ++j) {
+      const auto& c = calls[j];
+      if (c.seq < 0) continue;
+      auto& v = index[r][c.comm];
+      if (static_cast<std::size_t>(c.seq) >= v.size()) v.resize(static_cast<std::size_t>(c.seq) + 1, -1);
+      v[c.seq] = static_cast<std::int32_t>(j);
+    }
+  }
+  return index;
+}
+
+// Rank indices (into Run::ranks) of the communicator's members; −1 for members whose file is missing.
+inline std::vector<int> member_indices(const Run& run, const Communicator& comm) {
+  std::vector<int> out;
+  out.reserve(comm.members.size());
+  for (int m : comm.members) out.push_back(run.rank_index(m));
+  return out;
+}
+
+template <typename T>
+T median_of(std::vector<T> v) {
+  if (v.empty()) return T{};
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return *mid;
+  auto lower = *std::max_element(v.begin(), mid);
+  return static_cast<T>((lower + *mid) / 2);
+}
+
+}  // namespace collscope::analyzer::detail

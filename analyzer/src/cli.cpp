@@ -1,0 +1,126 @@
+// CLI registration: `collscope analyze` and `collscope compare`. Parsing only sets `action`; work runs after.
+#include <collscope/analyzer/cli.hpp>
+#include <collscope/analyzer/compare.hpp>
+#include <collscope/analyzer/report.hpp>
+#include <collscope/tracer/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+namespace collscope::analyzer {
+namespace {
+
+struct AnalyzeArgs {
+  std::string run_dir;
+  std::string format = "text";
+  std::string output;
+  double link_gbps = 0;
+  std::int64_t batch_size = 0;
+};
+
+struct CompareArgs {
+  std::string base_dir, new_dir;
+  std::string max_regression = "5%";
+  std::string junit;
+  std::string format = "text";
+  std::string output;
+  std::int64_t batch_size = 0;
+};
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw InputError(fmt::format("{}: cannot write", path));
+  f << text;
+  if (!f) throw InputError(fmt::format("{}: write failed", path));
+}
+
+// "5%", "5", "0.05" → 0.05 (a bare number above 1 is read as percent).
+double parse_fraction(const std::string& text) {
+  std::string s = text;
+  bool percent = !s.empty() && s.back() == '%';
+  if (percent) s.pop_back();
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(s, &used);
+    if (used != s.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("--max-regression {}: not a percentage (e.g. 5%)", text));
+  }
+  if (percent || v > 1) v /= 100;
+  if (v < 0) throw InputError(fmt::format("--max-regression {}: must not be negative", text));
+  return v;
+}
+
+int run_analyze(const AnalyzeArgs& args) {
+  const auto format = report_format_from_name(args.format);
+  AnalysisOptions o;
+  o.link_gbps = args.link_gbps;
+  o.batch_size = args.batch_size;
+  const Analysis a = analyze_run(args.run_dir, o);
+  write_output(args.output, render_report(a, format));
+  for (const auto& p : a.run.problems) std::fprintf(stderr, "collscope analyze: %s\n", p.c_str());
+  return 0;
+}
+
+int run_compare(const CompareArgs& args) {
+  const double gate = parse_fraction(args.max_regression);
+  const auto format = report_format_from_name(args.format);
+  AnalysisOptions o;
+  o.batch_size = args.batch_size;
+  const Analysis base = analyze_run(args.base_dir, o);
+  const Analysis next = analyze_run(args.new_dir, o);
+  const Comparison c = compare_analyses(base, next, gate);
+  std::string text;
+  switch (format) {
+    case ReportFormat::Json: text = comparison_json(c).dump(2) + "\n"; break;
+    case ReportFormat::Markdown: text = comparison_markdown(c); break;
+    default: text = comparison_text(c); break;
+  }
+  write_output(args.output, text);
+  if (!args.junit.empty()) write_output(args.junit, comparison_junit(c));
+  return c.regression ? 1 : 0;
+}
+
+}  // namespace
+
+void add_cli_commands(CLI::App& app, std::function<int()>& action) {
+  auto a = std::make_shared<AnalyzeArgs>();
+  auto* analyze = app.add_subcommand("analyze", "Analyze a traced run: stragglers, bottlenecks, mismatches, what to change");
+  analyze->add_option("run_dir", a->run_dir, "Run directory with rank-*.sqlite")->required();
+  analyze->add_option("--format", a->format, "text, json, markdown or html")->capture_default_str();
+  analyze->add_option("-o,--output", a->output, "Write the report to FILE (default: stdout)");
+  analyze->add_option("--link-gbps", a->link_gbps, "Expected bus bandwidth of the links (GB/s) to compare with");
+  analyze->add_option("--batch-size", a->batch_size, "Samples per rank per step (default: from the command line)");
+  analyze->footer("Example: collscope analyze run1 --format html -o run1.html");
+  analyze->callback([&action, a] { action = [a] { return run_analyze(*a); }; });
+
+  auto c = std::make_shared<CompareArgs>();
+  auto* compare = app.add_subcommand("compare", "Compare two runs; exit 1 on a statistically significant regression");
+  compare->add_option("base", c->base_dir, "Baseline run directory")->required();
+  compare->add_option("new", c->new_dir, "New run directory")->required();
+  compare->add_option("--max-regression", c->max_regression, "Tolerated slowdown of the median step (e.g. 5%)")->capture_default_str();
+  compare->add_option("--junit", c->junit, "Write JUnit XML for CI to FILE");
+  compare->add_option("--format", c->format, "text, json or markdown")->capture_default_str();
+  compare->add_option("-o,--output", c->output, "Write the comparison to FILE (default: stdout)");
+  compare->add_option("--batch-size", c->batch_size, "Samples per rank per step");
+  compare->footer("Example: collscope compare base-run new-run --max-regression 5% --junit compare.xml");
+  compare->callback([&action, c] { action = [c] { return run_compare(*c); }; });
+}
+
+std::string text_report_for_run(const std::string& run_dir) {
+  try {
+    return text_report(analyze_run(run_dir));
+  } catch (const std::exception& e) {
+    return fmt::format("collscope analyze: {}\n", e.what());
+  }
+}
+
+}  // namespace collscope::analyzer

@@ -1,0 +1,452 @@
+// The detectors. Each turns numbers from matching and steps into a Finding with evidence, cost and a suggestion.
+#include <collscope/analyzer/findings.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "call_index.hpp"
+
+namespace collscope::analyzer {
+
+std::string_view finding_kind_name(FindingKind k) {
+  switch (k) {
+    case FindingKind::Straggler: return "straggler";
+    case FindingKind::LatencyBound: return "latency_bound";
+    case FindingKind::LowBandwidth: return "low_bandwidth";
+    case FindingKind::ExposedCommunication: return "exposed_communication";
+    case FindingKind::UnderfilledFusion: return "underfilled_fusion";
+    case FindingKind::CycleTimeStall: return "cycle_time_stall";
+    case FindingKind::ProcessSetImbalance: return "process_set_imbalance";
+    case FindingKind::Mismatch: return "mismatch";
+  }
+  return "unknown";
+}
+
+std::string_view severity_name(Severity s) {
+  switch (s) {
+    case Severity::Info: return "info";
+    case Severity::Warning: return "warning";
+    case Severity::Critical: return "critical";
+  }
+  return "info";
+}
+
+namespace {
+
+constexpr std::int64_t kSmallMessageBytes = 64 << 10;  // below this a collective is latency-dominated (shm/IB)
+
+std::string bytes_text(double b) {
+  if (b >= 1 << 30) return fmt::format("{:.1f} GiB", b / (1 << 30));
+  if (b >= 1 << 20) return fmt::format("{:.1f} MiB", b / (1 << 20));
+  if (b >= 1 << 10) return fmt::format("{:.1f} KiB", b / (1 << 10));
+  return fmt::format("{:.0f} B", b);
+}
+
+std::string ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
+
+std::int64_t next_pow2(std::int64_t v) {
+  std::int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+double run_wall_ns(const MatchedRun& m) {
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& i : m.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
+  return hi > lo ? double(hi - lo) : 0.0;
+}
+
+int reference_comm(const Run& run, const MatchedRun& m) {
+  int best = -1;
+  std::size_t best_score = 0;
+  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+    const std::size_t calls = m.comm_first[c + 1] - m.comm_first[c];
+    const std::size_t score = run.communicators[c].members.size() * 1000000000ULL + calls;
+    if (calls > 0 && score > best_score) best_score = score, best = static_cast<int>(c);
+  }
+  return best;
+}
+
+bool carries_payload(store::Op op) { return op != store::Op::Barrier && op != store::Op::Unknown; }
+
+}  // namespace
+
+std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, const StepSummary& steps) {
+  std::vector<Finding> out;
+  const std::size_t n = run.ranks.size();
+  if (n < 2) return out;
+  std::size_t top = 0;
+  for (std::size_t r = 1; r < n; ++r)
+    if (m.blame_ns_by_rank[r] > m.blame_ns_by_rank[top]) top = r;
+  double others = 0;
+  for (std::size_t r = 0; r < n; ++r)
+    if (r != top) others = std::max(others, m.blame_ns_by_rank[r]);
+  const double blame = m.blame_ns_by_rank[top];
+  const double nsteps = steps.steps.empty() ? 1.0 : double(steps.steps.size());
+  const double step_ns = steps.steps.empty() ? run_wall_ns(m) : steps.mean_step_ns;
+  const double per_step = blame / nsteps;
+  const int world_rank = run.ranks[top].world_rank;
+  std::int64_t late = 0, sync = 0;
+  for (const auto& i : m.instances) {
+    if (i.ranks < 2 || !store::is_synchronising(i.op)) continue;
+    ++sync;
+    if (i.last_arriver == world_rank && i.last_arrival_ns - i.second_last_arrival_ns > 20000) ++late;
+  }
+  // A straggler holds the others up by a real share of the step, repeatedly, and far more than any other rank.
+  if (step_ns <= 0 || per_step < 0.05 * step_ns || per_step < 200e3 || blame < 3 * others) return out;
+  Finding f;
+  f.kind = FindingKind::Straggler;
+  f.severity = per_step >= 0.2 * step_ns ? Severity::Critical : Severity::Warning;
+  f.ranks = {world_rank};
+  f.title = fmt::format("rank {} is a straggler: the others wait {} per step for it", world_rank, ms(per_step));
+  f.cost_ns = blame;
+  f.evidence = {{"delay_per_step_ns", per_step},
+                {"delay_total_ns", blame},
+                {"next_rank_delay_total_ns", others},
+                {"late_arrivals", double(late)},
+                {"synchronising_collectives", double(sync)},
+                {"step_time_ns", step_ns},
+                {"step_time_without_straggler_ns", std::max(0.0, step_ns - per_step)},
+                {"share_of_step_pct", 100 * per_step / step_ns}};
+  f.evidence_text = fmt::format(
+      "rank {}{} arrived last (by > 20 us) at {} of {} synchronising collectives; it alone held the others up {} "
+      "in total, {} per step ({:.0f} % of the {} step); the next worst rank {}. Without it a step would take about {}.",
+      world_rank, run.ranks[top].host.empty() ? "" : " on " + run.ranks[top].host, late, sync, ms(blame), ms(per_step),
+      100 * per_step / step_ns, ms(step_ns), ms(others), ms(std::max(0.0, step_ns - per_step)));
+  f.suggestion = fmt::format(
+      "Find what makes rank {} slow before it communicates (input pipeline, CPU binding, a slower GPU or host, noisy "
+      "neighbours); balancing it saves about {} per step.",
+      world_rank, ms(per_step));
+  out.push_back(std::move(f));
+  return out;
+}
+
+std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, const StepSummary& steps) {
+  std::vector<Finding> out;
+  double total_ns = 0, small_ns = 0, small_bytes = 0;
+  std::int64_t small = 0;
+  std::vector<double> small_durations;
+  double best_algbw = 0;  // bytes/ns of the largest messages: what fused traffic would get
+  for (const auto& i : m.instances) {
+    if (i.ranks < 2 || !carries_payload(i.op)) continue;
+    total_ns += double(i.duration_ns);
+    if (i.bytes < kSmallMessageBytes) {
+      ++small;
+      small_ns += double(i.duration_ns);
+      small_bytes += double(i.bytes);
+      if (small_durations.size() < 100000) small_durations.push_back(double(i.duration_ns));
+    } else {
+      best_algbw = std::max(best_algbw, i.algbw_gbps());
+    }
+  }
+  if (total_ns <= 0 || small == 0) return out;
+  const double nsteps = steps.steps.empty() ? 1.0 : double(steps.steps.size());
+  const double small_per_step = double(small) / nsteps;
+  const double share = small_ns / total_ns;
+  if (share < 0.5 || small_per_step < 4 || (steps.steps.empty() && small < 50)) return out;
+  const auto threshold = run.env_int("HOROVOD_FUSION_THRESHOLD");
+  const double bytes_per_step = small_bytes / nsteps;
+  std::int64_t suggested = std::clamp<std::int64_t>(next_pow2(static_cast<std::int64_t>(bytes_per_step)), 1 << 20, 256 << 20);
+  if (threshold && *threshold > 0) suggested = std::max(suggested, next_pow2(*threshold * 4));
+  if (threshold && *threshold >= suggested) return out;  // already large enough: small messages are not fusable
+  const double latency_ns = detail::median_of(small_durations);
+  // Fused: about one collective per step carrying the same bytes at the bandwidth of large messages.
+  const double fused_ns = nsteps * latency_ns + (best_algbw > 0 ? small_bytes / best_algbw : 0.0);
+  Finding f;
+  f.kind = FindingKind::LatencyBound;
+  f.severity = share >= 0.8 ? Severity::Critical : Severity::Warning;
+  f.title = fmt::format("latency-bound: {:.0f} small collectives per step take {:.0f} % of communication time",
+                        small_per_step, 100 * share);
+  f.cost_ns = std::max(0.0, small_ns - fused_ns);
+  f.evidence = {{"small_collectives", double(small)},
+                {"small_collectives_per_step", small_per_step},
+                {"small_message_limit_bytes", double(kSmallMessageBytes)},
+                {"small_time_ns", small_ns},
+                {"share_of_comm_time_pct", 100 * share},
+                {"median_small_duration_ns", latency_ns},
+                {"small_bytes_per_step", bytes_per_step},
+                {"suggested_fusion_threshold_bytes", double(suggested)}};
+  if (threshold) f.evidence["fusion_threshold_bytes"] = double(*threshold);
+  f.evidence_text = fmt::format(
+      "{} collectives under {} ({:.0f} per step, {} per step in all) took {} = {:.0f} % of the time in collectives; "
+      "each costs about {} whatever its size{}.",
+      small, bytes_text(kSmallMessageBytes), small_per_step, bytes_text(bytes_per_step), ms(small_ns), 100 * share,
+      ms(latency_ns), threshold ? fmt::format("; HOROVOD_FUSION_THRESHOLD is {}", bytes_text(double(*threshold))) : "");
+  f.suggestion = fmt::format(
+      "Raise the fusion threshold: HOROVOD_FUSION_THRESHOLD={} ({}) so that a step's tensors travel in one "
+      "collective (or bucket gradients to that size); saves about {}.",
+      suggested, bytes_text(double(suggested)), ms(f.cost_ns));
+  out.push_back(std::move(f));
+  return out;
+}
+
+std::vector<Finding> detect_low_bandwidth(const Run& run, const MatchedRun& m, const AnalysisOptions& options) {
+  std::vector<Finding> out;
+  struct Bucket {
+    std::vector<double> busbw;
+    double duration = 0;
+    std::int64_t bytes = 0;
+  };
+  std::map<std::tuple<int, int, int>, Bucket> buckets;  // (comm, op, log2 bytes)
+  double total_ns = 0;
+  for (const auto& i : m.instances) {
+    if (i.ranks < 2 || !carries_payload(i.op) || i.duration_ns <= 0) continue;
+    total_ns += double(i.duration_ns);
+    if (i.bytes < kSmallMessageBytes) continue;
+    auto& b = buckets[{i.comm, static_cast<int>(i.op), static_cast<int>(std::log2(double(i.bytes)))}];
+    b.busbw.push_back(i.busbw_gbps());
+    b.duration += double(i.duration_ns);
+    b.bytes = std::max(b.bytes, i.bytes);
+  }
+  for (auto& [key, b] : buckets) {
+    if (b.busbw.size() < 8) continue;
+    auto sorted = b.busbw;
+    std::sort(sorted.begin(), sorted.end());
+    const double best = sorted[sorted.size() * 95 / 100];  // p95: the best this size reaches here, not one outlier
+    const double median = sorted[sorted.size() / 2];
+    const auto [comm, op, log2bytes] = key;
+    const auto& cname = run.communicators[comm].name;
+    const double link = options.link_gbps;
+    const bool below_link = link > 0 && b.bytes >= (1 << 20) && median < 0.5 * link;
+    const bool below_best = median < 0.5 * best;
+    if (!below_link && !below_best) continue;
+    const double target = below_link ? link : best;
+    double cost = 0;
+    for (double bw : b.busbw) cost += bw < target ? 1.0 - bw / target : 0.0;
+    cost *= b.duration / double(b.busbw.size());
+    if (cost < 0.05 * total_ns || cost < 1e6) continue;
+    Finding f;
+    f.kind = FindingKind::LowBandwidth;
+    f.severity = Severity::Warning;
+    f.comm_key = run.communicators[comm].key;
+    f.comm_name = cname;
+    f.ranks = run.communicators[comm].members;
+    const std::string size = bytes_text(std::ldexp(1.0, log2bytes));
+    f.title = fmt::format("{} of {}..{} on {} reach {:.2f} GB/s bus bandwidth, {} {:.2f} GB/s",
+                          store::op_name(static_cast<store::Op>(op)), size, bytes_text(std::ldexp(1.0, log2bytes + 1)),
+                          cname.empty() ? "comm" : cname, median, below_link ? "link" : "best seen", target);
+    f.cost_ns = cost;
+    f.evidence = {{"median_busbw_gbps", median}, {"best_busbw_gbps", best}, {"instances", double(b.busbw.size())},
+                  {"time_ns", b.duration}, {"size_bucket_bytes", std::ldexp(1.0, log2bytes)}};
+    if (link > 0) f.evidence["link_gbps"] = link;
+    f.evidence_text = fmt::format("{} instances, median busbw {:.2f} GB/s, p95 {:.2f} GB/s{}; {} spent in them.",
+                                  b.busbw.size(), median, best, link > 0 ? fmt::format(", link {:.1f} GB/s", link) : "",
+                                  ms(b.duration));
+    f.suggestion = below_link
+                       ? "Check the transport actually used (NCCL_DEBUG=INFO: IB/NVLink vs sockets, NCCL_IB_HCA, "
+                         "NCCL_SOCKET_IFNAME), NIC/GPU affinity and NCCL_ALGO/NCCL_PROTO for this size."
+                       : "The same size sometimes runs much faster: look for contention (other jobs, concurrent "
+                         "collectives on other communicators) and pin NCCL_ALGO/NCCL_PROTO for this size.";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> detect_exposed_communication(const Run& run, const StepSummary& steps) {
+  std::vector<Finding> out;
+  if (steps.steps.empty() || steps.mean_step_ns <= 0 || run.ranks.size() < 2) return out;
+  const double share = steps.mean_exposed_ns / steps.mean_step_ns;
+  if (share < 0.2) return out;
+  const bool has_gpu = std::any_of(run.ranks.begin(), run.ranks.end(), [](const auto& r) { return !r.gpu_activities.empty(); });
+  Finding f;
+  f.kind = FindingKind::ExposedCommunication;
+  f.severity = share >= 0.4 ? Severity::Warning : Severity::Info;
+  f.title = fmt::format("{:.0f} % of each step is communication not overlapped with compute", 100 * share);
+  f.cost_ns = steps.mean_exposed_ns * double(steps.steps.size());
+  f.evidence = {{"exposed_comm_per_step_ns", steps.mean_exposed_ns}, {"comm_per_step_ns", steps.mean_comm_ns},
+                {"wait_per_step_ns", steps.mean_wait_ns}, {"step_time_ns", steps.mean_step_ns},
+                {"share_of_step_pct", 100 * share}};
+  f.evidence_text = fmt::format(
+      "per step {} in collectives, of which {} waiting for other ranks and {} transfer not hidden behind {}; step {}.",
+      ms(steps.mean_comm_ns), ms(steps.mean_wait_ns), ms(steps.mean_exposed_ns),
+      has_gpu ? "GPU kernels" : "compute (no GPU activity recorded: all of it counts as exposed)", ms(steps.mean_step_ns));
+  f.suggestion = "Overlap communication with the backward pass: start gradient allreduces as buckets become ready "
+                 "(Horovod/DDP do this), use non-blocking collectives, or a larger batch per step.";
+  out.push_back(std::move(f));
+  return out;
+}
+
+std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedRun& m, const StepSummary& steps) {
+  std::vector<Finding> out;
+  const auto cycle_text = run.env("HOROVOD_CYCLE_TIME");
+  const auto threshold = run.env_int("HOROVOD_FUSION_THRESHOLD");
+  if (!cycle_text || !threshold || *threshold <= 0) return out;
+  double cycle_ms = 0;
+  try {
+    cycle_ms = std::stod(*cycle_text);
+  } catch (const std::exception&) {
+    return out;
+  }
+  if (cycle_ms <= 0) return out;
+  const double cycle_ns = cycle_ms * 1e6;
+  // Fill of fused collectives: the fusion buffers (address reused with many sizes), else the allreduces themselves.
+  double fused_bytes = 0, fused_uses = 0;
+  for (const auto& r : run.ranks)
+    for (const auto& b : r.buffers)
+      if (b.uses >= 10 && b.bytes_max > b.bytes_min) fused_bytes += double(b.bytes_total), fused_uses += double(b.uses);
+  const int ref = reference_comm(run, m);
+  if (ref < 0) return out;
+  if (fused_uses == 0)
+    for (std::size_t i = m.comm_first[ref]; i < m.comm_first[ref + 1]; ++i)
+      if (m.instances[i].op == store::Op::Allreduce) fused_bytes += double(m.instances[i].bytes), fused_uses += 1;
+  if (fused_uses == 0) return out;
+  const double fill = fused_bytes / fused_uses / double(*threshold);
+  // Gaps between consecutive collectives of the reference communicator on each rank: a cycle-time stall makes
+  // them cluster just under the cycle time (Horovod sleeps the rest of the cycle).
+  double gaps_total = 0, matched_total = 0;
+  std::int64_t gaps = 0, matched_gaps = 0;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& idx = m.call_index[r][ref];
+    const auto& calls = run.ranks[r].collectives;
+    for (std::size_t s = 1; s < idx.size(); ++s) {
+      if (idx[s] < 0 || idx[s - 1] < 0) continue;
+      const double gap = double(calls[idx[s]].start_ns - calls[idx[s - 1]].end_ns);
+      if (gap <= 0) continue;
+      ++gaps;
+      gaps_total += gap;
+      if (gap >= 0.3 * cycle_ns && gap <= 1.3 * cycle_ns) ++matched_gaps, matched_total += gap;
+    }
+  }
+  if (gaps == 0) return out;
+  const double nranks = double(run.ranks.size());
+  const double wall = steps.steps.empty() ? run_wall_ns(m) : steps.mean_step_ns * double(steps.steps.size());
+  const double stall_ns = matched_total / nranks;
+  const bool stall = fill < 0.25 && matched_gaps >= 0.3 * double(gaps) && wall > 0 && stall_ns >= 0.1 * wall &&
+                     cycle_ms >= 1.0;
+  if (stall) {
+    const double suggested = std::max(0.5, std::round(cycle_ms / 5 * 10) / 10);
+    Finding f;
+    f.kind = FindingKind::CycleTimeStall;
+    f.severity = stall_ns >= 0.25 * wall ? Severity::Critical : Severity::Warning;
+    f.title = fmt::format("cycle-time stall: collectives wait for the {:.1f} ms Horovod cycle with buffers {:.0f} % full",
+                          cycle_ms, 100 * fill);
+    f.cost_ns = stall_ns * (1.0 - suggested / cycle_ms);
+    f.evidence = {{"cycle_time_ms", cycle_ms},        {"fusion_threshold_bytes", double(*threshold)},
+                  {"mean_fill_pct", 100 * fill},      {"gaps_matching_cycle", double(matched_gaps)},
+                  {"gaps", double(gaps)},             {"stall_ns", stall_ns},
+                  {"suggested_cycle_time_ms", suggested}};
+    f.evidence_text = fmt::format(
+        "{} of {} gaps between collectives are {:.1f}–{:.1f} ms (the cycle time is {:.1f} ms), {} per rank in all, "
+        "while fused collectives carry on average {} of the {} threshold.",
+        matched_gaps, gaps, 0.3 * cycle_ms, 1.3 * cycle_ms, cycle_ms, ms(stall_ns), bytes_text(fused_bytes / fused_uses),
+        bytes_text(double(*threshold)));
+    f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.", suggested);
+    out.push_back(std::move(f));
+  } else if (fill < 0.05 && fused_uses >= 10 && matched_gaps < 0.3 * double(gaps)) {
+    Finding f;
+    f.kind = FindingKind::UnderfilledFusion;
+    f.severity = Severity::Info;
+    f.title = fmt::format("fusion buffer under-filled: fused collectives use {:.1f} % of the {} threshold", 100 * fill,
+                          bytes_text(double(*threshold)));
+    f.evidence = {{"mean_fill_pct", 100 * fill}, {"fusion_threshold_bytes", double(*threshold)},
+                  {"fused_collectives", fused_uses}};
+    f.evidence_text = fmt::format("{:.0f} fused collectives carry on average {}.", fused_uses, bytes_text(fused_bytes / fused_uses));
+    f.suggestion = fmt::format(
+        "Tensors are sent before more are ready: raise HOROVOD_CYCLE_TIME a little (now {:.1f} ms) so that more tensors "
+        "share a collective, or lower HOROVOD_FUSION_THRESHOLD to the fill actually reached ({}) to save memory.",
+        cycle_ms, bytes_text(fused_bytes / fused_uses));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> detect_process_set_imbalance(const Run& run, const MatchedRun& m) {
+  std::vector<Finding> out;
+  const int ref = reference_comm(run, m);
+  struct Work {
+    int comm;
+    std::size_t calls;
+    double bytes;
+    double time;  // sum over instances of transfer + waiting inside the set
+  };
+  std::vector<Work> sets;
+  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+    if (static_cast<int>(c) == ref || run.communicators[c].members.size() < 2) continue;
+    Work w{static_cast<int>(c), m.comm_first[c + 1] - m.comm_first[c], 0, 0};
+    for (std::size_t i = m.comm_first[c]; i < m.comm_first[c + 1]; ++i) {
+      w.bytes += double(m.instances[i].bytes);
+      w.time += double(m.instances[i].last_completion_ns - m.instances[i].first_arrival_ns);
+    }
+    if (w.calls > 0) sets.push_back(w);
+  }
+  const double wall = run_wall_ns(m);
+  for (std::size_t a = 0; a < sets.size(); ++a)
+    for (std::size_t b = 0; b < sets.size(); ++b) {
+      const auto& fast = sets[a];
+      const auto& slow = sets[b];
+      if (a == b || run.communicators[fast.comm].size != run.communicators[slow.comm].size) continue;
+      // Same work: same number of calls and bytes within 10 %.
+      if (std::fabs(double(fast.calls) - double(slow.calls)) > 0.1 * double(slow.calls) ||
+          std::fabs(fast.bytes - slow.bytes) > 0.1 * std::max(1.0, slow.bytes))
+        continue;
+      if (slow.time < 1.5 * fast.time || slow.time - fast.time < 0.05 * wall) continue;
+      Finding f;
+      f.kind = FindingKind::ProcessSetImbalance;
+      f.severity = Severity::Warning;
+      const auto& sc = run.communicators[slow.comm];
+      const auto& fc = run.communicators[fast.comm];
+      f.comm_key = sc.key;
+      f.comm_name = sc.name;
+      f.ranks = sc.members;
+      f.title = fmt::format("process set {} ({}) takes {:.1f}x as long as {} ({}) for the same collectives",
+                            sc.name.empty() ? "comm" : sc.name, fmt::join(sc.members, ","), slow.time / fast.time,
+                            fc.name.empty() ? "comm" : fc.name, fmt::join(fc.members, ","));
+      f.cost_ns = slow.time - fast.time;
+      f.evidence = {{"slow_set_time_ns", slow.time}, {"fast_set_time_ns", fast.time},
+                    {"calls", double(slow.calls)}, {"bytes", slow.bytes}};
+      f.evidence_text = fmt::format("{} calls, {} each set; {} vs {} inside the collectives.", slow.calls,
+                                    bytes_text(slow.bytes), ms(slow.time), ms(fast.time));
+      f.suggestion = "Ranks of the slow set are slower or worse connected: check their placement (same node/NIC), "
+                     "the straggler finding for its ranks, and balance the work between the sets.";
+      out.push_back(std::move(f));
+    }
+  return out;
+}
+
+std::vector<Finding> detect_mismatches(const Run& run, const MatchedRun& m) {
+  std::vector<Finding> out;
+  for (const auto& mm : m.mismatches) {
+    Finding f;
+    f.kind = FindingKind::Mismatch;
+    f.severity = Severity::Critical;
+    f.ranks = mm.ranks;
+    f.comm_key = mm.comm_key;
+    f.comm_name = run.communicators[mm.comm].name;
+    f.seq = mm.seq;
+    f.title = fmt::format("collective mismatch on {} at seq {}: rank(s) {} diverge", f.comm_name.empty() ? "comm" : f.comm_name,
+                          mm.seq, fmt::join(mm.ranks, ","));
+    f.evidence = {{"seq", double(mm.seq)}, {"communicator_size", double(run.communicators[mm.comm].size)}};
+    f.evidence_text = fmt::format("communicator key {:#x}: {}", mm.comm_key, mm.what);
+    f.cost_ns = 0;  // a hang: the rest of the job
+    f.suggestion = fmt::format(
+        "Every member must make the same collectives in the same order: check the code path of rank(s) {} around call "
+        "{} on this communicator (inconsistent process-set configuration, a conditional collective, different tensor "
+        "lists per rank).",
+        fmt::join(mm.ranks, ","), mm.seq);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> detect_findings(const Run& run, const MatchedRun& m, const StepSummary& steps, const AnalysisOptions& options) {
+  std::vector<Finding> all;
+  auto add = [&](std::vector<Finding> v) { all.insert(all.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end())); };
+  add(detect_mismatches(run, m));
+  add(detect_stragglers(run, m, steps));
+  add(detect_latency_bound(run, m, steps));
+  add(detect_low_bandwidth(run, m, options));
+  add(detect_exposed_communication(run, steps));
+  add(detect_fusion_and_cycle_time(run, m, steps));
+  add(detect_process_set_imbalance(run, m));
+  std::stable_sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
+    const bool am = a.kind == FindingKind::Mismatch, bm = b.kind == FindingKind::Mismatch;
+    if (am != bm) return am;
+    return a.cost_ns > b.cost_ns;
+  });
+  return all;
+}
+
+}  // namespace collscope::analyzer

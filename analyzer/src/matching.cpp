@@ -1,0 +1,281 @@
+// Matching calls across ranks by (communicator, seq), per-instance metrics, and mismatch detection.
+#include <collscope/analyzer/matching.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "call_index.hpp"
+
+namespace collscope::analyzer {
+
+double InstanceSummary::busbw_gbps() const { return algbw_gbps() * store::bus_bandwidth_factor(op, ranks); }
+
+namespace {
+
+struct Signature {
+  store::Op op;
+  std::int64_t count;
+  std::int32_t datatype;
+  std::int32_t root;
+  bool operator==(const Signature&) const = default;
+  bool operator<(const Signature& o) const {
+    return std::tie(op, count, datatype, root) < std::tie(o.op, o.count, o.datatype, o.root);
+  }
+};
+
+Signature signature_of(const CollectiveCall& c) {
+  // v-collectives legitimately differ in count per rank; compare only op and type there.
+  const bool varies = c.op == store::Op::Allgatherv || c.op == store::Op::Gatherv || c.op == store::Op::Scatterv ||
+                      c.op == store::Op::Alltoallv || c.op == store::Op::Send || c.op == store::Op::Recv;
+  const bool rooted = c.op == store::Op::Bcast || c.op == store::Op::Reduce || c.op == store::Op::Gather ||
+                      c.op == store::Op::Gatherv || c.op == store::Op::Scatter || c.op == store::Op::Scatterv;
+  return {c.op, varies ? 0 : c.count, c.datatype, rooted ? c.root : -1};
+}
+
+std::string describe(const Run& run, const Signature& s) {
+  std::string out(store::op_name(s.op));
+  out += fmt::format(" count {}", s.count);
+  if (s.datatype > 0 && static_cast<std::size_t>(s.datatype) < run.strings.size()) out += " " + run.strings[s.datatype];
+  if (s.root >= 0) out += fmt::format(" root {}", s.root);
+  return out;
+}
+
+// The communicator others are measured against for "progress": most members, then most calls.
+int reference_comm(const Run& run, const detail::CallIndex& index) {
+  int best = -1;
+  std::size_t best_members = 0, best_calls = 0;
+  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+    std::size_t calls = 0;
+    for (const auto& per_rank : index) calls = std::max(calls, per_rank[c].size());
+    const std::size_t members = run.communicators[c].members.size();
+    if (members > best_members || (members == best_members && calls > best_calls)) {
+      best = static_cast<int>(c);
+      best_members = members;
+      best_calls = calls;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks) const {
+  MatchedRun out;
+  out.call_index = detail::build_call_index(run);
+  const auto& index = out.call_index;
+  const std::size_t nranks = run.ranks.size();
+  out.wait_ns_by_rank.assign(nranks, 0);
+  out.blame_ns_by_rank.assign(nranks, 0);
+  out.comm_first.assign(run.communicators.size() + 1, 0);
+
+  // Progress on the reference communicator before each call, per rank: how many reference calls the rank had
+  // made when it made this call. Equal across ranks for the same (comm, seq) in a consistent program.
+  const int ref = reference_comm(run, index);
+  std::vector<std::vector<std::int32_t>> progress(nranks);
+  for (std::size_t r = 0; r < nranks; ++r) {
+    progress[r].resize(run.ranks[r].collectives.size());
+    std::int32_t made = 0;
+    for (std::size_t j = 0; j < run.ranks[r].collectives.size(); ++j) {
+      progress[r][j] = made;
+      if (run.ranks[r].collectives[j].comm == ref) ++made;
+    }
+  }
+
+  std::vector<int> present;
+  std::vector<std::int64_t> arrivals;
+  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+    out.comm_first[c] = out.instances.size();
+    const auto& comm = run.communicators[c];
+    const auto members = detail::member_indices(run, comm);
+    std::size_t max_calls = 0, min_calls = SIZE_MAX;
+    for (int m : members) {
+      if (m < 0) continue;
+      max_calls = std::max(max_calls, index[m][c].size());
+      min_calls = std::min(min_calls, index[m][c].size());
+    }
+    if (min_calls == SIZE_MAX) min_calls = 0;
+    bool mismatch_reported = false;
+
+    for (std::size_t s = 0; s < max_calls; ++s) {
+      present.clear();
+      for (int m : members)
+        if (m >= 0 && s < index[m][c].size() && index[m][c][s] >= 0) present.push_back(m);
+      if (present.empty()) continue;
+
+      // Consistency of the call shape at this seq: the minority signature is the divergent one.
+      if (!mismatch_reported && present.size() > 1) {
+        std::map<Signature, std::vector<int>> groups;
+        for (int m : present) groups[signature_of(run.ranks[m].collectives[index[m][c][s]])].push_back(m);
+        if (groups.size() > 1) {
+          auto majority = std::max_element(groups.begin(), groups.end(),
+                                           [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+          Mismatch mm;
+          mm.comm = static_cast<int>(c);
+          mm.comm_key = comm.key;
+          mm.seq = static_cast<std::int64_t>(s);
+          const bool tie = std::all_of(groups.begin(), groups.end(),
+                                       [&](const auto& g) { return g.second.size() == majority->second.size(); });
+          std::string what;
+          for (const auto& [sig, ranks] : groups) {
+            std::string list;
+            for (int m : ranks) list += fmt::format("{}{}", list.empty() ? "" : ",", run.ranks[m].world_rank);
+            what += fmt::format("{}rank {}: {}", what.empty() ? "" : " vs ", list, describe(run, sig));
+            if (tie || &ranks != &majority->second)
+              for (int m : ranks) mm.ranks.push_back(run.ranks[m].world_rank);
+          }
+          if (tie) {
+            // No majority (e.g. 2 ranks): the rank that got here later in the program (more reference calls
+            // made) skipped something; name it alone when that is unambiguous.
+            std::int32_t most = -1;
+            int who = -1, at_most = 0;
+            for (int m : present) {
+              const auto p = progress[m][index[m][c][s]];
+              if (p > most) most = p, who = m, at_most = 1;
+              else if (p == most) ++at_most;
+            }
+            if (at_most == 1 && c != static_cast<std::size_t>(ref)) mm.ranks = {run.ranks[who].world_rank};
+          }
+          std::sort(mm.ranks.begin(), mm.ranks.end());
+          mm.what = "call shapes differ: " + what;
+          out.mismatches.push_back(std::move(mm));
+          mismatch_reported = true;
+        }
+      }
+
+      InstanceSummary inst;
+      inst.comm = static_cast<std::int32_t>(c);
+      inst.seq = static_cast<std::int32_t>(s);
+      inst.ranks = static_cast<std::int16_t>(present.size());
+      std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+      std::int64_t second = last, completion = last, duration = std::numeric_limits<std::int64_t>::max();
+      int last_rank = -1;
+      arrivals.clear();
+      for (int m : present) {
+        const auto& call = run.ranks[m].collectives[index[m][c][s]];
+        const std::int64_t a = clocks.aligned(m, call.start_ns);
+        arrivals.push_back(a);
+        first = std::min(first, a);
+        if (a > last) {
+          second = last;
+          last = a;
+          last_rank = m;
+        } else if (a > second) {
+          second = a;
+        }
+        completion = std::max(completion, clocks.aligned(m, call.end_ns));
+        duration = std::min(duration, call.end_ns - call.start_ns);
+        inst.bytes = std::max(inst.bytes, call.bytes);
+        inst.op = call.op;
+      }
+      if (present.size() == 1) second = last;
+      inst.first_arrival_ns = first;
+      inst.last_arrival_ns = last;
+      inst.second_last_arrival_ns = second;
+      inst.last_completion_ns = completion;
+      inst.duration_ns = std::max<std::int64_t>(duration, 0);
+      inst.last_arriver = run.ranks[last_rank].world_rank;
+      for (std::size_t k = 0; k < present.size(); ++k) {
+        const std::int64_t w = last - arrivals[k];
+        out.wait_ns_by_rank[present[k]] += static_cast<double>(w);
+        inst.total_wait_ns += w;
+      }
+      // Only synchronising collectives make others wait for the last one (a bcast root does not wait).
+      if (present.size() > 1 && store::is_synchronising(inst.op))
+        out.blame_ns_by_rank[last_rank] += static_cast<double>(last - second);
+      out.instances.push_back(inst);
+    }
+
+    // Ranks with fewer calls at the end: the others wait in a call they never make (a hang).
+    if (!mismatch_reported && max_calls != min_calls) {
+      Mismatch mm;
+      mm.comm = static_cast<int>(c);
+      mm.comm_key = comm.key;
+      mm.seq = static_cast<std::int64_t>(min_calls);
+      for (int m : members)
+        if (m >= 0 && index[m][c].size() < max_calls) mm.ranks.push_back(run.ranks[m].world_rank);
+      mm.what = fmt::format("rank(s) {} made {} calls, others {}: the others wait in a call never made",
+                            fmt::join(mm.ranks, ","), min_calls, max_calls);
+      out.mismatches.push_back(std::move(mm));
+      mismatch_reported = true;
+    }
+
+    // A skipped call with the same shape as the next one: the skipping rank makes every later call of this
+    // communicator at a later point of its program (persistently more reference calls made before it).
+    if (!mismatch_reported && static_cast<int>(c) != ref && ref >= 0 && min_calls >= 1) {
+      std::vector<int> live;
+      for (int m : members)
+        if (m >= 0) live.push_back(m);
+      if (live.size() >= 2) {
+        // Walk back from the last common seq while some rank stays ahead of the minimum progress.
+        auto ahead_at = [&](std::size_t s) {
+          std::int32_t lo = std::numeric_limits<std::int32_t>::max();
+          for (int m : live)
+            if (index[m][c][s] >= 0) lo = std::min(lo, progress[m][index[m][c][s]]);
+          std::vector<int> ahead;
+          for (int m : live)
+            if (index[m][c][s] >= 0 && progress[m][index[m][c][s]] > lo) ahead.push_back(m);
+          return ahead;
+        };
+        auto ahead = ahead_at(min_calls - 1);
+        if (!ahead.empty() && ahead.size() < live.size()) {
+          std::size_t first_seq = min_calls - 1;
+          while (first_seq > 0 && ahead_at(first_seq - 1) == ahead) --first_seq;
+          const std::size_t span = min_calls - first_seq;
+          // A consistent program with a background thread may reorder one call; a skip shifts all later ones.
+          if (span >= 2 || first_seq + 1 == min_calls) {
+            Mismatch mm;
+            mm.comm = static_cast<int>(c);
+            mm.comm_key = comm.key;
+            mm.seq = static_cast<std::int64_t>(first_seq);
+            for (int m : ahead) mm.ranks.push_back(run.ranks[m].world_rank);
+            mm.what = fmt::format(
+                "from seq {} on, rank(s) {} make each call of this communicator later in their program than the "
+                "others (after more calls on {}): they skipped call {}",
+                first_seq, fmt::join(mm.ranks, ","), run.communicators[ref].name.empty() ? "the world communicator"
+                                                                                        : run.communicators[ref].name,
+                first_seq);
+            if (span < 2 && max_calls == min_calls) {
+              // Only the last call differs: weak evidence unless the run also looks hung; keep it but say so.
+              mm.what += " (last call only)";
+            }
+            out.mismatches.push_back(std::move(mm));
+          }
+        }
+      }
+    }
+  }
+  out.comm_first[run.communicators.size()] = out.instances.size();
+  return out;
+}
+
+CollectiveInstance MatchedRun::instance(const Run& run, const ClockAlignment& clocks, int comm, std::int64_t seq) const {
+  CollectiveInstance out;
+  out.comm = comm;
+  out.comm_key = run.communicators.at(comm).key;
+  out.seq = seq;
+  std::int64_t last = std::numeric_limits<std::int64_t>::min();
+  std::int64_t duration = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& v = call_index[r][comm];
+    if (seq < 0 || static_cast<std::size_t>(seq) >= v.size() || v[seq] < 0) continue;
+    const auto& call = run.ranks[r].collectives[v[seq]];
+    out.op = call.op;
+    out.bytes = std::max(out.bytes, call.bytes);
+    out.ranks.push_back(run.ranks[r].world_rank);
+    out.arrival_ns.push_back(clocks.aligned(static_cast<int>(r), call.start_ns));
+    out.completion_ns.push_back(clocks.aligned(static_cast<int>(r), call.end_ns));
+    last = std::max(last, out.arrival_ns.back());
+    duration = std::min(duration, call.end_ns - call.start_ns);
+  }
+  for (auto a : out.arrival_ns) out.wait_ns.push_back(last - a);
+  if (out.ranks.empty()) return out;
+  out.duration_ns = std::max<std::int64_t>(duration, 0);
+  out.algbw_gbps = out.duration_ns > 0 ? double(out.bytes) / double(out.duration_ns) : 0;
+  out.busbw_gbps = out.algbw_gbps * store::bus_bandwidth_factor(out.op, static_cast<int>(out.ranks.size()));
+  return out;
+}
+
+}  // namespace collscope::analyzer

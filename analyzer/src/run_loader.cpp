@@ -1,0 +1,256 @@
+// Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
+#include <collscope/analyzer/run.hpp>
+#include <collscope/tracer/error.hpp>
+#include <collscope/tracer/trace_reader.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace collscope::analyzer {
+namespace fs = std::filesystem;
+
+std::optional<std::string> RankTrace::meta_value(const std::string& key) const {
+  auto it = meta.find(key);
+  if (it == meta.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::int64_t> RankTrace::meta_int(const std::string& key) const {
+  auto v = meta_value(key);
+  if (!v || v->empty()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    auto n = std::stoll(*v, &used);
+    if (used != v->size()) return std::nullopt;
+    return n;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::size_t Run::collective_count() const {
+  std::size_t n = 0;
+  for (const auto& r : ranks) n += r.collectives.size();
+  return n;
+}
+
+int Run::rank_index(int world_rank) const {
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i].world_rank == world_rank) return static_cast<int>(i);
+  return -1;
+}
+
+std::optional<std::string> Run::env(const std::string& name) const {
+  for (const auto& r : ranks)
+    if (auto v = r.meta_value(std::string(store::meta_key::kEnvPrefix) + name)) return v;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> Run::env_int(const std::string& name) const {
+  for (const auto& r : ranks)
+    if (auto v = r.meta_int(std::string(store::meta_key::kEnvPrefix) + name)) return v;
+  return std::nullopt;
+}
+
+int Run::string_id(const std::string& value) const {
+  for (std::size_t i = 0; i < strings.size(); ++i)
+    if (strings[i] == value) return static_cast<int>(i);
+  return -1;
+}
+
+namespace {
+
+// Run-wide tables the loader threads share; small (strings, communicators), so one mutex is enough.
+struct SharedTables {
+  std::mutex mutex;
+  std::vector<std::string> strings{""};
+  std::unordered_map<std::string, int> string_ids{{"", 0}};
+  std::vector<Communicator> communicators;
+  std::unordered_map<std::uint64_t, int> comm_ids;
+
+  std::vector<int> map_strings(const std::vector<std::string>& local) {
+    std::lock_guard lock(mutex);
+    std::vector<int> out(local.size(), 0);
+    for (std::size_t i = 0; i < local.size(); ++i) {
+      auto [it, added] = string_ids.emplace(local[i], static_cast<int>(strings.size()));
+      if (added) strings.push_back(local[i]);
+      out[i] = it->second;
+    }
+    return out;
+  }
+
+  int map_comm(const store::CommunicatorRow& row) {
+    std::lock_guard lock(mutex);
+    auto [it, added] = comm_ids.emplace(row.key, static_cast<int>(communicators.size()));
+    if (added) {
+      Communicator c;
+      c.key = row.key;
+      c.backend = row.backend;
+      c.size = row.size;
+      c.members.assign(row.members.begin(), row.members.end());
+      c.name = row.name;
+      c.parent = row.parent;
+      communicators.push_back(std::move(c));
+    }
+    return it->second;
+  }
+};
+
+struct LoadedFile {
+  std::optional<RankTrace> trace;
+  std::string problem;
+};
+
+void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
+  RankTrace t;
+  t.path = path;
+  try {
+    store::TraceReader reader(path);
+    t.meta = reader.meta();
+    t.schema_version = fmt::format("{}.{}", reader.schema_version().major, reader.schema_version().minor);
+    auto wr = reader.meta_int(store::meta_key::kWorldRank);
+    if (!wr) {
+      // Fall back to the file name: rank-00003.sqlite.
+      auto stem = fs::path(path).stem().string();
+      try {
+        wr = std::stoll(stem.substr(5));
+      } catch (const std::exception&) {
+        throw InputError(fmt::format("{}: no world_rank in meta and none in the file name", path));
+      }
+    }
+    t.world_rank = static_cast<int>(*wr);
+    t.host = reader.meta_value(store::meta_key::kHost).value_or("");
+    t.monotonic_start_ns = reader.meta_int(store::meta_key::kMonotonicStart).value_or(0);
+    t.realtime_start_ns = reader.meta_int(store::meta_key::kRealtimeStart).value_or(0);
+    t.monotonic_end_ns = reader.meta_int(store::meta_key::kMonotonicEnd).value_or(0);
+    t.realtime_end_ns = reader.meta_int(store::meta_key::kRealtimeEnd).value_or(0);
+    t.events_dropped = reader.meta_int(store::meta_key::kEventsDropped).value_or(0);
+    const auto string_map = shared.map_strings(reader.strings());
+    auto global_string = [&](std::int64_t local) {
+      return (local >= 0 && static_cast<std::size_t>(local) < string_map.size()) ? string_map[local] : 0;
+    };
+    std::unordered_map<std::int64_t, int> comm_map;  // file-local id -> run-wide index
+    for (const auto& c : reader.communicators()) comm_map[c.id] = shared.map_comm(c);
+    t.threads = reader.threads();
+    t.buffers = reader.buffers();
+    t.collectives.reserve(static_cast<std::size_t>(reader.row_count("collectives")));
+    std::int64_t unknown_comm = 0;
+    reader.for_each_collective([&](const store::CollectiveRow& r) {
+      auto it = comm_map.find(r.comm);
+      if (it == comm_map.end()) {
+        ++unknown_comm;
+        return;
+      }
+      CollectiveCall c;
+      c.start_ns = r.start_ns;
+      c.end_ns = std::max(r.end_ns, r.start_ns);
+      c.bytes = r.bytes;
+      c.count = r.count;
+      c.seq = static_cast<std::int32_t>(r.seq);
+      c.comm = it->second;
+      c.datatype = global_string(r.datatype);
+      c.root = r.root ? *r.root : (r.peer ? *r.peer : -1);
+      c.status = r.status;
+      c.op = r.op;
+      t.collectives.push_back(c);
+    });
+    reader.for_each_nvtx_range([&](const store::NvtxRangeRow& r) {
+      NvtxRange n;
+      n.name = global_string(r.name);
+      n.start_ns = r.start_ns;
+      n.end_ns = r.end_ns.value_or(r.start_ns);
+      n.thread = r.thread;
+      n.depth = r.depth;
+      t.nvtx_ranges.push_back(n);
+    });
+    reader.for_each_gpu_activity([&](const store::GpuActivityRow& r) {
+      GpuActivity g;
+      g.kind = r.kind;
+      g.name = global_string(r.name);
+      g.start_ns = r.start_ns;
+      g.end_ns = r.end_ns;
+      g.bytes = r.bytes;
+      g.stream = r.stream;
+      t.gpu_activities.push_back(g);
+    });
+    if (unknown_comm > 0)
+      out.problem = fmt::format("{}: {} collectives name a communicator the file does not define (ignored)", path,
+                                unknown_comm);
+    out.trace = std::move(t);
+  } catch (const Error& e) {
+    out.problem = e.what();
+  } catch (const std::exception& e) {
+    out.problem = fmt::format("{}: unreadable ({})", path, e.what());
+  }
+}
+
+}  // namespace
+
+Run RunLoader::load(const std::string& run_dir) const {
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec)) throw InputError(fmt::format("{}: not a run directory", run_dir));
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.starts_with("rank-") && name.ends_with(".sqlite")) paths.push_back(entry.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) throw InputError(fmt::format("{}: no rank-*.sqlite trace files", run_dir));
+
+  SharedTables shared;
+  std::vector<LoadedFile> loaded(paths.size());
+  int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::clamp(threads, 1, static_cast<int>(paths.size()));
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i)
+    pool.emplace_back([&] {
+      for (std::size_t k = next++; k < paths.size(); k = next++) load_file(paths[k], shared, loaded[k]);
+    });
+  for (auto& t : pool) t.join();
+
+  Run run;
+  run.dir = run_dir;
+  std::map<int, std::string> seen;  // world rank -> path
+  for (auto& f : loaded) {
+    if (!f.problem.empty()) run.problems.push_back(f.problem);
+    if (!f.trace) continue;
+    auto& t = *f.trace;
+    if (auto [it, added] = seen.emplace(t.world_rank, t.path); !added) {
+      run.problems.push_back(fmt::format("{}: duplicate world rank {} (also in {}); ignored", t.path, t.world_rank,
+                                         it->second));
+      continue;
+    }
+    run.world_size = std::max<int>(run.world_size, static_cast<int>(t.meta_int("world_size").value_or(0)));
+    run.ranks.push_back(std::move(t));
+  }
+  if (run.ranks.empty())
+    throw InputError(fmt::format("{}: no readable rank file ({})", run_dir,
+                                 run.problems.empty() ? "none found" : run.problems.front()));
+  std::sort(run.ranks.begin(), run.ranks.end(), [](const auto& a, const auto& b) { return a.world_rank < b.world_rank; });
+  std::map<std::string, int> versions;
+  for (const auto& r : run.ranks) ++versions[r.schema_version];
+  if (versions.size() > 1) {
+    std::string list;
+    for (const auto& [v, n] : versions) list += fmt::format("{}{} ({} files)", list.empty() ? "" : ", ", v, n);
+    run.problems.push_back(fmt::format("{}: mixed schema versions: {}", run_dir, list));
+  }
+  for (int r = 0; r < run.world_size; ++r)
+    if (!seen.count(r))
+      run.problems.push_back(fmt::format("{}: missing (world size {})",
+                                         (fs::path(run_dir) / store::rank_file_name(r)).string(), run.world_size));
+  for (const auto& r : run.ranks)
+    if (r.events_dropped > 0)
+      run.problems.push_back(fmt::format("{}: the tracer dropped {} events", r.path, r.events_dropped));
+  run.strings = std::move(shared.strings);
+  run.communicators = std::move(shared.communicators);
+  return run;
+}
+
+}  // namespace collscope::analyzer

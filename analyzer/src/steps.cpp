@@ -1,0 +1,190 @@
+// Steps: NVTX "step" ranges, or the period of the collective pattern on the reference communicator.
+#include <collscope/analyzer/steps.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include "call_index.hpp"
+
+namespace collscope::analyzer {
+namespace {
+
+struct Window {
+  std::int64_t start_ns, end_ns;  // raw, rank clock
+};
+
+// Per rank index, the step windows from NVTX ranges named "step" (outermost ranges only).
+std::vector<std::vector<Window>> nvtx_windows(const Run& run) {
+  std::vector<std::vector<Window>> out(run.ranks.size());
+  const int step_name = run.string_id("step");
+  if (step_name < 0) return out;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    for (const auto& n : run.ranks[r].nvtx_ranges)
+      if (n.name == step_name && n.end_ns > n.start_ns) out[r].push_back({n.start_ns, n.end_ns});
+    std::sort(out[r].begin(), out[r].end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  }
+  return out;
+}
+
+// Smallest period p (in calls) with which the (op, bytes) sequence repeats for >= 90 % of the calls.
+int find_period(const std::vector<std::pair<int, std::int64_t>>& sig) {
+  const std::size_t n = sig.size();
+  for (std::size_t p = 1; p <= n / 3; ++p) {
+    std::size_t same = 0;
+    for (std::size_t i = 0; i + p < n; ++i) same += sig[i] == sig[i + p];
+    if (same >= 0.9 * static_cast<double>(n - p)) return static_cast<int>(p);
+  }
+  return 0;
+}
+
+}  // namespace
+
+StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched) const {
+  StepSummary out;
+  const std::size_t nranks = run.ranks.size();
+  auto windows = nvtx_windows(run);
+  std::size_t steps = SIZE_MAX;
+  for (const auto& w : windows) steps = std::min(steps, w.size());
+  out.source = "nvtx";
+  if (steps == 0 || steps == SIZE_MAX) {
+    // Inferred: the communicator with the most members and calls, its pattern on the first rank.
+    windows.assign(nranks, {});
+    int ref = -1;
+    std::size_t best = 0;
+    for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+      const std::size_t calls = matched.call_index[0][c].size();
+      const std::size_t score = run.communicators[c].members.size() * 1000000000ULL + calls;
+      if (calls > 0 && score > best) best = score, ref = static_cast<int>(c);
+    }
+    steps = 0;
+    if (ref >= 0) {
+      std::size_t calls = SIZE_MAX;
+      for (std::size_t r = 0; r < nranks; ++r) calls = std::min(calls, matched.call_index[r][ref].size());
+      std::vector<std::pair<int, std::int64_t>> sig;
+      for (std::size_t s = 0; s < calls; ++s) {
+        const auto j = matched.call_index[0][ref][s];
+        const auto& c = run.ranks[0].collectives[j < 0 ? 0 : j];
+        sig.emplace_back(static_cast<int>(c.op), c.bytes);
+      }
+      const int p = find_period(sig);
+      if (p > 0 && calls / p >= 2) {
+        out.period_calls = p;
+        steps = calls / p;
+        for (std::size_t r = 0; r < nranks; ++r) {
+          const auto& idx = matched.call_index[r][ref];
+          const auto& cs = run.ranks[r].collectives;
+          for (std::size_t k = 0; k < steps; ++k) {
+            const auto a = idx[k * p];
+            const auto b = k + 1 < steps ? idx[(k + 1) * p] : idx[(k + 1) * p - 1];
+            if (a < 0 || b < 0) continue;
+            windows[r].push_back({cs[a].start_ns, k + 1 < steps ? cs[b].start_ns : cs[b].end_ns});
+          }
+        }
+        for (const auto& w : windows) steps = std::min(steps, w.size());
+        out.source = "inferred";
+      }
+    }
+    if (steps == 0) {
+      out.source = "none";
+      return out;
+    }
+  }
+
+  out.steps.resize(steps);
+  for (std::size_t k = 0; k < steps; ++k) {
+    auto& st = out.steps[k];
+    st.index = static_cast<int>(k);
+    st.rank_duration_ns.assign(nranks, 0);
+    st.rank_wait_ns.assign(nranks, 0);
+    st.start_ns = INT64_MAX;
+    st.end_ns = INT64_MIN;
+  }
+  std::vector<double> comm(steps * nranks, 0), exposed(steps * nranks, 0);
+  for (std::size_t r = 0; r < nranks; ++r) {
+    const auto& rank = run.ranks[r];
+    const auto& w = windows[r];
+    for (std::size_t k = 0; k < steps; ++k) {
+      auto& st = out.steps[k];
+      st.rank_duration_ns[r] = static_cast<double>(w[k].end_ns - w[k].start_ns);
+      st.start_ns = std::min(st.start_ns, clocks.aligned(static_cast<int>(r), w[k].start_ns));
+      st.end_ns = std::max(st.end_ns, clocks.aligned(static_cast<int>(r), w[k].end_ns));
+    }
+    // GPU compute (kernels that are not NCCL's) overlapping communication hides it.
+    std::vector<Window> compute;
+    for (const auto& g : rank.gpu_activities) {
+      if (g.kind != store::GpuActivityKind::Kernel) continue;
+      const auto& name = run.strings[g.name];
+      if (name.find("nccl") != std::string::npos) continue;
+      compute.push_back({g.start_ns, g.end_ns});
+    }
+    std::sort(compute.begin(), compute.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    std::vector<Window> merged;
+    for (const auto& c : compute) {
+      if (!merged.empty() && c.start_ns <= merged.back().end_ns) merged.back().end_ns = std::max(merged.back().end_ns, c.end_ns);
+      else merged.push_back(c);
+    }
+    auto overlap_with_compute = [&](std::int64_t a, std::int64_t b) {
+      std::int64_t total = 0;
+      auto it = std::lower_bound(merged.begin(), merged.end(), a, [](const Window& x, std::int64_t v) { return x.end_ns < v; });
+      for (; it != merged.end() && it->start_ns < b; ++it) total += std::max<std::int64_t>(0, std::min(b, it->end_ns) - std::max(a, it->start_ns));
+      return total;
+    };
+    std::vector<std::int32_t> order(rank.collectives.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return rank.collectives[a].start_ns < rank.collectives[b].start_ns; });
+    std::int64_t covered_until = INT64_MIN;  // union of call intervals
+    std::size_t k = 0;
+    for (auto j : order) {
+      const auto& call = rank.collectives[j];
+      while (k < steps && call.start_ns >= w[k].end_ns) ++k;
+      if (k >= steps) break;
+      if (call.start_ns < w[k].start_ns) continue;  // between steps
+      const std::int64_t a = std::max(call.start_ns, covered_until);
+      const std::int64_t b = std::min(call.end_ns, w[k].end_ns);
+      covered_until = std::max(covered_until, call.end_ns);
+      // Waiting for the last arriver of the instance.
+      std::int64_t wait = 0;
+      const std::size_t lo = matched.comm_first[call.comm], hi = matched.comm_first[call.comm + 1];
+      std::size_t pos = lo + static_cast<std::size_t>(call.seq);
+      if (pos >= hi || matched.instances[pos].seq != call.seq) {
+        auto it = std::lower_bound(matched.instances.begin() + lo, matched.instances.begin() + hi, call.seq,
+                                   [](const InstanceSummary& s, std::int32_t v) { return s.seq < v; });
+        pos = static_cast<std::size_t>(it - matched.instances.begin());
+      }
+      if (pos < hi && matched.instances[pos].seq == call.seq)
+        wait = std::max<std::int64_t>(0, std::min(matched.instances[pos].last_arrival_ns, clocks.aligned(static_cast<int>(r), call.end_ns)) -
+                                             clocks.aligned(static_cast<int>(r), call.start_ns));
+      out.steps[k].rank_wait_ns[r] += static_cast<double>(wait);
+      if (b <= a) continue;
+      comm[k * nranks + r] += static_cast<double>(b - a);
+      exposed[k * nranks + r] += static_cast<double>(std::max<std::int64_t>(0, b - a - overlap_with_compute(a, b)));
+    }
+  }
+  double sum_step = 0, sum_comm = 0, sum_exposed = 0, sum_wait = 0;
+  std::vector<double> durations;
+  for (std::size_t k = 0; k < steps; ++k) {
+    auto& st = out.steps[k];
+    for (std::size_t r = 0; r < nranks; ++r) {
+      st.duration_ns += st.rank_duration_ns[r] / nranks;
+      st.comm_ns += comm[k * nranks + r] / nranks;
+      st.wait_ns += st.rank_wait_ns[r] / nranks;
+      st.exposed_comm_ns += exposed[k * nranks + r] / nranks;
+    }
+    st.exposed_comm_ns = std::max(0.0, st.exposed_comm_ns - st.wait_ns);
+    sum_step += st.duration_ns;
+    sum_comm += st.comm_ns;
+    sum_exposed += st.exposed_comm_ns;
+    sum_wait += st.wait_ns;
+    durations.push_back(st.duration_ns);
+  }
+  out.mean_step_ns = sum_step / steps;
+  out.median_step_ns = detail::median_of(durations);
+  out.mean_comm_ns = sum_comm / steps;
+  out.mean_exposed_ns = sum_exposed / steps;
+  out.mean_wait_ns = sum_wait / steps;
+  if (batch_size_ > 0 && out.mean_step_ns > 0)
+    out.throughput_samples_per_s = double(batch_size_) * double(nranks) / (out.mean_step_ns / 1e9);
+  return out;
+}
+
+}  // namespace collscope::analyzer

@@ -1,0 +1,199 @@
+// Text (people), JSON (machines, docs/report-json.md) and Markdown (CI step summaries) reports.
+#include <collscope/analyzer/report.hpp>
+#include <collscope/tracer/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace collscope::analyzer {
+namespace {
+
+std::string ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
+
+std::string bytes_text(double b) {
+  if (b >= 1 << 30) return fmt::format("{:.0f} GiB", b / (1 << 30));
+  if (b >= 1 << 20) return fmt::format("{:.0f} MiB", b / (1 << 20));
+  if (b >= 1 << 10) return fmt::format("{:.0f} KiB", b / (1 << 10));
+  return fmt::format("{:.0f} B", b);
+}
+
+std::string key_hex(std::uint64_t k) { return fmt::format("{:#018x}", k); }
+
+std::string summary_line(const Analysis& a) {
+  std::string s = fmt::format("{} ranks, {} collectives, {} communicators; ", a.run.ranks.size(), a.run.collective_count(),
+                              a.run.communicators.size());
+  if (!a.steps.steps.empty()) {
+    s += fmt::format("{} steps ({}), step {} mean / {} median, {} in collectives ({:.0f} %), {} of it waiting",
+                     a.steps.steps.size(), a.steps.source, ms(a.steps.mean_step_ns), ms(a.steps.median_step_ns),
+                     ms(a.steps.mean_comm_ns), 100 * a.steps.mean_comm_ns / std::max(1.0, a.steps.mean_step_ns),
+                     ms(a.steps.mean_wait_ns));
+    if (a.steps.throughput_samples_per_s > 0) s += fmt::format(", {:.1f} samples/s", a.steps.throughput_samples_per_s);
+  } else {
+    s += fmt::format("no steps found; {} traced, {} per rank in collectives", ms(a.wall_ns), ms(a.comm_ns));
+  }
+  return s;
+}
+
+}  // namespace
+
+ReportFormat report_format_from_name(const std::string& name) {
+  if (name == "text") return ReportFormat::Text;
+  if (name == "json") return ReportFormat::Json;
+  if (name == "markdown" || name == "md") return ReportFormat::Markdown;
+  if (name == "html") return ReportFormat::Html;
+  throw InputError(fmt::format("--format {}: unknown report format (text, json, markdown, html)", name));
+}
+
+std::string text_report(const Analysis& a) {
+  std::string out = fmt::format("== collscope analysis of {} ==\n{}\n", a.run.dir, summary_line(a));
+  for (const auto& p : a.run.problems) out += fmt::format("problem: {}\n", p);
+  if (a.findings.empty()) {
+    out += "\nNo findings: nothing here slows the job measurably.\n";
+  } else {
+    out += fmt::format("\n{} finding(s), most costly first:\n", a.findings.size());
+    int k = 0;
+    for (const auto& f : a.findings) {
+      out += fmt::format("\n{}. [{}] {}\n", ++k, severity_name(f.severity), f.title);
+      if (f.cost_ns > 0) out += fmt::format("   cost: {} of job time\n", ms(f.cost_ns));
+      out += fmt::format("   evidence: {}\n   do: {}\n", f.evidence_text, f.suggestion);
+    }
+  }
+  out += "\nper rank:  rank  host              wait(ms)  held others up(ms)  clock offset(us)  residual(us)\n";
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
+    out += fmt::format("           {:>4}  {:<16}  {:>8.2f}  {:>18.2f}  {:>16.1f}  {:>12.1f}\n", a.run.ranks[r].world_rank,
+                       a.run.ranks[r].host.substr(0, 16), a.matched.wait_ns_by_rank[r] / 1e6,
+                       a.matched.blame_ns_by_rank[r] / 1e6, double(a.clocks.offset_ns[r]) / 1e3,
+                       a.clocks.residual_ns[r] / 1e3);
+  auto sizes = a.op_sizes;
+  std::sort(sizes.begin(), sizes.end(), [](const auto& x, const auto& y) { return x.total_duration_ns > y.total_duration_ns; });
+  if (!sizes.empty()) {
+    out += "\ntop collectives by time:  op            size      count   time(ms)  busbw median/best (GB/s)\n";
+    for (std::size_t i = 0; i < std::min<std::size_t>(8, sizes.size()); ++i)
+      out += fmt::format("                          {:<12}  {:>8}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
+                         store::op_name(sizes[i].op), bytes_text(double(sizes[i].size_bucket_bytes)), sizes[i].instances,
+                         sizes[i].total_duration_ns / 1e6, sizes[i].median_busbw_gbps, sizes[i].best_busbw_gbps);
+  }
+  return out;
+}
+
+nlohmann::json json_report(const Analysis& a) {
+  using nlohmann::json;
+  json j;
+  j["schema"] = "collscope.analysis/1";
+  j["run_dir"] = a.run.dir;
+  j["world_size"] = a.run.world_size;
+  j["problems"] = a.run.problems;
+  json ranks = json::array();
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
+    const auto& t = a.run.ranks[r];
+    ranks.push_back({{"world_rank", t.world_rank},
+                     {"host", t.host},
+                     {"file", t.path},
+                     {"collectives", t.collectives.size()},
+                     {"clock_offset_ns", a.clocks.offset_ns[r]},
+                     {"clock_anchor_offset_ns", a.clocks.anchor_offset_ns[r]},
+                     {"clock_residual_ns", a.clocks.residual_ns[r]},
+                     {"wait_ns", a.matched.wait_ns_by_rank[r]},
+                     {"held_others_ns", a.matched.blame_ns_by_rank[r]}});
+  }
+  j["ranks"] = ranks;
+  json comms = json::array();
+  for (std::size_t c = 0; c < a.run.communicators.size(); ++c) {
+    const auto& cm = a.run.communicators[c];
+    comms.push_back({{"key", key_hex(cm.key)},
+                     {"name", cm.name},
+                     {"backend", store::backend_name(cm.backend)},
+                     {"size", cm.size},
+                     {"members", cm.members},
+                     {"instances", a.matched.comm_first[c + 1] - a.matched.comm_first[c]}});
+  }
+  j["communicators"] = comms;
+  j["clock"] = {{"residual_p50_ns", a.clocks.residual_p50_ns}, {"instances_used", a.clocks.instances_used}};
+  j["summary"] = {{"collectives", a.run.collective_count()},
+                  {"instances", a.matched.instances.size()},
+                  {"wall_ns", a.wall_ns},
+                  {"comm_ns_per_rank", a.comm_ns},
+                  {"step_source", a.steps.source},
+                  {"steps", a.steps.steps.size()},
+                  {"mean_step_ns", a.steps.mean_step_ns},
+                  {"median_step_ns", a.steps.median_step_ns},
+                  {"mean_comm_ns", a.steps.mean_comm_ns},
+                  {"mean_wait_ns", a.steps.mean_wait_ns},
+                  {"mean_exposed_comm_ns", a.steps.mean_exposed_ns},
+                  {"throughput_samples_per_s", a.steps.throughput_samples_per_s},
+                  {"analysis_seconds", a.analysis_seconds}};
+  json steps = json::array();
+  for (const auto& s : a.steps.steps)
+    steps.push_back({{"index", s.index},
+                     {"start_ns", s.start_ns},
+                     {"duration_ns", s.duration_ns},
+                     {"comm_ns", s.comm_ns},
+                     {"wait_ns", s.wait_ns},
+                     {"exposed_comm_ns", s.exposed_comm_ns},
+                     {"rank_wait_ns", s.rank_wait_ns}});
+  j["steps"] = steps;
+  json sizes = json::array();
+  for (const auto& s : a.op_sizes)
+    sizes.push_back({{"op", store::op_name(s.op)},
+                     {"size_bucket_bytes", s.size_bucket_bytes},
+                     {"instances", s.instances},
+                     {"total_duration_ns", s.total_duration_ns},
+                     {"median_busbw_gbps", s.median_busbw_gbps},
+                     {"best_busbw_gbps", s.best_busbw_gbps}});
+  j["op_sizes"] = sizes;
+  json findings = json::array();
+  for (const auto& f : a.findings) {
+    json e = json::object();
+    for (const auto& [k, v] : f.evidence) e[k] = v;
+    findings.push_back({{"kind", finding_kind_name(f.kind)},
+                        {"severity", severity_name(f.severity)},
+                        {"title", f.title},
+                        {"ranks", f.ranks},
+                        {"communicator", f.comm_key ? json{{"key", key_hex(*f.comm_key)}, {"name", f.comm_name}} : json()},
+                        {"seq", f.seq ? json(*f.seq) : json()},
+                        {"evidence", e},
+                        {"evidence_text", f.evidence_text},
+                        {"cost_ns", f.cost_ns},
+                        {"suggestion", f.suggestion}});
+  }
+  j["findings"] = findings;
+  return j;
+}
+
+std::string markdown_report(const Analysis& a) {
+  std::string out = fmt::format("## collscope analysis: `{}`\n\n{}\n\n", a.run.dir, summary_line(a));
+  for (const auto& p : a.run.problems) out += fmt::format("> problem: {}\n", p);
+  if (!a.run.problems.empty()) out += "\n";
+  if (a.findings.empty()) {
+    out += "No findings.\n";
+  } else {
+    out += "| # | severity | finding | cost | do |\n|---|---|---|---|---|\n";
+    int k = 0;
+    for (const auto& f : a.findings) {
+      auto cell = [](std::string s) {
+        std::replace(s.begin(), s.end(), '|', '/');
+        return s;
+      };
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", ++k, severity_name(f.severity), cell(f.title),
+                         f.cost_ns > 0 ? ms(f.cost_ns) : "-", cell(f.suggestion));
+    }
+    out += "\n<details><summary>evidence</summary>\n\n";
+    k = 0;
+    for (const auto& f : a.findings) out += fmt::format("{}. {}\n", ++k, f.evidence_text);
+    out += "\n</details>\n";
+  }
+  return out;
+}
+
+std::string render_report(const Analysis& a, ReportFormat format) {
+  switch (format) {
+    case ReportFormat::Text: return text_report(a);
+    case ReportFormat::Json: return json_report(a).dump(2) + "\n";
+    case ReportFormat::Markdown: return markdown_report(a);
+    case ReportFormat::Html: return html_report(a);
+  }
+  return text_report(a);
+}
+
+}  // namespace collscope::analyzer
