@@ -1,0 +1,42 @@
+// Command line and environment of fusion_trainer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace collscope::sample {
+
+struct TrainerOptions {
+  int steps = 30;
+  int warmup_steps = 2;  // excluded from throughput
+  int batch_size = 32;
+  int max_batch_size = 1024;  // a larger batch "runs out of memory" (exit 1)
+  double model_scale = 0.1;   // multiplies every tensor's element count of the ResNet-50 list
+  double compute_scale = 1.0;  // multiplies the floating-point work per parameter and sample
+  std::uint64_t fusion_threshold_bytes = 128ull << 20;  // HOROVOD_FUSION_THRESHOLD
+  double cycle_time_ms = 1.0;                           // HOROVOD_CYCLE_TIME
+  int process_sets = 2;  // process-set communicator colour = world_rank % process_sets
+  std::optional<int> slow_rank;
+  double slow_ms = 0.0;  // extra compute per step on slow_rank
+  std::optional<int> mismatch_rank;
+  int mismatch_step = 2;
+  std::optional<int> hang_after_step;
+  bool keep_mpi_binding = false;  // keep mpirun's core binding (default: float over all cores)
+};
+
+// Bad command line or environment: main prints "fusion_trainer: <what>" and exits 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown for --help after the help text is printed: main exits 0.
+struct HelpRequested {};
+
+// Reads HOROVOD_FUSION_THRESHOLD / HOROVOD_CYCLE_TIME from the environment, then the flags
+// (flags override the environment). Throws UsageError or HelpRequested.
+TrainerOptions parse_options(int argc, char** argv);
+
+}  // namespace collscope::sample
