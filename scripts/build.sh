@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds collscope into ./build (one build tree shared by the demo and the tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLSCOPE_BUILD_BENCHMARKS=OFF "$@" >build-configure.log 2>&1 ||
+  { cat build-configure.log; exit 1; }
+grep -E "^-- collscope" build-configure.log || true
+cmake --build build -j"$jobs"
