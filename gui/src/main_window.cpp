@@ -145,6 +145,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(loader_, &RunLoadJob::finished, this, [this] {
     progress_->hide();
+    if (run_)
+      statusBar()->showMessage(QString::fromStdString(fmt::format(
+          "{}: {} ranks, {} collectives, {} GPU activities, {} NVTX ranges{}", run_->dir, run_->ranks.size(),
+          run_->collectives.size(), run_->gpu.size(), run_->nvtx.size(), run_->analyzed ? ", analyzed" : "")));
     emit loadFinished();
   });
 

@@ -28,6 +28,37 @@ QColor name_color(std::uint32_t name) {
   return QColor::fromHsv(hue, 110, 215);
 }
 
+// Adjacent aggregated pixel columns of one colour, filled as one rectangle (a dense lane zoomed out is
+// then a handful of fills instead of one per pixel).
+class ColumnRun {
+ public:
+  ColumnRun(QPainter& p, int top, int height, std::int64_t& primitives) : p_(p), top_(top), height_(height), primitives_(primitives) {}
+  ~ColumnRun() { flush(); }
+  void add(int x, QRgb color) {
+    if (x0_ >= 0 && x == x1_ && color == color_) {
+      ++x1_;
+      return;
+    }
+    flush();
+    x0_ = x;
+    x1_ = x + 1;
+    color_ = color;
+  }
+  void flush() {
+    if (x0_ < 0) return;
+    p_.fillRect(QRect(x0_, top_, x1_ - x0_, height_), QColor(color_));
+    ++primitives_;
+    x0_ = -1;
+  }
+
+ private:
+  QPainter& p_;
+  int top_, height_;
+  std::int64_t& primitives_;
+  int x0_ = -1, x1_ = -1;
+  QRgb color_ = 0;
+};
+
 }  // namespace
 
 QColor op_color(store::Op op) {
@@ -323,11 +354,13 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
   const auto& cs = run_->collectives;
   const double ns_per_px = (t1_ - t0_) / plotWidth();
   const int box_top = top + 3, box_h = h - 6;
+  ColumnRun columns(p, box_top, box_h, last_primitives_);
   std::uint32_t i = run_->first_ending_after(lane, static_cast<std::int64_t>(std::floor(t0_)));
   while (i < lane.end && cs[i].start_ns <= t1_) {
     const auto& e = cs[i];
     const double x0 = timeToX(e.start_ns), x1 = timeToX(e.end_ns);
     if (!level_of_detail_ || x1 - x0 >= kMinBoxPx) {
+      columns.flush();
       const QColor color = op_color(e.op);
       double wait_x = x0;
       if (e.instance != kNoInstance) wait_x = std::min(x1, timeToX(std::max<double>(e.start_ns, run_->instances[e.instance].last_arrival_ns)));
@@ -351,8 +384,7 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
     const double column = std::floor(x0);
     const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
     const std::uint32_t next = run_->first_starting_at(lane, static_cast<std::int64_t>(std::ceil(column_end_t)));
-    p.fillRect(QRectF(column, box_top, 1, box_h), op_color(e.op));
-    ++last_primitives_;
+    columns.add(static_cast<int>(column), op_color(e.op).rgb());
     i = std::max(next, i + 1);
   }
 }
@@ -361,11 +393,13 @@ void TimelineView::paintSpanLane(QPainter& p, const Lane& lane, int top, int h) 
   const auto& spans = run_->spans(lane.kind);
   const double ns_per_px = (t1_ - t0_) / plotWidth();
   const int box_top = top + 2, box_h = h - 4;
+  ColumnRun columns(p, box_top, box_h, last_primitives_);
   std::uint32_t i = run_->first_ending_after(lane, static_cast<std::int64_t>(std::floor(t0_)));
   while (i < lane.end && spans[i].start_ns <= t1_) {
     const auto& s = spans[i];
     const double x0 = timeToX(s.start_ns), x1 = timeToX(s.end_ns);
     if (!level_of_detail_ || x1 - x0 >= kMinBoxPx) {
+      columns.flush();
       const QRectF box(x0, box_top, std::max(1.0, x1 - x0), box_h);
       p.fillRect(box, name_color(s.name));
       if (x1 - x0 > 40) {
@@ -382,8 +416,7 @@ void TimelineView::paintSpanLane(QPainter& p, const Lane& lane, int top, int h) 
     const double column = std::floor(x0);
     const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
     const std::uint32_t next = run_->first_starting_at(lane, static_cast<std::int64_t>(std::ceil(column_end_t)));
-    p.fillRect(QRectF(column, box_top, 1, box_h), name_color(s.name).darker(115));
-    ++last_primitives_;
+    columns.add(static_cast<int>(column), name_color(s.name).darker(115).rgb());
     i = std::max(next, i + 1);
   }
 }
