@@ -1,0 +1,247 @@
+// Analyzer on synthetic runs written with the real TraceWriter: the injected ground truth must come back.
+#include <collscope/analyzer/analysis.hpp>
+#include <collscope/analyzer/compare.hpp>
+#include <collscope/analyzer/report.hpp>
+#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/tracer/error.hpp>
+#include <collscope/tracer/trace_reader.hpp>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using namespace collscope::analyzer;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("collscope-analyzer-test-" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+const Finding* find(const Analysis& a, FindingKind k) {
+  for (const auto& f : a.findings)
+    if (f.kind == k) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Analyzer, LoadsEveryRankAndMatchesEveryInstance) {
+  auto dir = temp_dir("plain");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 12;
+  spec.process_sets = true;
+  const auto rows = write_synthetic_run(dir.string(), spec);
+  EXPECT_EQ(rows, 4 * 12 * 4 + 4 * 12);
+  const Analysis a = analyze_run(dir.string());
+  ASSERT_EQ(a.run.ranks.size(), 4u);
+  EXPECT_EQ(a.run.collective_count(), static_cast<std::size_t>(rows));
+  EXPECT_EQ(a.run.communicators.size(), 3u);
+  EXPECT_EQ(a.matched.instances.size(), 12u * 4 + 2 * 12);
+  EXPECT_TRUE(a.run.problems.empty());
+  EXPECT_TRUE(a.matched.mismatches.empty());
+  EXPECT_EQ(a.steps.source, "nvtx");
+  EXPECT_EQ(a.steps.steps.size(), 12u);
+  // compute 10 ms + 4 × (20 us + 4 MiB × 1.5 / 10 GB/s) + process set ≈ 12.7 ms
+  EXPECT_NEAR(a.steps.mean_step_ns / 1e6, 12.7, 0.4);
+  EXPECT_EQ(a.steps.throughput_samples_per_s > 0, true);  // --batch-size 32 from the command line
+  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr);
+  EXPECT_EQ(find(a, FindingKind::LatencyBound), nullptr);
+  // busbw of the 4 MiB allreduce: the simulated link (10 GB/s) minus latency
+  const CollectiveInstance inst = a.matched.instance(a.run, a.clocks, 0, 5);
+  EXPECT_EQ(inst.ranks.size(), 4u);
+  EXPECT_EQ(inst.bytes, 4 << 20);
+  EXPECT_NEAR(inst.busbw_gbps, 10 * (1 - 20e3 / (20e3 + (4 << 20) * 1.5 / 10)), 0.3);
+}
+
+TEST(Analyzer, StragglerNamedWithInjectedDelay) {
+  auto dir = temp_dir("slow");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 20;
+  spec.slow_rank = 2;
+  spec.slow_ms = 5;
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  const Finding* f = find(a, FindingKind::Straggler);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, std::vector<int>{2});
+  // attributed delay within 80–120 % of the injected 5 ms per step
+  EXPECT_GT(f->evidence.at("delay_per_step_ns"), 0.8 * 5e6);
+  EXPECT_LT(f->evidence.at("delay_per_step_ns"), 1.2 * 5e6);
+  EXPECT_NEAR(f->cost_ns, 20 * 5e6, 0.2 * 20 * 5e6);
+  EXPECT_NEAR(f->evidence.at("step_time_without_straggler_ns") / 1e6, 12.7, 0.6);
+}
+
+TEST(Analyzer, ClockShiftRecoveredWithin20us) {
+  auto plain = temp_dir("clock-plain");
+  auto shifted = temp_dir("clock-shifted");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 10;
+  write_synthetic_run(plain.string(), spec);
+  spec.clock_shift_ns = {0, 3'000'000'000LL, -750'000'123LL, 12'345'678LL};  // rows shifted, anchors not
+  write_synthetic_run(shifted.string(), spec);
+  const Analysis a = analyze_run(plain.string());
+  const Analysis b = analyze_run(shifted.string());
+  for (int r = 1; r < 4; ++r) {
+    const double recovered = double(a.clocks.offset_ns[r] - b.clocks.offset_ns[r]);
+    EXPECT_NEAR(recovered, double(spec.clock_shift_ns[r]), 20e3) << "rank " << r;
+  }
+  EXPECT_LT(b.clocks.residual_p50_ns, 2e3);
+  // Aligned, the analysis is the same: same waits within microseconds.
+  EXPECT_NEAR(a.steps.mean_wait_ns, b.steps.mean_wait_ns, 20e3);
+}
+
+TEST(Analyzer, LatencyBoundWithTinyFusionThreshold) {
+  auto small = temp_dir("latency-small");
+  SyntheticRunSpec spec;
+  spec.ranks = 2;
+  spec.steps = 20;
+  spec.allreduces_per_step = 64;  // a few KiB each: what a 4 KiB threshold produces
+  spec.allreduce_bytes = 4096;
+  spec.compute_ms = 2;
+  spec.latency_us = 30;
+  spec.fusion_threshold = 4096;
+  write_synthetic_run(small.string(), spec);
+  const Analysis a = analyze_run(small.string());
+  const Finding* f = find(a, FindingKind::LatencyBound);
+  ASSERT_NE(f, nullptr);
+  EXPECT_GT(f->evidence.at("suggested_fusion_threshold_bytes"), 4096);
+  EXPECT_NE(f->suggestion.find("HOROVOD_FUSION_THRESHOLD="), std::string::npos);
+
+  auto fused = temp_dir("latency-fused");
+  spec.allreduces_per_step = 1;  // the same bytes fused into one collective per step
+  spec.allreduce_bytes = 64 * 4096;
+  spec.fusion_threshold = 64 << 20;
+  write_synthetic_run(fused.string(), spec);
+  EXPECT_EQ(find(analyze_run(fused.string()), FindingKind::LatencyBound), nullptr);
+}
+
+TEST(Analyzer, MismatchNamesSkippingRankAndSeq) {
+  auto dir = temp_dir("mismatch");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 10;
+  spec.process_sets = true;
+  spec.skip_rank = 3;
+  spec.skip_step = 6;
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  ASSERT_FALSE(a.findings.empty());
+  const Finding& f = a.findings.front();  // mismatches come first
+  EXPECT_EQ(f.kind, FindingKind::Mismatch);
+  EXPECT_EQ(f.ranks, std::vector<int>{3});
+  ASSERT_TRUE(f.seq.has_value());
+  EXPECT_EQ(*f.seq, 6);
+  EXPECT_EQ(f.comm_name, "process_set_1");
+}
+
+TEST(Analyzer, ShapeMismatchMinorityRank) {
+  auto dir = temp_dir("shape");
+  SyntheticRunSpec spec;
+  spec.ranks = 3;
+  spec.steps = 5;
+  write_synthetic_run(dir.string(), spec);
+  // Rank 2 calls a different count at seq 7 of the world communicator.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "rank-00002.sqlite").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE collectives SET count = count + 1 WHERE seq = 7", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const Analysis a = analyze_run(dir.string());
+  ASSERT_EQ(a.matched.mismatches.size(), 1u);
+  EXPECT_EQ(a.matched.mismatches[0].seq, 7);
+  EXPECT_EQ(a.matched.mismatches[0].ranks, std::vector<int>{2});
+}
+
+TEST(Analyzer, BrokenRunsGiveOneLineEach) {
+  auto dir = temp_dir("broken");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 5;
+  write_synthetic_run(dir.string(), spec);
+  fs::remove(dir / "rank-00001.sqlite");
+  fs::copy_file(dir / "rank-00002.sqlite", dir / "rank-00002-copy.sqlite");  // duplicate world rank 2
+  {
+    std::ofstream f(dir / "rank-00003.sqlite", std::ios::binary | std::ios::trunc);
+    f << "SQLite format 3";  // truncated
+  }
+  const Analysis a = analyze_run(dir.string());
+  EXPECT_EQ(a.run.ranks.size(), 2u);  // ranks 0 and 2
+  std::string all;
+  for (const auto& p : a.run.problems) {
+    EXPECT_EQ(p.find('\n'), std::string::npos);
+    all += p + "\n";
+  }
+  EXPECT_NE(all.find("rank-00001.sqlite: missing"), std::string::npos) << all;
+  EXPECT_NE(all.find("duplicate world rank 2"), std::string::npos) << all;
+  EXPECT_NE(all.find("rank-00003.sqlite"), std::string::npos) << all;
+  EXPECT_THROW(analyze_run((dir / "nothing-here").string()), collscope::InputError);
+  auto empty = temp_dir("empty");
+  EXPECT_THROW(analyze_run(empty.string()), collscope::InputError);
+}
+
+TEST(Analyzer, ReportsInEveryFormat) {
+  auto dir = temp_dir("reports");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 10;
+  spec.slow_rank = 1;
+  spec.slow_ms = 4;
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  const auto text = text_report(a);
+  EXPECT_NE(text.find("rank 1 is a straggler"), std::string::npos) << text;
+  const auto j = nlohmann::json::parse(render_report(a, ReportFormat::Json));
+  EXPECT_EQ(j["schema"], "collscope.analysis/1");
+  EXPECT_EQ(j["ranks"].size(), 4u);
+  EXPECT_EQ(j["steps"].size(), 10u);
+  EXPECT_EQ(j["findings"][0]["kind"], "straggler");
+  EXPECT_EQ(j["findings"][0]["ranks"][0], 1);
+  const auto md = markdown_report(a);
+  EXPECT_NE(md.find("| 1 | "), std::string::npos);
+  const auto html = html_report(a);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no links but the SVG namespace
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_THROW(report_format_from_name("pdf"), collscope::InputError);
+}
+
+TEST(Compare, MannWhitneyKnownValues) {
+  // b entirely above a: U = n1 n2, effect size 1, small p.
+  const auto r = mann_whitney_u({1, 2, 3, 4, 5, 6, 7, 8}, {11, 12, 13, 14, 15, 16, 17, 18});
+  EXPECT_DOUBLE_EQ(r.u, 64);
+  EXPECT_DOUBLE_EQ(r.effect_size, 1);
+  EXPECT_LT(r.p_greater, 0.001);
+  const auto same = mann_whitney_u({1, 2, 3, 4}, {1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(same.u, 8);
+  EXPECT_GT(same.p_greater, 0.4);
+}
+
+TEST(Compare, SameSettingsNoRegressionSlowdownRegression) {
+  SyntheticRunSpec spec;
+  spec.ranks = 2;
+  spec.steps = 20;
+  auto base = temp_dir("cmp-base"), again = temp_dir("cmp-again"), slow = temp_dir("cmp-slow");
+  write_synthetic_run(base.string(), spec);
+  spec.seed = 2;
+  write_synthetic_run(again.string(), spec);
+  spec.slow_rank = 1;
+  spec.slow_ms = 2;  // +2 ms on a ~12.7 ms step: ~16 %
+  write_synthetic_run(slow.string(), spec);
+  const Analysis a = analyze_run(base.string()), b = analyze_run(again.string()), c = analyze_run(slow.string());
+  EXPECT_FALSE(compare_analyses(a, b, 0.05).regression);
+  const Comparison reg = compare_analyses(a, c, 0.05);
+  EXPECT_TRUE(reg.regression);
+  EXPECT_GT(reg.metrics.at(0).change, 0.1);
+  const auto xml = comparison_junit(reg);
+  EXPECT_NE(xml.find("<failure"), std::string::npos);
+}
