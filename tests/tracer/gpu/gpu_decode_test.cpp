@@ -1,0 +1,204 @@
+// The pure parts of GPU capture, on inputs built here: CUPTI records -> rows, collectives matched to their
+// kernels through external correlation ids, device copies attributed to the fusion buffer a collective reads.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "cupti_decode.hpp"
+#include "gpu_fusion.hpp"
+
+using namespace collscope::tracer::gpu;
+using collscope::store::GpuActivityKind;
+
+namespace {
+
+template <typename Record>
+const CUpti_Activity* as_activity(const Record& r) {
+  return reinterpret_cast<const CUpti_Activity*>(&r);
+}
+
+}  // namespace
+
+TEST(CuptiDecode, ConcurrentKernelBecomesAKernelRowWithDemangledName) {
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = 1'000;
+  k.end = 5'500;
+  k.deviceId = 2;
+  k.streamId = 7;
+  k.correlationId = 42;
+  k.name = "_Z10axpyKernelifPKfPf";
+  const DecodedRecord d = decode_cupti_record(as_activity(k));
+  ASSERT_TRUE(d.activity);
+  EXPECT_FALSE(d.external);
+  EXPECT_EQ(d.activity->kind, GpuActivityKind::Kernel);
+  EXPECT_EQ(d.activity->name, "axpyKernel(int, float, float const*, float*)");
+  EXPECT_EQ(d.activity->device, 2);
+  EXPECT_EQ(d.activity->stream, 7u);
+  EXPECT_EQ(d.activity->start, 1'000u);
+  EXPECT_EQ(d.activity->end, 5'500u);
+  EXPECT_EQ(d.activity->correlation, 42u);
+  EXPECT_EQ(d.activity->bytes, 0);
+  EXPECT_FALSE(d.activity->copy_kind);
+}
+
+TEST(CuptiDecode, UnmangledKernelNameIsKept) {
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  EXPECT_EQ(decode_cupti_record(as_activity(k)).activity->name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+}
+
+TEST(CuptiDecode, MemcpyCarriesBytesAndCopyKind) {
+  CUpti_ActivityMemcpy6 m;
+  std::memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+  m.bytes = 1 << 20;
+  m.start = 10;
+  m.end = 20;
+  m.deviceId = 1;
+  m.streamId = 3;
+  m.correlationId = 9;
+  const auto a = decode_cupti_record(as_activity(m)).activity;
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kind, GpuActivityKind::Memcpy);
+  EXPECT_EQ(a->name, "memcpy DtoD");
+  EXPECT_EQ(a->bytes, 1 << 20);
+  ASSERT_TRUE(a->copy_kind);
+  EXPECT_EQ(*a->copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
+  EXPECT_EQ(a->device, 1);
+  EXPECT_EQ(a->correlation, 9u);
+}
+
+TEST(CuptiDecode, MemsetAndSynchronisation) {
+  CUpti_ActivityMemset4 s;
+  std::memset(&s, 0, sizeof s);
+  s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  s.bytes = 4096;
+  s.deviceId = 0;
+  s.streamId = 5;
+  auto a = decode_cupti_record(as_activity(s)).activity;
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kind, GpuActivityKind::Memset);
+  EXPECT_EQ(a->bytes, 4096);
+  EXPECT_EQ(a->stream, 5u);
+
+  CUpti_ActivitySynchronization2 y;
+  std::memset(&y, 0, sizeof y);
+  y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  y.streamId = 11;
+  y.start = 100;
+  y.end = 900;
+  a = decode_cupti_record(as_activity(y)).activity;
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kind, GpuActivityKind::Sync);
+  EXPECT_EQ(a->name, "sync stream");
+  EXPECT_EQ(a->device, -1);
+  EXPECT_EQ(a->stream, 11u);
+  y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+  y.streamId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  a = decode_cupti_record(as_activity(y)).activity;
+  EXPECT_EQ(a->name, "sync context");
+  EXPECT_EQ(a->stream, 0u);
+}
+
+TEST(CuptiDecode, ExternalCorrelationOnlyForOurKind) {
+  CUpti_ActivityExternalCorrelation x;
+  std::memset(&x, 0, sizeof x);
+  x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  x.externalId = 77;
+  x.correlationId = 1234;
+  auto d = decode_cupti_record(as_activity(x));
+  EXPECT_FALSE(d.activity);
+  ASSERT_TRUE(d.external);
+  EXPECT_EQ(d.external->external_id, 77u);
+  EXPECT_EQ(d.external->correlation, 1234u);
+  x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;  // someone else's (e.g. a framework's profiler)
+  EXPECT_FALSE(decode_cupti_record(as_activity(x)).external);
+}
+
+TEST(CuptiDecode, OtherKindsAndNullDecodeToNothing) {
+  CUpti_Activity other;
+  other.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  auto d = decode_cupti_record(&other);
+  EXPECT_FALSE(d.activity);
+  EXPECT_FALSE(d.external);
+  EXPECT_FALSE(decode_cupti_record(nullptr).activity);
+}
+
+TEST(GpuTimeMatcher, KernelSpanFillsTheCollectiveWhateverTheOrder) {
+  GpuTimeMatcher m;
+  // Collective row 10 under external id 1; its kernel (CUPTI correlation 500) arrives before the link record.
+  m.add_collective(1, 10);
+  m.add_kernel(500, 2'000, 3'000);
+  EXPECT_TRUE(m.take_updates().empty());
+  m.add_external(1, 500);
+  auto u = m.take_updates();
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].row_id, 10);
+  EXPECT_EQ(u[0].gpu_start_ns, 2'000);
+  EXPECT_EQ(u[0].gpu_end_ns, 3'000);
+  EXPECT_TRUE(m.take_updates().empty());  // reported once
+
+  // Kernel and link before the collective row (the row is written in a later drain).
+  m.add_external(2, 600);
+  m.add_kernel(600, 4'000, 4'500);
+  EXPECT_TRUE(m.take_updates().empty());
+  m.add_collective(2, 11);
+  u = m.take_updates();
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].row_id, 11);
+  EXPECT_EQ(u[0].gpu_start_ns, 4'000);
+}
+
+TEST(GpuTimeMatcher, GroupedCallsShareOneLaunchAndSpanAllItsKernels) {
+  GpuTimeMatcher m;
+  // A group of three calls (rows 20..22) shares external id 9; the GroupEnd launched two kernels.
+  for (std::int64_t row : {20, 21, 22}) m.add_collective(9, row);
+  m.add_external(9, 700);
+  m.add_external(9, 701);
+  m.add_kernel(700, 1'000, 1'500);
+  m.add_kernel(701, 1'200, 2'500);
+  auto u = m.take_updates();
+  ASSERT_EQ(u.size(), 3u);
+  for (const auto& x : u) {
+    EXPECT_EQ(x.gpu_start_ns, 1'000);
+    EXPECT_EQ(x.gpu_end_ns, 2'500);
+  }
+  EXPECT_EQ(u[0].row_id, 20);
+  EXPECT_EQ(u[2].row_id, 22);
+  // A kernel of an unrelated API call (no link) changes nothing.
+  m.add_kernel(999, 0, 10'000);
+  EXPECT_TRUE(m.take_updates().empty());
+}
+
+TEST(RecentCopies, CopiesInsideTheReadBufferArePackedTensors) {
+  RecentCopies copies;
+  const std::uint64_t fusion = 0x10000;
+  copies.add(fusion + 0, 4096);
+  copies.add(0x900000, 128);  // elsewhere: a copy into some tensor, not the fusion buffer
+  copies.add(fusion + 4096, 1024);
+  copies.add(fusion + 8192, 8192);  // ends past the 12 KiB read below: not inside
+  const auto packed = copies.take_inside(fusion, 12 * 1024);
+  ASSERT_EQ(packed.size(), 2u);
+  EXPECT_EQ(packed[0].offset, 0u);
+  EXPECT_EQ(packed[0].bytes, 4096u);
+  EXPECT_EQ(packed[1].offset, 4096u);
+  EXPECT_EQ(packed[1].bytes, 1024u);
+  EXPECT_EQ(copies.size(), 2u);  // claimed copies are gone; the others stay for a later read
+  EXPECT_TRUE(copies.take_inside(fusion, 12 * 1024).empty());
+  EXPECT_EQ(copies.take_inside(fusion, 16 * 1024).size(), 1u);
+}
+
+TEST(RecentCopies, BoundedMemory) {
+  RecentCopies copies;
+  for (std::size_t i = 0; i < RecentCopies::kCapacity * 3; ++i) copies.add(i * 16, 16);
+  EXPECT_LE(copies.size(), RecentCopies::kCapacity);
+  copies.add(1, 0);  // empty copies are ignored
+  EXPECT_LE(copies.size(), RecentCopies::kCapacity);
+}
