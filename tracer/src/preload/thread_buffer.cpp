@@ -12,6 +12,10 @@ namespace {
 std::atomic<ThreadBuffer*> g_head{nullptr};
 std::atomic<std::uint32_t> g_count{0};
 
+}  // namespace
+
+__attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_thread_buffer = nullptr;
+
 ThreadBuffer* register_this_thread() {
   char name[32] = {};
   pthread_getname_np(pthread_self(), name, sizeof name);
@@ -24,20 +28,11 @@ ThreadBuffer* register_this_thread() {
   return tb;
 }
 
-// initial-exec: the preload is loaded at start-up, so its TLS is static and reads cost one instruction.
-__attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_buffer = nullptr;
-}  // namespace
-
 ThreadBuffer::ThreadBuffer(std::uint32_t index, std::int64_t tid, std::string name)
     : index_(index), tid_(tid), name_(std::move(name)) {
   // calloc: zero pages are only touched when used, so idle threads cost no resident memory.
   events_ = static_cast<Event*>(std::calloc(kCapacity, sizeof(Event)));
   if (!events_) head_.store(kCapacity);  // no memory: the ring reads as full forever, every event is dropped
-}
-
-ThreadBuffer& this_thread_buffer() {
-  if (__builtin_expect(t_buffer == nullptr, 0)) t_buffer = register_this_thread();
-  return *t_buffer;
 }
 
 ThreadBuffer* thread_buffers() { return g_head.load(std::memory_order_acquire); }

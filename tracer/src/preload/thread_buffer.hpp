@@ -68,7 +68,14 @@ class ThreadBuffer {
 };
 
 // The calling thread's buffer, registered on first use (the only allocation, once per thread).
-ThreadBuffer& this_thread_buffer();
+// initial-exec TLS: the preload is loaded at start-up, so reading the pointer is one instruction.
+extern __attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_thread_buffer;
+ThreadBuffer* register_this_thread();
+inline ThreadBuffer& this_thread_buffer() {
+  ThreadBuffer* tb = t_thread_buffer;
+  if (__builtin_expect(tb == nullptr, 0)) tb = t_thread_buffer = register_this_thread();
+  return *tb;
+}
 // Head of the registry list (newest first); the list only grows.
 ThreadBuffer* thread_buffers();
 std::uint32_t thread_buffer_count();
