@@ -268,3 +268,15 @@ TEST(Cli, UsageErrorsAreOneLineAndExit2) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--output"), std::string::npos);
 }
+
+TEST(Preload, TraceInsideTheLauncherPerRank) {
+  // `mpirun -np 2 collscope trace -- ./app`: every rank runs collscope, none cleans the other's file.
+  const auto dir = fresh_dir("per-rank");
+  auto r = run_process(cmd(mpirun(2), {kCollscope, "trace", "-o", dir.string(), "--", kProbe, "--iterations", "3"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(rank_files(dir), (std::set<std::string>{"rank-00000.sqlite", "rank-00001.sqlite"}));
+  for (int rank = 0; rank < 2; ++rank) {
+    auto v = load(dir / rank_file_name(rank));
+    EXPECT_EQ(v.on(v.comm_named("MPI_COMM_WORLD").id).size(), 3u * 4 + 5);
+  }
+}
