@@ -13,7 +13,7 @@ struct TrainerOptions {
   int warmup_steps = 2;  // excluded from throughput
   int batch_size = 32;
   int max_batch_size = 1024;  // a larger batch "runs out of memory" (exit 1)
-  double model_scale = 0.1;   // multiplies every tensor's element count of the ResNet-50 list
+  double model_scale = 0.05;  // multiplies every tensor's element count of the ResNet-50 list
   double compute_scale = 1.0;  // multiplies the floating-point work per parameter and sample
   std::uint64_t fusion_threshold_bytes = 128ull << 20;  // HOROVOD_FUSION_THRESHOLD
   double cycle_time_ms = 1.0;                           // HOROVOD_CYCLE_TIME
