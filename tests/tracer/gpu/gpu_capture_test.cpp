@@ -22,6 +22,19 @@ using collscope::testing::run_process;
 
 namespace {
 
+// What COLLSCOPE_TEST_ENV gives (see CMakeLists.txt): set here unless the environment already has it.
+const bool kTestEnvironment = [] {
+  for (auto [k, v] : {std::pair<const char*, const char*>{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                      {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                      {"OMPI_MCA_rmaps_base_oversubscribe", "1"},
+                      {"OMPI_MCA_btl", "self,vader"},
+                      {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"},
+                      {"COLLSCOPE_BIN", COLLSCOPE_TEST_BIN},
+                      {"COLLSCOPE_PRELOAD", COLLSCOPE_TEST_PRELOAD}})
+    setenv(k, v, 0);
+  return true;
+}();
+
 const std::string kBin = env_or("COLLSCOPE_BIN", "build/bin");
 const std::string kCollscope = kBin + "/collscope";
 

@@ -8,3 +8,25 @@ if(COLLSCOPE_NVTX3_INCLUDE_DIR)
 else()
   message(STATUS "collscope: NVTX 3 headers not found: NVTX injection not built")
 endif()
+
+if(CUDAToolkit_FOUND AND COLLSCOPE_NCCL_INCLUDE_DIR AND EXISTS ${CUDAToolkit_INCLUDE_DIRS}/cupti_activity.h)
+  # Pure parts (CUPTI record decoding, collective/kernel matching, fusion-copy attribution): a static library
+  # that the preload and the CPU tests both link. Registrations live only in the preload's own sources.
+  add_library(collscope_gpu_capture STATIC
+    ${CMAKE_CURRENT_LIST_DIR}/cupti_decode.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_fusion.cpp)
+  target_include_directories(collscope_gpu_capture PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+  target_include_directories(collscope_gpu_capture SYSTEM PUBLIC ${CUDAToolkit_INCLUDE_DIRS} ${COLLSCOPE_NCCL_INCLUDE_DIR})
+  target_link_libraries(collscope_gpu_capture PUBLIC collscope_tracer_runtime)
+  set_target_properties(collscope_gpu_capture PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+
+  target_sources(collscope-preload PRIVATE
+    ${CMAKE_CURRENT_LIST_DIR}/nccl_interpose.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cupti_collector.cpp)
+  target_link_libraries(collscope-preload PRIVATE collscope_gpu_capture)
+  set(COLLSCOPE_GPU_CAPTURE ON CACHE INTERNAL "NCCL interposer and CUPTI collector built into the preload")
+  message(STATUS "collscope: preload interposes NCCL and collects CUPTI activity (opened at run time)")
+else()
+  set(COLLSCOPE_GPU_CAPTURE OFF CACHE INTERNAL "NCCL interposer and CUPTI collector built into the preload")
+  message(STATUS "collscope: CUDA toolkit, nccl.h or CUPTI headers missing: NCCL/CUPTI capture not built")
+endif()

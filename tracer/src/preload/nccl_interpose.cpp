@@ -33,17 +33,30 @@ namespace {
 
 using store::Op;
 
+// The next definition of `name`: after us in the global scope (a job linked with libnccl, or a test double), else
+// in an already loaded libnccl.so.2 that was dlopen'ed RTLD_LOCAL (Python extensions), where RTLD_NEXT cannot see.
 template <typename F>
 F next_symbol(const char* name) {
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+  if (void* p = dlsym(RTLD_NEXT, name)) return reinterpret_cast<F>(p);
+  if (void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD)) {
+    void* p = dlsym(lib, name);
+    dlclose(lib);  // drops only the reference RTLD_NOLOAD took
+    return reinterpret_cast<F>(p);
+  }
+  return nullptr;
 }
 
-// The next definition of `fn` (the real NCCL, or a test double), resolved on first use.
-#define NEXT(fn)                                                       \
-  ([]() {                                                              \
-    static auto real = next_symbol<decltype(&fn)>(#fn);                \
-    if (!real) warn_once("NCCL entry point " #fn " not found: the call fails with ncclInvalidUsage"); \
-    return real;                                                       \
+// The real `fn`, resolved on first use; a failed look-up is retried on the next call (NCCL may load later).
+#define NEXT(fn)                                                                                       \
+  ([]() {                                                                                              \
+    static std::atomic<decltype(&fn)> real{nullptr};                                                   \
+    auto f = real.load(std::memory_order_acquire);                                                     \
+    if (!f) {                                                                                          \
+      f = next_symbol<decltype(&fn)>(#fn);                                                             \
+      if (f) real.store(f, std::memory_order_release);                                                 \
+      else warn_once("NCCL entry point " #fn " not found: the call fails with ncclInvalidUsage");      \
+    }                                                                                                  \
+    return f;                                                                                          \
   }())
 
 #define CALL_NEXT(fn, ...) (NEXT(fn) ? NEXT(fn)(__VA_ARGS__) : ncclInvalidUsage)

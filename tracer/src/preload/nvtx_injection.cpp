@@ -19,7 +19,6 @@
 //   status    push level returned to the caller (0 = outermost)
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
-#include <nvtx3/nvtxDetail/nvtxTypes.h>
 
 #include <dlfcn.h>
 

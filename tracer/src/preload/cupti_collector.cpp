@@ -1,0 +1,325 @@
+// CUPTI activity collection, opened at run time. The preload links no CUDA library: in a process that has CUDA
+// (cuInit or cudaGetDeviceCount resolve in it) the collector dlopens libcupti and the driver, enables kernel
+// (concurrent), memcpy, memset, synchronisation and external-correlation records, and hands CUPTI 8 MiB buffers
+// through its request/complete callbacks. Completed buffers are queued; the writer thread decodes them at each
+// drain (cupti_decode.hpp), writes gpu_activities rows, and fills collectives.gpu_start_ns/gpu_end_ns of the NCCL
+// calls whose external correlation id the kernels carry. The final drain flushes CUPTI.
+//
+// Without a driver or a device, meta `gpu_capture` says so in one line and nothing else happens: the job's
+// output and exit code are untouched (nothing is printed).
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "clock.hpp"
+#include "comm_registry.hpp"
+#include "cupti_decode.hpp"
+#include "gpu_capture.hpp"
+#include "gpu_fusion.hpp"
+#include "runtime.hpp"
+
+namespace collscope::tracer::gpu {
+namespace {
+
+constexpr std::size_t kBufferBytes = 8 << 20;
+constexpr std::int64_t kFlushEveryNs = 1'000'000'000;  // partial buffers are forced out once a second
+
+// The CUPTI entry points used, resolved from the dlopen'ed library.
+struct Cupti {
+  decltype(&cuptiGetVersion) GetVersion = nullptr;
+  decltype(&cuptiGetResultString) GetResultString = nullptr;
+  decltype(&cuptiActivityEnable) ActivityEnable = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) ActivityRegisterCallbacks = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) ActivityRegisterTimestampCallback = nullptr;
+  decltype(&cuptiActivityFlushAll) ActivityFlushAll = nullptr;
+  decltype(&cuptiActivityGetNextRecord) ActivityGetNextRecord = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) ActivityGetNumDroppedRecords = nullptr;
+  decltype(&cuptiActivityPushExternalCorrelationId) PushExternalCorrelationId = nullptr;
+  decltype(&cuptiActivityPopExternalCorrelationId) PopExternalCorrelationId = nullptr;
+  decltype(&cuptiGetTimestamp) GetTimestamp = nullptr;
+  decltype(&cuptiSubscribe) Subscribe = nullptr;
+  decltype(&cuptiEnableCallback) EnableCallback = nullptr;
+};
+
+struct Completed {
+  std::uint8_t* buffer;
+  std::size_t valid;
+};
+
+struct State {
+  std::mutex mutex;
+  bool tried = false;
+  std::string note;  // meta gpu_capture, written by the next drain
+  bool note_dirty = false;
+  Cupti api;
+  std::int64_t clock_offset_ns = 0;  // added to CUPTI timestamps (0 with our timestamp callback)
+  std::deque<Completed> completed;   // guarded by mutex
+  GpuTimeMatcher matcher;            // writer thread only
+  std::int64_t last_flush_ns = 0;
+  std::uint64_t activities = 0;
+};
+
+State& state() {
+  static auto* s = new State();  // never destroyed: CUPTI may call back during exit
+  return *s;
+}
+
+std::atomic<bool> g_active{false};
+
+void set_note(std::string note) {
+  State& s = state();
+  s.note = std::move(note);
+  s.note_dirty = true;
+}
+
+bool process_has_cuda() {
+  return dlsym(RTLD_DEFAULT, "cuInit") != nullptr || dlsym(RTLD_DEFAULT, "cudaGetDeviceCount") != nullptr;
+}
+
+void* open_first(const std::vector<std::string>& candidates) {
+  for (const auto& c : candidates)
+    if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  return nullptr;
+}
+
+std::vector<std::string> cupti_candidates() {
+  std::vector<std::string> c;
+  if (const char* env = std::getenv("COLLSCOPE_CUPTI_LIBRARY"); env && *env) c.emplace_back(env);
+  c.insert(c.end(), {"libcupti.so.13", "libcupti.so.12", "libcupti.so"});
+  // Next to the job's CUDA runtime (toolkits keep CUPTI beside it or under extras/CUPTI).
+  Dl_info info{};
+  if (void* sym = dlsym(RTLD_DEFAULT, "cudaGetDeviceCount"); sym && dladdr(sym, &info) && info.dli_fname) {
+    const auto dir = std::filesystem::path(info.dli_fname).parent_path();
+    c.push_back((dir / "libcupti.so").string());
+    c.push_back((dir.parent_path() / "extras/CUPTI/lib64/libcupti.so").string());
+  }
+  for (const char* root : {"/usr/local/cuda/lib64", "/usr/local/cuda/extras/CUPTI/lib64"})
+    c.push_back(fmt::format("{}/libcupti.so", root));
+  return c;
+}
+
+std::uint64_t CUPTIAPI monotonic_timestamp() { return static_cast<std::uint64_t>(monotonic_ns()); }
+
+void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t valid) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.completed.push_back({buffer, valid});
+}
+
+// Device-to-device copies, for the fusion-buffer inference (gpu_fusion.hpp).
+void CUPTIAPI runtime_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  // cudaMemcpyAsync(dst, src, count, kind, stream) and cudaMemcpy(dst, src, count, kind): dst and count lead.
+  struct Params {
+    void* dst;
+    const void* src;
+    std::size_t count;
+    int kind;
+  };
+  if (cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 && cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020)
+    return;
+  const auto* p = static_cast<const Params*>(info->functionParams);
+  constexpr int kDeviceToDevice = 3, kDefault = 4;
+  if (p && (p->kind == kDeviceToDevice || p->kind == kDefault)) note_copy(p->dst, p->count);
+}
+
+std::string result_string(CUptiResult rc) {
+  const char* s = nullptr;
+  if (state().api.GetResultString) state().api.GetResultString(rc, &s);
+  return s ? fmt::format("{} ({})", s, int(rc)) : fmt::format("CUPTI error {}", int(rc));
+}
+
+template <typename F>
+bool resolve(void* lib, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(lib, name));
+  return out != nullptr;
+}
+
+void start_cupti_locked(State& s) {
+  void* lib = open_first(cupti_candidates());
+  if (!lib) {
+    set_note("CUDA found in the process but libcupti not found (set COLLSCOPE_CUPTI_LIBRARY): no GPU activity");
+    return;
+  }
+  Cupti& a = s.api;
+  bool ok = resolve(lib, "cuptiGetVersion", a.GetVersion) && resolve(lib, "cuptiGetResultString", a.GetResultString) &&
+            resolve(lib, "cuptiActivityEnable", a.ActivityEnable) &&
+            resolve(lib, "cuptiActivityRegisterCallbacks", a.ActivityRegisterCallbacks) &&
+            resolve(lib, "cuptiActivityFlushAll", a.ActivityFlushAll) &&
+            resolve(lib, "cuptiActivityGetNextRecord", a.ActivityGetNextRecord) &&
+            resolve(lib, "cuptiActivityGetNumDroppedRecords", a.ActivityGetNumDroppedRecords) &&
+            resolve(lib, "cuptiActivityPushExternalCorrelationId", a.PushExternalCorrelationId) &&
+            resolve(lib, "cuptiActivityPopExternalCorrelationId", a.PopExternalCorrelationId) &&
+            resolve(lib, "cuptiGetTimestamp", a.GetTimestamp);
+  resolve(lib, "cuptiActivityRegisterTimestampCallback", a.ActivityRegisterTimestampCallback);
+  resolve(lib, "cuptiSubscribe", a.Subscribe);
+  resolve(lib, "cuptiEnableCallback", a.EnableCallback);
+  if (!ok) {
+    set_note("libcupti lacks an entry point collscope needs: no GPU activity");
+    return;
+  }
+  std::uint32_t version = 0;
+  a.GetVersion(&version);
+  // Records are decoded with this header's layouts; an older CUPTI writes older ones.
+  if (version < CUPTI_API_VERSION) {
+    set_note(fmt::format("CUPTI API version {} older than {} (built against): no GPU activity", version,
+                         CUPTI_API_VERSION));
+    return;
+  }
+  // The driver: its absence is the common case on CPU machines with a toolkit installed.
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!driver) {
+    set_note(fmt::format("no CUDA driver (libcuda.so.1 not loadable; CUPTI API {} loaded): no GPU activity", version));
+    return;
+  }
+  using DriverGetVersion = int (*)(int*);
+  using Init = int (*)(unsigned);
+  using DeviceGetCount = int (*)(int*);
+  int driver_version = 0, devices = 0;
+  auto get_version = reinterpret_cast<DriverGetVersion>(dlsym(driver, "cuDriverGetVersion"));
+  auto init = reinterpret_cast<Init>(dlsym(driver, "cuInit"));
+  auto count = reinterpret_cast<DeviceGetCount>(dlsym(driver, "cuDeviceGetCount"));
+  if (get_version && get_version(&driver_version) == 0)
+    runtime_set_meta(std::string(store::meta_key::kCudaDriver),
+                     fmt::format("{}.{}", driver_version / 1000, driver_version % 1000 / 10));
+  const int init_rc = init ? init(0) : -1;
+  if (init_rc != 0 || !count || count(&devices) != 0 || devices == 0) {
+    set_note(fmt::format("no CUDA device (cuInit {} , {} devices): no GPU activity", init_rc, devices));
+    return;
+  }
+  if (a.ActivityRegisterTimestampCallback && a.ActivityRegisterTimestampCallback(&monotonic_timestamp) == CUPTI_SUCCESS) {
+    s.clock_offset_ns = 0;
+  } else {
+    std::uint64_t t = 0;
+    a.GetTimestamp(&t);
+    s.clock_offset_ns = monotonic_ns() - static_cast<std::int64_t>(t);
+  }
+  CUptiResult rc = a.ActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                  CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION})
+    if (rc == CUPTI_SUCCESS) rc = a.ActivityEnable(kind);
+  if (rc != CUPTI_SUCCESS) {
+    set_note(fmt::format("CUPTI activity not enabled: {}", result_string(rc)));
+    return;
+  }
+  if (a.Subscribe && a.EnableCallback) {
+    CUpti_SubscriberHandle subscriber{};
+    if (a.Subscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&runtime_callback), nullptr) == CUPTI_SUCCESS) {
+      a.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
+      a.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020);
+    }
+  }
+  set_note(fmt::format("CUPTI {} active on {} device(s), driver {}", version, devices, driver_version));
+  g_active.store(true, std::memory_order_release);
+}
+
+// ---- writer side ------------------------------------------------------------------------------------------
+
+void write_buffer(State& s, const Completed& c, WriterContext& ctx) {
+  CUpti_Activity* record = nullptr;
+  while (s.api.ActivityGetNextRecord(c.buffer, c.valid, &record) == CUPTI_SUCCESS) {
+    DecodedRecord d = decode_cupti_record(record);
+    if (d.external) s.matcher.add_external(d.external->external_id, d.external->correlation);
+    if (!d.activity) continue;
+    const DecodedActivity& a = *d.activity;
+    store::GpuActivityRow row;
+    row.kind = a.kind;
+    row.name = ctx.writer.intern(a.name);
+    row.device = a.device;
+    row.stream = a.stream;
+    row.start_ns = static_cast<std::int64_t>(a.start) + s.clock_offset_ns;
+    row.end_ns = static_cast<std::int64_t>(a.end) + s.clock_offset_ns;
+    row.correlation = a.correlation;
+    row.bytes = a.bytes;
+    row.copy_kind = a.copy_kind;
+    ctx.writer.add_gpu_activity(row);
+    ++s.activities;
+    if (a.kind == store::GpuActivityKind::Kernel) s.matcher.add_kernel(a.correlation, row.start_ns, row.end_ns);
+  }
+  std::free(c.buffer);
+}
+
+void on_drain(WriterContext& ctx) {
+  State& s = state();
+  if (!s.tried && g_phase.load(std::memory_order_relaxed) == kRunning && process_has_cuda()) ensure_cupti();
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.note_dirty) {
+      ctx.writer.set_meta("gpu_capture", s.note);
+      s.note_dirty = false;
+    }
+  }
+  if (!g_active.load(std::memory_order_acquire)) return;
+  const bool stopping = g_phase.load(std::memory_order_relaxed) == kStopped;
+  const std::int64_t now = monotonic_ns();
+  if (stopping || now - s.last_flush_ns > kFlushEveryNs) {
+    s.api.ActivityFlushAll(stopping ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    s.last_flush_ns = now;
+  }
+  std::deque<Completed> buffers;
+  {
+    std::lock_guard lock(s.mutex);
+    buffers.swap(s.completed);
+  }
+  for (const Completed& c : buffers) write_buffer(s, c, ctx);
+  for (const auto& u : s.matcher.take_updates()) ctx.writer.set_collective_gpu_times(u.row_id, u.gpu_start_ns, u.gpu_end_ns);
+  std::size_t dropped = 0;
+  if (s.api.ActivityGetNumDroppedRecords && s.api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
+      dropped > 0)
+    ctx.writer.set_meta("gpu_records_dropped", std::to_string(dropped));
+}
+
+const bool g_registered = [] {
+  add_drain_hook(&on_drain);
+  add_collective_hook([](const Event& e, std::int64_t row_id, WriterContext&) {
+    if (e.a[1] == 0 || e.comm_slot == 0 || !g_active.load(std::memory_order_relaxed)) return;
+    if (comm_slot(e.comm_slot).backend != store::Backend::Nccl) return;
+    state().matcher.add_collective(e.a[1], row_id);
+  });
+  return true;
+}();
+
+}  // namespace
+
+void ensure_cupti() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.tried) return;
+  if (!process_has_cuda()) return;  // never in the launcher or a CPU-only job: tried again at the next drain
+  s.tried = true;
+  start_cupti_locked(s);
+}
+
+bool cupti_active() { return g_active.load(std::memory_order_relaxed); }
+
+void push_correlation(std::uint64_t id) {
+  if (g_active.load(std::memory_order_relaxed))
+    state().api.PushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+void pop_correlation() {
+  if (!g_active.load(std::memory_order_relaxed)) return;
+  std::uint64_t id = 0;
+  state().api.PopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+}
+
+}  // namespace collscope::tracer::gpu

@@ -1,0 +1,83 @@
+#pragma once
+// Pure decoding of CUPTI activity records into trace rows, and the matching of NCCL collectives to the kernels
+// they launched. No CUPTI library is needed (only its headers): the tests build records by hand.
+#include <cupti_activity.h>
+
+#include <collscope/tracer/schema.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace collscope::tracer::gpu {
+
+// One GPU activity, times as CUPTI reported them (CLOCK_MONOTONIC ns when the collector's timestamp callback is
+// registered, else CUPTI's clock: the caller adds the offset).
+struct DecodedActivity {
+  store::GpuActivityKind kind = store::GpuActivityKind::Kernel;
+  std::string name;  // demangled kernel name, "memcpy DtoD", "memset", "sync stream" ...
+  std::int32_t device = -1;  // -1: CUPTI does not say (synchronisation records)
+  std::uint64_t stream = 0;  // CUPTI stream id
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::uint32_t correlation = 0;  // CUPTI correlation id of the API call that issued it
+  std::int64_t bytes = 0;
+  std::optional<std::int32_t> copy_kind;  // CUpti_ActivityMemcpyKind
+};
+
+// CUPTI's link between our external correlation id (pushed around each NCCL call) and its own correlation id.
+struct ExternalCorrelation {
+  std::uint64_t external_id = 0;
+  std::uint32_t correlation = 0;
+};
+
+struct DecodedRecord {
+  std::optional<DecodedActivity> activity;
+  std::optional<ExternalCorrelation> external;
+};
+
+// Decodes one record (CUPTI 13 layouts: Kernel10, Memcpy6, Memset4, Synchronization2, ExternalCorrelation with
+// kind CUSTOM0). Other kinds decode to an empty record.
+DecodedRecord decode_cupti_record(const CUpti_Activity* record);
+
+// "memcpy HtoD" etc. for a CUpti_ActivityMemcpyKind.
+std::string memcpy_kind_name(std::uint32_t copy_kind);
+
+// Matches collectives (by external correlation id) to the kernels launched under that id. Feed it in any order;
+// take_updates() returns the rows whose GPU span is new or grew since the last call.
+class GpuTimeMatcher {
+ public:
+  struct Update {
+    std::int64_t row_id;
+    std::int64_t gpu_start_ns;
+    std::int64_t gpu_end_ns;
+  };
+
+  void add_collective(std::uint64_t external_id, std::int64_t row_id);
+  void add_external(std::uint64_t external_id, std::uint32_t correlation);
+  void add_kernel(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns);
+  std::vector<Update> take_updates();
+
+  // Forgets external ids older than `keep` behind the newest (bounded memory over long runs).
+  static constexpr std::uint64_t kKeep = 1 << 16;
+
+ private:
+  struct Span {
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+    bool known = false;
+    bool dirty = false;
+  };
+  void extend(std::uint64_t external_id, std::int64_t start, std::int64_t end);
+  void evict();
+
+  std::unordered_map<std::uint64_t, std::vector<std::int64_t>> rows_;  // external id -> collectives rows
+  std::unordered_map<std::uint64_t, Span> spans_;                      // external id -> GPU span
+  std::unordered_map<std::uint32_t, std::uint64_t> external_of_;       // CUPTI correlation -> external id
+  std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> early_kernels_;  // before their link
+  std::uint64_t newest_ = 0;
+};
+
+}  // namespace collscope::tracer::gpu
