@@ -19,12 +19,26 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <thread>
 #include <numeric>
+
+#include <sys/resource.h>
 
 namespace fs = std::filesystem;
 using namespace collscope::gui;
 
 namespace {
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double load_average() {
+  double l[1] = {0};
+  return getloadavg(l, 1) == 1 ? l[0] : 0;
+}
 
 long rss_kib() {
   std::ifstream status("/proc/self/status");
@@ -130,8 +144,13 @@ int main(int argc, char** argv) {
   {
     QElapsedTimer t;
     t.start();
-    auto again = load_run(dir.string());
-    fmt::print("load_run alone: {:.2f} s\n", t.nsecsElapsed() / 1e9);
+    const double cpu0 = cpu_seconds();
+    std::string stages;
+    auto again = load_run(dir.string(), [&](int, const std::string& stage) {
+      stages += fmt::format("  {:.2f} s {}\n", t.nsecsElapsed() / 1e9, stage);
+    });
+    fmt::print("load_run alone: {:.2f} s wall, {:.2f} s CPU (all threads), load average {:.1f} on {} cores\n{}",
+               t.nsecsElapsed() / 1e9, cpu_seconds() - cpu0, load_average(), std::thread::hardware_concurrency(), stages);
   }
 
   TimelineView view;

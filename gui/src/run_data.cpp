@@ -35,6 +35,24 @@ std::uint32_t RunData::first_starting_at(const Lane& lane, std::int64_t t) const
   return lo;
 }
 
+std::uint32_t RunData::first_starting_at_from(const Lane& lane, std::int64_t t, std::uint32_t from) const {
+  std::uint32_t lo = std::max(from, lane.begin);
+  if (lo >= lane.end || start_of(lane.kind, lo) >= t) return lo;
+  std::uint32_t step = 1, hi = lo + 1;  // invariant: start(lo) < t
+  while (hi < lane.end && start_of(lane.kind, hi) < t) {
+    lo = hi;
+    step *= 2;
+    hi = lo + step > lane.end ? lane.end : lo + step;
+  }
+  ++lo;  // first candidate
+  while (lo < hi) {
+    std::uint32_t mid = lo + (hi - lo) / 2;
+    if (start_of(lane.kind, mid) < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 std::uint32_t RunData::member_on_rank(const CollectiveInstance& inst, int rank_index) const {
   for (std::uint32_t m = 0; m < inst.member_count; ++m) {
     std::uint32_t e = instance_members[inst.members_begin + m];

@@ -425,6 +425,19 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
   for (auto* p : good) run->ranks.push_back(std::move(p->info));
 
   report(86, "sorting events");
+  // NVTX and GPU lanes are finished on two helper threads while this one sorts and matches the
+  // collectives (each touches only its own arrays and its own lanes' ranges).
+  std::int64_t span_duration[2] = {0, 0};
+  auto finish = [&](std::vector<SpanEvent>& spans, std::vector<std::int64_t>& max_end, LaneKind kind, std::int64_t& duration) {
+    for (auto& s : spans) {
+      s.start_ns -= origin;
+      s.end_ns -= origin;
+      duration = std::max(duration, s.end_ns);
+    }
+    finish_spans(spans, max_end, run->lanes, kind);
+  };
+  std::thread nvtx_thread(finish, std::ref(run->nvtx), std::ref(run->nvtx_max_end), LaneKind::Nvtx, std::ref(span_duration[0]));
+  std::thread gpu_thread(finish, std::ref(run->gpu), std::ref(run->gpu_max_end), LaneKind::GpuStream, std::ref(span_duration[1]));
   // Collectives: sort through a permutation so the matching keys follow.
   {
     const auto perm = lane_start_order(colls, run->lanes.size());
@@ -455,14 +468,6 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
     lane.end = static_cast<std::uint32_t>(i + 1);
     run->duration_ns = std::max(run->duration_ns, cs[i].end_ns);
   }
-  for (auto* spans : {&run->nvtx, &run->gpu})
-    for (auto& s : *spans) {
-      s.start_ns -= origin;
-      s.end_ns -= origin;
-      run->duration_ns = std::max(run->duration_ns, s.end_ns);
-    }
-  finish_spans(run->nvtx, run->nvtx_max_end, run->lanes, LaneKind::Nvtx);
-  finish_spans(run->gpu, run->gpu_max_end, run->lanes, LaneKind::GpuStream);
 
   report(92, "matching collectives");
   // Instances: the seq-th call on a communicator (same key on every member) is one collective.
@@ -538,6 +543,10 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
       i = j;
     }
   }
+
+  nvtx_thread.join();
+  gpu_thread.join();
+  run->duration_ns = std::max({run->duration_ns, span_duration[0], span_duration[1]});
 
   // Steps band: NVTX ranges named "step…" of the lowest rank that has them (the analyzer replaces these
   // with its own, which also infers steps from the pattern of collectives).

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace collscope::gui {
@@ -95,6 +96,13 @@ void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
     highlighted_ranks_.clear();
   }
   range_a_ = range_b_ = -1;
+  name_rgb_.clear();
+  name_rgb_dark_.clear();
+  if (run_)
+    for (std::uint32_t n = 0; n < run_->names.size(); ++n) {
+      name_rgb_.push_back(name_color(n).rgb());
+      name_rgb_dark_.push_back(name_color(n).darker(115).rgb());
+    }
   layoutLanes();
   if (!keep_range) zoomToFit();
   update();
@@ -355,6 +363,11 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
   const double ns_per_px = (t1_ - t0_) / plotWidth();
   const int box_top = top + 3, box_h = h - 6;
   ColumnRun columns(p, box_top, box_h, last_primitives_);
+  static const auto op_rgb = [] {
+    std::array<QRgb, store::kOpCount> colors{};
+    for (int o = 0; o < store::kOpCount; ++o) colors[o] = op_color(static_cast<store::Op>(o)).rgb();
+    return colors;
+  }();
   std::uint32_t i = run_->first_ending_after(lane, static_cast<std::int64_t>(std::floor(t0_)));
   while (i < lane.end && cs[i].start_ns <= t1_) {
     const auto& e = cs[i];
@@ -383,8 +396,8 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
     // Aggregate everything that starts in this pixel column into one column in the first event's colour.
     const double column = std::floor(x0);
     const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
-    const std::uint32_t next = run_->first_starting_at(lane, static_cast<std::int64_t>(std::ceil(column_end_t)));
-    columns.add(static_cast<int>(column), op_color(e.op).rgb());
+    const std::uint32_t next = run_->first_starting_at_from(lane, static_cast<std::int64_t>(std::ceil(column_end_t)), i + 1);
+    columns.add(static_cast<int>(column), op_rgb[static_cast<int>(e.op) % store::kOpCount]);
     i = std::max(next, i + 1);
   }
 }
@@ -401,7 +414,7 @@ void TimelineView::paintSpanLane(QPainter& p, const Lane& lane, int top, int h) 
     if (!level_of_detail_ || x1 - x0 >= kMinBoxPx) {
       columns.flush();
       const QRectF box(x0, box_top, std::max(1.0, x1 - x0), box_h);
-      p.fillRect(box, name_color(s.name));
+      p.fillRect(box, QColor(name_rgb_[s.name]));
       if (x1 - x0 > 40) {
         p.setPen(QColor(20, 20, 20));
         const double left = std::max<double>(x0, kLabelWidth);
@@ -415,8 +428,8 @@ void TimelineView::paintSpanLane(QPainter& p, const Lane& lane, int top, int h) 
     }
     const double column = std::floor(x0);
     const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
-    const std::uint32_t next = run_->first_starting_at(lane, static_cast<std::int64_t>(std::ceil(column_end_t)));
-    columns.add(static_cast<int>(column), name_color(s.name).darker(115).rgb());
+    const std::uint32_t next = run_->first_starting_at_from(lane, static_cast<std::int64_t>(std::ceil(column_end_t)), i + 1);
+    columns.add(static_cast<int>(column), name_rgb_dark_[s.name]);
     i = std::max(next, i + 1);
   }
 }

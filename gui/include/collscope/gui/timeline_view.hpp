@@ -83,6 +83,7 @@ class TimelineView : public QWidget {
 
   std::shared_ptr<const RunData> run_;
   double t0_ = 0, t1_ = 1;           // visible range, ns run time
+  std::vector<QRgb> name_rgb_, name_rgb_dark_;  // per RunData::names: box and aggregated-column colours
   std::vector<int> lane_top_;        // px below the header, per lane
   std::vector<int> lane_height_;
   std::vector<int> host_header_top_; // px, one per host change (drawn with the host name)
