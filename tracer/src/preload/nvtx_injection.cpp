@@ -356,13 +356,25 @@ class NvtxRangeWriter {
         ctx.writer.add_nvtx_range(row);
         break;
       }
-      case EventKind::NvtxStart:
-        started_[e.a[2]] = begin_row(e, ctx, store::NvtxKind::StartEnd);
+      case EventKind::NvtxStart: {
+        store::NvtxRangeRow row = begin_row(e, ctx, store::NvtxKind::StartEnd);
+        // The rings are drained one thread after another, so the end of a range ended on another thread can
+        // come first: it waits in early_ends_.
+        auto early = early_ends_.find(e.a[2]);
+        if (early != early_ends_.end()) {
+          row.end_ns = early->second.first;
+          row.end_thread = early->second.second;
+          early_ends_.erase(early);
+          ctx.writer.add_nvtx_range(row);
+        } else {
+          started_[e.a[2]] = std::move(row);
+        }
         break;
+      }
       case EventKind::NvtxEnd: {
         auto it = started_.find(e.a[2]);
         if (it == started_.end()) {
-          ++writer_unbalanced_;
+          early_ends_[e.a[2]] = {ctx.clock.to_ns(e.t0), e.thread};
           break;
         }
         it->second.end_ns = ctx.clock.to_ns(e.t0);
@@ -392,6 +404,12 @@ class NvtxRangeWriter {
     stacks_.clear();
     for (auto& [id, row] : started_) ctx.writer.add_nvtx_range(row);
     started_.clear();
+    // Ends of ranges never started (an id the job made up, or a start before tracing began).
+    writer_unbalanced_ += early_ends_.size();
+    early_ends_.clear();
+    const std::uint64_t total = g_unbalanced_pops.load(std::memory_order_relaxed) + writer_unbalanced_;
+    if (total != written_unbalanced_) ctx.writer.set_meta("nvtx_unbalanced_pops", std::to_string(total));
+    written_unbalanced_ = total;
   }
 
  private:
@@ -424,6 +442,7 @@ class NvtxRangeWriter {
 
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<store::NvtxRangeRow>> stacks_;
   std::unordered_map<std::uint64_t, store::NvtxRangeRow> started_;
+  std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::uint32_t>> early_ends_;  // id -> (end ns, thread)
   std::uint64_t writer_unbalanced_ = 0;
   std::uint64_t written_unbalanced_ = 0;
 };
@@ -456,15 +475,28 @@ void install(GetModuleFunctionTable get_table, NvtxCallbackModule module, unsign
 // An NVTX-only process (no MPI: torchrun workers, single-process jobs) has nothing else that opens its trace
 // file, so the first NVTX call does, with the launcher's rank. MPI processes open it at MPI_Init; NVTX events
 // before that are buffered. A forked child is disabled and stays so.
-void start_runtime_if_alone() {
-  const char* dir = std::getenv("COLLSCOPE_RUN_DIR");
-  if (!dir || !*dir || g_phase.load() != kIdle) return;
-  if (dlsym(RTLD_DEFAULT, "PMPI_Init")) return;
+void start_runtime_for_nvtx() {
   StartInfo info;
   info.world_rank = std::max(0, world_rank_from_env());
   info.world_size = std::max(1, world_size_from_env());
   info.meta.emplace_back("trace_started_by", "nvtx");
   runtime_start(info);
+}
+
+void start_runtime_if_alone() {
+  const char* dir = std::getenv("COLLSCOPE_RUN_DIR");
+  if (!dir || !*dir || g_phase.load() != kIdle) return;
+  if (!dlsym(RTLD_DEFAULT, "PMPI_Init")) {
+    start_runtime_for_nvtx();
+    return;
+  }
+  // MPI is linked but may never be initialised (a tool that links MPI and runs serially): if the file is still
+  // not open at exit, open it then, so the ranges buffered in the rings (up to a ring per thread) are kept.
+  std::atexit([] {
+    if (g_phase.load() != kIdle) return;
+    start_runtime_for_nvtx();
+    runtime_stop();
+  });
 }
 
 }  // namespace
