@@ -65,8 +65,9 @@ struct DomainDepth {
   std::uint64_t domain;
   std::int32_t depth;
 };
-thread_local std::int32_t t_default_depth = 0;  // the default domain, by far the most used
-thread_local DomainDepth t_domain_depth[kDomainSlots] = {};
+// initial-exec, as the ring pointer (thread_buffer.cpp): the preload is loaded at start-up, TLS reads are one load.
+__attribute__((tls_model("initial-exec"))) thread_local std::int32_t t_default_depth = 0;  // the default domain
+__attribute__((tls_model("initial-exec"))) thread_local DomainDepth t_domain_depth[kDomainSlots] = {};
 
 std::int32_t* depth_of(std::uint64_t domain) {
   if (domain == 0) return &t_default_depth;
