@@ -1,5 +1,7 @@
 #include "fusion_engine.hpp"
 
+#include "compute.hpp"
+
 #include <collscope/tracer/fusion.h>
 
 #include <algorithm>
@@ -111,6 +113,7 @@ void FusionEngine::reduce_agreed(const std::vector<std::size_t>& agreed) {
     const std::size_t bytes = gradient.size_bytes();
     if (bytes > config_.threshold_bytes) {
       // Too large to fuse: reduced alone, in place in its own buffer.
+      busy_compute_for(config_.op_overhead_us / 1000.0);
       caller_.allreduce(MPI_IN_PLACE, gradient.data(), static_cast<int>(gradient.size()),
                         MPI_FLOAT, MPI_SUM, comm_, CommunicatorRole::horovod);
       for (float& value : gradient) value *= world_size_inverse_;
@@ -136,6 +139,7 @@ void FusionEngine::reduce_agreed(const std::vector<std::size_t>& agreed) {
 }
 
 void FusionEngine::flush_fusion_buffer(std::vector<std::size_t>& packed, std::size_t fill_bytes) {
+  busy_compute_for(config_.op_overhead_us / 1000.0);
   caller_.allreduce(MPI_IN_PLACE, fusion_buffer_.get(),
                     static_cast<int>(fill_bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, comm_,
                     CommunicatorRole::horovod);

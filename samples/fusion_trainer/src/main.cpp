@@ -114,6 +114,29 @@ void allow_all_cores() {
   sched_setaffinity(0, sizeof(all_cores), &all_cores);  // failure only keeps the binding
 }
 
+// mpirun forwards each rank's stdout in chunks of about 1 KiB, so two report lines written at
+// once can interleave mid-line. Rank 0 therefore prints every rank's line, in rank order, after
+// receiving them point to point (not collectives: the reported counts stay exact).
+void print_reports(int world_rank, int world_size, const std::string& own_line) {
+  constexpr int kReportTag = 7301;
+  if (world_rank != 0) {
+    MPI_Send(own_line.data(), static_cast<int>(own_line.size()), MPI_CHAR, 0, kReportTag,
+             MPI_COMM_WORLD);
+    return;
+  }
+  std::fwrite(own_line.data(), 1, own_line.size(), stdout);
+  for (int rank = 1; rank < world_size; ++rank) {
+    MPI_Status status;
+    MPI_Probe(rank, kReportTag, MPI_COMM_WORLD, &status);
+    int length = 0;
+    MPI_Get_count(&status, MPI_CHAR, &length);
+    std::string line(static_cast<std::size_t>(length), '\0');
+    MPI_Recv(line.data(), length, MPI_CHAR, rank, kReportTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    std::fwrite(line.data(), 1, line.size(), stdout);
+  }
+  std::fflush(stdout);
+}
+
 [[noreturn]] void sleep_forever() {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
@@ -141,7 +164,7 @@ int train(const TrainerOptions& options) {
 
   std::vector<std::span<float>> gradient_views(model.gradients.begin(), model.gradients.end());
   FusionEngine engine(std::move(gradient_views),
-                      {options.fusion_threshold_bytes, options.cycle_time_ms}, horovod_comm,
+                      {options.fusion_threshold_bytes, options.cycle_time_ms, options.op_overhead_us}, horovod_comm,
                       caller);
 
   const long forward = forward_passes(options);
@@ -224,6 +247,7 @@ int train(const TrainerOptions& options) {
   report["batch_size"] = options.batch_size;
   report["fusion_threshold_bytes"] = options.fusion_threshold_bytes;
   report["cycle_time_ms"] = options.cycle_time_ms;
+  report["op_overhead_us"] = options.op_overhead_us;
   report["model_scale"] = options.model_scale;
   report["tensors"] = layer_count;
   report["model_bytes"] = model.parameter_count * sizeof(float);
@@ -238,16 +262,15 @@ int train(const TrainerOptions& options) {
   report["process_set"] = {{"color", process_set_color},
                            {"members", process_set_members(process_set_comm)}};
 
-  std::string output = "COLLSCOPE_SAMPLE_REPORT " + report.dump() + "\n";
+  print_reports(world_rank, world_size, "COLLSCOPE_SAMPLE_REPORT " + report.dump() + "\n");
   if (world_rank == 0) {
     const double mean_step_ms =
         std::accumulate(step_ms.begin() + options.warmup_steps, step_ms.end(), 0.0) /
         measured_steps;
-    output += fmt::format("fusion_trainer: throughput {:.1f} samples/s, mean step {:.2f} ms\n",
-                          throughput, mean_step_ms);
+    fmt::print("fusion_trainer: throughput {:.1f} samples/s, mean step {:.2f} ms\n", throughput,
+               mean_step_ms);
+    std::fflush(stdout);
   }
-  std::fwrite(output.data(), 1, output.size(), stdout);
-  std::fflush(stdout);
 
   MPI_Comm_free(&process_set_comm);
   MPI_Comm_free(&horovod_comm);

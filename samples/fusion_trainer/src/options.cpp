@@ -58,6 +58,10 @@ TrainerOptions parse_options(int argc, char** argv) {
   app.add_option("--cycle-time-ms", options.cycle_time_ms,
                  "background cycle in ms (overrides HOROVOD_CYCLE_TIME)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--op-overhead-us", options.op_overhead_us,
+                 "fixed CPU work per gradient allreduce on the background thread, us (Horovod's "
+                 "per-response cost)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--process-sets", options.process_sets,
                  "process-set colour = world_rank % this (MPI_Comm_split)")
       ->check(CLI::PositiveNumber);
@@ -68,9 +72,9 @@ TrainerOptions parse_options(int argc, char** argv) {
   app.add_option("--mismatch-rank", options.mismatch_rank,
                  "rank that skips its process-set allreduce at --mismatch-step (job hangs)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--mismatch-step", options.mismatch_step, "step of the skipped allreduce")
+  app.add_option("--mismatch-step", options.mismatch_step, "step (counted from 0) of the skipped allreduce")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--hang-after-step", options.hang_after_step, "sleep forever after this step")
+  app.add_option("--hang-after-step", options.hang_after_step, "sleep forever once this many steps are done")
       ->check(CLI::NonNegativeNumber);
 
   app.add_flag("--keep-mpi-binding", options.keep_mpi_binding,

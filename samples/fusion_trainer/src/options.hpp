@@ -17,6 +17,9 @@ struct TrainerOptions {
   double compute_scale = 1.0;  // multiplies the floating-point work per parameter and sample
   std::uint64_t fusion_threshold_bytes = 128ull << 20;  // HOROVOD_FUSION_THRESHOLD
   double cycle_time_ms = 1.0;                           // HOROVOD_CYCLE_TIME
+  // Fixed CPU work per gradient allreduce on the background thread, microseconds: Horovod's
+  // per-response cost (response cache lookup, building the response, framework callbacks).
+  double op_overhead_us = 100.0;
   int process_sets = 2;  // process-set communicator colour = world_rank % process_sets
   std::optional<int> slow_rank;
   double slow_ms = 0.0;  // extra compute per step on slow_rank
