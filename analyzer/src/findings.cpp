@@ -74,18 +74,89 @@ bool carries_payload(store::Op op) { return op != store::Op::Barrier && op != st
 
 }  // namespace
 
+namespace {
+
+// Per rank index: how much later than the other ranks it starts the phases of a step (NVTX ranges inside the
+// "step" ranges, matched by name and step index), ns per step. Catches a straggler whose lateness is absorbed
+// outside collectives: a Horovod-style background thread negotiates readiness, so every collective starts on
+// all ranks together and only the phases before it show who was late.
+std::vector<double> phase_lag_per_step(const Run& run, std::size_t steps) {
+  const std::size_t n = run.ranks.size();
+  std::vector<double> lag(n, 0);
+  const int step_name = run.string_id("step");
+  if (step_name < 0 || steps == 0 || n < 2) return lag;
+  // offsets[name][rank][step] = start of the first range of that name in the step − step start (ns), −1 if none
+  std::map<int, std::vector<std::vector<double>>> offsets;
+  for (std::size_t r = 0; r < n; ++r) {
+    std::vector<NvtxRange> windows;
+    for (const auto& x : run.ranks[r].nvtx_ranges)
+      if (x.name == step_name && x.end_ns > x.start_ns) windows.push_back(x);
+    std::sort(windows.begin(), windows.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    if (windows.size() < steps) return std::vector<double>(n, 0);
+    for (const auto& x : run.ranks[r].nvtx_ranges) {
+      if (x.name == step_name) continue;
+      auto it = std::upper_bound(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(steps), x.start_ns,
+                                 [](std::int64_t v, const NvtxRange& w) { return v < w.start_ns; });
+      if (it == windows.begin()) continue;
+      --it;
+      if (x.start_ns >= it->end_ns) continue;
+      const std::size_t k = static_cast<std::size_t>(it - windows.begin());
+      auto& per_rank = offsets[x.name];
+      if (per_rank.empty()) per_rank.assign(n, std::vector<double>(steps, -1));
+      auto& slot = per_rank[r][k];
+      const double off = double(x.start_ns - it->start_ns);
+      if (slot < 0 || off < slot) slot = off;
+    }
+  }
+  for (const auto& [name, per_rank] : offsets) {
+    for (std::size_t r = 0; r < n; ++r) {
+      std::vector<double> lags;
+      for (std::size_t k = 0; k < steps; ++k) {
+        if (per_rank[r][k] < 0) continue;
+        std::vector<double> others;
+        for (std::size_t o = 0; o < n; ++o)
+          if (o != r && per_rank[o][k] >= 0) others.push_back(per_rank[o][k]);
+        if (others.empty()) continue;
+        lags.push_back(per_rank[r][k] - detail::median_of(others));
+      }
+      // A phase every rank has in (nearly) every step; a rank-specific range says nothing by its start.
+      // Median over steps: one slow step (a page fault, a descheduled thread) is not a straggler.
+      if (!lags.empty() && lags.size() >= steps * 9 / 10) lag[r] = std::max(lag[r], detail::median_of(lags));
+    }
+  }
+  return lag;
+}
+
+}  // namespace
+
 std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, const StepSummary& steps) {
   std::vector<Finding> out;
   const std::size_t n = run.ranks.size();
   if (n < 2) return out;
-  std::size_t top = 0;
-  for (std::size_t r = 1; r < n; ++r)
-    if (m.blame_ns_by_rank[r] > m.blame_ns_by_rank[top]) top = r;
-  double others = 0;
-  for (std::size_t r = 0; r < n; ++r)
-    if (r != top) others = std::max(others, m.blame_ns_by_rank[r]);
-  const double blame = m.blame_ns_by_rank[top];
   const double nsteps = steps.steps.empty() ? 1.0 : double(steps.steps.size());
+  // Two signals of lateness per rank (ns over the run): what it held up in collectives, and how late it starts
+  // the step's phases. Each must single out one rank (3x any other) on its own; the larger one that does wins.
+  const auto lag = phase_lag_per_step(run, steps.steps.size());
+  auto dominant = [n](const std::vector<double>& v, std::size_t& top, double& others) {
+    top = 0;
+    for (std::size_t r = 1; r < n; ++r)
+      if (v[r] > v[top]) top = r;
+    others = 0;
+    for (std::size_t r = 0; r < n; ++r)
+      if (r != top) others = std::max(others, v[r]);
+    return v[top] > 0 && v[top] >= 3 * others;
+  };
+  std::vector<double> phase_total(n);
+  for (std::size_t r = 0; r < n; ++r) phase_total[r] = std::max(0.0, lag[r]) * nsteps;
+  std::size_t top_c = 0, top_p = 0;
+  double others_c = 0, others_p = 0;
+  const bool by_collectives = dominant(m.blame_ns_by_rank, top_c, others_c);
+  const bool by_phases = dominant(phase_total, top_p, others_p);
+  if (!by_collectives && !by_phases) return out;
+  const bool from_phases = by_phases && (!by_collectives || phase_total[top_p] > m.blame_ns_by_rank[top_c]);
+  const std::size_t top = from_phases ? top_p : top_c;
+  const double others = from_phases ? others_p : others_c;
+  const double blame = from_phases ? phase_total[top_p] : m.blame_ns_by_rank[top_c];
   const double step_ns = steps.steps.empty() ? run_wall_ns(m) : steps.mean_step_ns;
   const double per_step = blame / nsteps;
   const int world_rank = run.ranks[top].world_rank;
@@ -96,7 +167,7 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
     if (i.last_arriver == world_rank && i.last_arrival_ns - i.second_last_arrival_ns > 20000) ++late;
   }
   // A straggler holds the others up by a real share of the step, repeatedly, and far more than any other rank.
-  if (step_ns <= 0 || per_step < 0.05 * step_ns || per_step < 200e3 || blame < 3 * others) return out;
+  if (step_ns <= 0 || per_step < 0.05 * step_ns || per_step < 200e3) return out;
   Finding f;
   f.kind = FindingKind::Straggler;
   f.severity = per_step >= 0.2 * step_ns ? Severity::Critical : Severity::Warning;
@@ -111,10 +182,12 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
                 {"step_time_ns", step_ns},
                 {"step_time_without_straggler_ns", std::max(0.0, step_ns - per_step)},
                 {"share_of_step_pct", 100 * per_step / step_ns}};
+  f.evidence["from_step_phases"] = from_phases ? 1 : 0;
   f.evidence_text = fmt::format(
-      "rank {}{} arrived last (by > 20 us) at {} of {} synchronising collectives; it alone held the others up {} "
+      "rank {}{} arrived last (by > 20 us) at {} of {} synchronising collectives{}; it alone held the others up {} "
       "in total, {} per step ({:.0f} % of the {} step); the next worst rank {}. Without it a step would take about {}.",
-      world_rank, run.ranks[top].host.empty() ? "" : " on " + run.ranks[top].host, late, sync, ms(blame), ms(per_step),
+      world_rank, run.ranks[top].host.empty() ? "" : " on " + run.ranks[top].host, late, sync,
+      from_phases ? " and starts the phases of each step (NVTX ranges) later than the others" : "", ms(blame), ms(per_step),
       100 * per_step / step_ns, ms(step_ns), ms(others), ms(std::max(0.0, step_ns - per_step)));
   f.suggestion = fmt::format(
       "Find what makes rank {} slow before it communicates (input pipeline, CPU binding, a slower GPU or host, noisy "
@@ -406,9 +479,79 @@ std::vector<Finding> detect_process_set_imbalance(const Run& run, const MatchedR
   return out;
 }
 
+namespace {
+
+// A call skipped before a hang: the tracer records calls when they return, so the ranks stuck in the call the
+// skipping rank never makes leave no row for it, and the counts may agree. The NVTX steps tell them apart: the
+// skipping rank ends a step without its usual call on the communicator while a member is still inside that step.
+std::vector<Mismatch> skipped_calls_from_steps(const Run& run) {
+  std::vector<Mismatch> out;
+  const int step_name = run.string_id("step");
+  if (step_name < 0) return out;
+  const std::size_t n = run.ranks.size();
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> ended(n);  // ended step windows, raw ns
+  for (std::size_t r = 0; r < n; ++r) {
+    std::vector<NvtxRange> steps;
+    for (const auto& x : run.ranks[r].nvtx_ranges)
+      if (x.name == step_name) steps.push_back(x);
+    std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    for (const auto& x : steps) {
+      if (x.end_ns <= x.start_ns) break;  // still open: the rank never finished this step
+      ended[r].push_back({x.start_ns, x.end_ns});
+    }
+  }
+  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+    const auto members = detail::member_indices(run, run.communicators[c]);
+    if (members.size() < 2 || std::count(members.begin(), members.end(), -1) > 0) continue;
+    for (int r : members) {
+      if (ended[r].size() < 2) continue;
+      // Calls on c per ended step of rank r.
+      std::vector<int> per_step(ended[r].size(), 0);
+      std::vector<int> before_end(ended[r].size(), 0);
+      for (const auto& call : run.ranks[r].collectives) {
+        if (call.comm != static_cast<int>(c)) continue;
+        for (std::size_t k = 0; k < ended[r].size(); ++k) {
+          if (call.start_ns >= ended[r][k].first && call.start_ns < ended[r][k].second) ++per_step[k];
+          if (call.start_ns < ended[r][k].second) ++before_end[k];
+        }
+      }
+      const int usual = per_step[0];
+      if (usual == 0) continue;
+      for (std::size_t k = 1; k < per_step.size(); ++k) {
+        if (per_step[k] >= usual) continue;
+        // Someone of this communicator never finished step k: it waits in the call rank r skipped.
+        bool member_stuck = false;
+        for (int o : members)
+          if (o != r && ended[o].size() <= k) member_stuck = true;
+        if (!member_stuck) break;
+        Mismatch mm;
+        mm.comm = static_cast<int>(c);
+        mm.comm_key = run.communicators[c].key;
+        mm.seq = before_end[k];
+        mm.ranks = {run.ranks[r].world_rank};
+        mm.what = fmt::format(
+            "rank {} finished step {} with {} call(s) on this communicator instead of {} (first missing seq {}), "
+            "while other members never finished that step: they hang in the call it skipped",
+            run.ranks[r].world_rank, k, per_step[k], usual, mm.seq);
+        out.push_back(std::move(mm));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Finding> detect_mismatches(const Run& run, const MatchedRun& m) {
   std::vector<Finding> out;
-  for (const auto& mm : m.mismatches) {
+  auto mismatches = m.mismatches;
+  for (auto& extra : skipped_calls_from_steps(run)) {
+    // One finding per communicator: the step evidence names the skipping rank better than equal counts.
+    auto same = std::find_if(mismatches.begin(), mismatches.end(), [&](const Mismatch& x) { return x.comm == extra.comm; });
+    if (same == mismatches.end()) mismatches.push_back(std::move(extra));
+  }
+  for (const auto& mm : mismatches) {
     Finding f;
     f.kind = FindingKind::Mismatch;
     f.severity = Severity::Critical;
