@@ -1,0 +1,34 @@
+#pragma once
+// Scores a trial from its trace (NVTX step ranges in the rank files) or from its output (a regex).
+// The trace reader opens rank files read-only while the job may still be writing them (WAL), which
+// is what early stopping uses.
+#include <collscope/autotuner/search_space.hpp>
+
+#include <optional>
+#include <string>
+
+namespace collscope::autotuner {
+
+struct StepProgress {
+  int ranks = 0;                  // rank files with at least one measured step
+  int measured_steps = 0;         // fewest measured (post-warm-up, ended) steps over those ranks
+  double throughput = 0;          // samples/s: sum over ranks of batch × steps / span of those steps
+  double mean_step_ms = 0;        // mean duration of a measured step, over ranks
+};
+
+// Reads RUN_DIR/rank-*.sqlite. nullopt when no rank has a measured step yet.
+std::optional<StepProgress> read_step_progress(const std::string& run_dir, const std::string& step_range,
+                                               int warmup_steps, double batch_size);
+
+// Last match of `pattern`'s first capture group in `text`, as a number.
+std::optional<double> value_from_output(const std::string& pattern, const std::string& text);
+
+struct Score {
+  std::optional<double> value;  // in the objective's units; nullopt when it cannot be computed
+  std::string problem;          // why not
+};
+
+// batch_size: samples per rank per step (resolved from the objective's batch_size and the knob values).
+Score score_trial(const Objective& objective, double batch_size, const std::string& run_dir, const std::string& output);
+
+}  // namespace collscope::autotuner

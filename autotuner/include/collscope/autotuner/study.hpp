@@ -1,0 +1,66 @@
+#pragma once
+// The study file (SQLite): the space, the command, every trial (values, score, failure reason, run
+// directory) and the model state that chose each trial. Written after every state change, so a
+// tuner killed at any moment resumes from it (`collscope tune --resume`).
+#include <collscope/autotuner/search_space.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace collscope::autotuner {
+
+// Trial status: "running" (in flight, or the tuner died), "ok", "failed" (non-zero exit, no score),
+// "timeout" (killed at the wall-clock limit), "stopped" (early-stopped: its partial score is kept),
+// "interrupted" (the tuner was killed or stopped mid-trial; re-run on resume, never scored).
+struct TrialRecord {
+  int id = 0;                 // 1-based, in launch order
+  std::string kind;           // "design", "expected-improvement", "random", "grid", "confirm"
+  std::string status = "running";
+  Assignment values;          // knob values, in knob order
+  std::vector<double> unit;   // the point on the unit cube
+  std::optional<double> score;  // the objective in its own units and direction (not oriented)
+  std::string reason;         // why it failed / stopped; empty when ok
+  int exit_code = 0;
+  double wall_s = 0;
+  std::string dir;            // the trial's directory (output.log, trace/)
+  std::int64_t pgid = 0;      // process group of the running trial (killed on resume if still alive)
+  std::int64_t started_unix_ms = 0;
+};
+
+class Study {
+ public:
+  // Creates a new study file; throws InputError when it already holds trials (use --resume).
+  static Study create(const std::string& path, const std::map<std::string, std::string>& meta);
+  // Opens an existing study; throws InputError naming the file when it is missing or not a study.
+  static Study open(const std::string& path);
+  ~Study();
+  Study(Study&& other) noexcept;
+  Study& operator=(Study&&) = delete;
+  Study(const Study&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::optional<std::string> meta(const std::string& key) const;
+  void set_meta(const std::string& key, const std::string& value);
+
+  std::vector<TrialRecord> trials() const;
+  int add_trial(TrialRecord& record);       // assigns record.id; status "running"
+  void update_trial(const TrialRecord& record);
+  // Model state (JSON) that chose trial `trial_id`.
+  void save_model(int trial_id, const std::string& json);
+  std::optional<std::string> model(int trial_id) const;
+
+ private:
+  explicit Study(std::string path);
+  void exec(const char* sql) const;
+  [[noreturn]] void fail(const std::string& what) const;
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace collscope::autotuner

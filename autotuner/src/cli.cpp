@@ -1,0 +1,72 @@
+// CLI registration only: options into TuneOptions; the work runs after parsing (see cli/src/main.cpp).
+#include <collscope/autotuner/cli.hpp>
+#include <collscope/autotuner/report.hpp>
+#include <collscope/autotuner/tuner.hpp>
+#include <collscope/tracer/error.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace collscope::autotuner {
+
+void add_cli_commands(CLI::App& app, std::function<int()>& action) {
+  auto* tune_cmd = app.add_subcommand("tune", "Find the knob settings that make a job fastest, by running it under the tracer");
+  auto options = std::make_shared<TuneOptions>();
+  auto strategy = std::make_shared<std::string>("bo");
+  auto timeout = std::make_shared<double>(0);
+  options->trials = -1;
+  tune_cmd->add_option("space", options->space_path, "Search space file (YAML)");
+  tune_cmd->add_option("--study", options->study_path, "Study file (SQLite), created or resumed")->capture_default_str();
+  tune_cmd->add_option("--trials", options->trials, "Exploration trials (default 20; confirmation runs come on top)");
+  tune_cmd->add_option("--strategy", *strategy, "bo (Bayesian optimisation), random or grid")->capture_default_str();
+  tune_cmd->add_option("--seed", options->seed, "Seed: same seed, same trials")->capture_default_str();
+  tune_cmd->add_option("--trial-timeout", *timeout, "Wall-clock limit of one trial in seconds (default: the space's trial.timeout_s)");
+  tune_cmd->add_flag("--resume", options->resume, "Continue the study in --study (after the tuner was killed, or to add trials)");
+  tune_cmd->add_option("--export-env", options->export_env_path, "Write the best settings as `export K=V` lines to FILE");
+  tune_cmd->add_option("--report", options->report_dir, "Write an HTML report with SVG plots into DIR");
+  tune_cmd->add_option("--grid-levels", options->grid_levels, "grid: levels per numeric knob (default: from --trials)");
+  tune_cmd->add_option("--confirm-top", options->confirm_top, "Best candidates re-run at the end (default: the space's trial.confirm_top)");
+  tune_cmd->add_flag("!--no-progress", options->progress, "No progress lines on stderr");
+  tune_cmd->add_option("command", options->command, "The job, after --; {knob} in an argument is replaced by its value");
+  tune_cmd->footer(
+      "Example: collscope tune samples/fusion_trainer/space.yaml --trials 15 --export-env best.env -- \\\n"
+      "           mpirun -np 2 ./fusion_trainer --batch-size {batch_size}\n"
+      "Each trial runs `collscope trace` on the command (no shell) in STUDY.trials/trial-NNNN/.");
+
+  auto* show_cmd = tune_cmd->add_subcommand("show", "Print a study's trials and its best settings");
+  auto show_study = std::make_shared<std::string>();
+  auto show_report = std::make_shared<std::string>();
+  show_cmd->add_option("study", *show_study, "Study file (SQLite)")->required();
+  show_cmd->add_option("--report", *show_report, "Also write the HTML/SVG report into DIR");
+  show_cmd->callback([&action, show_study, show_report] {
+    action = [show_study, show_report] {
+      print_study(*show_study, std::cout);
+      if (!show_report->empty()) {
+        const Study study = Study::open(*show_study);
+        const SearchSpace space = SearchSpace::parse(study.meta("space").value_or(""), *show_study + " (stored space)");
+        write_report(space, study.trials(), *show_report, std::filesystem::path(*show_study).filename().string());
+      }
+      return 0;
+    };
+  });
+
+  tune_cmd->callback([&action, tune_cmd, show_cmd, options, strategy, timeout] {
+    if (show_cmd->parsed()) return;
+    action = [options, strategy, timeout, tune_cmd] {
+      if (options->space_path.empty())
+        throw InputError("tune: no search space given (usage: collscope tune SPACE.yaml [options] -- CMD...)");
+      options->strategy = strategy_from_name(*strategy);
+      if (tune_cmd->count("--trial-timeout")) {
+        if (!(*timeout > 0)) throw InputError("--trial-timeout: must be > 0 seconds");
+        options->trial_timeout_s = *timeout;
+      }
+      if (tune_cmd->count("--trials") && options->trials < 1) throw InputError("--trials: must be at least 1");
+      std::error_code ec;
+      options->collscope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+      return tune(*options);
+    };
+  });
+}
+
+}  // namespace collscope::autotuner

@@ -1,0 +1,405 @@
+// The tuning loop: suggest -> run (traced, limited) -> score -> record; confirm the best; report.
+#include <collscope/autotuner/report.hpp>
+#include <collscope/autotuner/scoring.hpp>
+#include <collscope/autotuner/trial_runner.hpp>
+#include <collscope/autotuner/tuner.hpp>
+#include <collscope/tracer/error.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+namespace collscope::autotuner {
+namespace fs = std::filesystem;
+
+namespace {
+std::atomic<bool> g_interrupt{false};
+extern "C" void request_interrupt(int) { g_interrupt.store(true); }
+
+double oriented(const Objective& o, double v) { return o.maximize ? v : -v; }
+
+bool has_observation(const TrialRecord& t) {
+  return t.status == "ok" || t.status == "stopped" || t.status == "failed" || t.status == "timeout";
+}
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string format_score(const Objective& o, double v) {
+  return o.unit.empty() ? fmt::format("{:.6g}", v) : fmt::format("{:.6g} {}", v, o.unit);
+}
+
+std::string describe(const SearchSpace& space, const Assignment& values) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size() && i < space.knobs().size(); ++i)
+    s += fmt::format("{}{}={}", s.empty() ? "" : " ", space.knobs()[i].name, values[i]);
+  return s;
+}
+
+std::string shell_quote(const std::string& v) {
+  if (!v.empty() && v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:/+-=@%") == std::string::npos)
+    return v;
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The line of a failed job's output that says why: "out of memory" first, else the last non-empty line.
+std::string failure_line(const std::string& log) {
+  std::istringstream in(log);
+  std::string line, last, oom;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (oom.empty() && line.find("out of memory") != std::string::npos) oom = line;
+    last = line;
+  }
+  std::string s = oom.empty() ? last : oom;
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s.size() > 200 ? s.substr(0, 200) + "..." : s;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const auto t = static_cast<long>(std::lround(s));
+  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, (t / 60) % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+double resolve_batch_size(const SearchSpace& space, const Assignment& values) {
+  const std::string& b = space.objective().batch_size;
+  const int k = space.knob_index(b);
+  try {
+    return std::stod(k >= 0 ? values[static_cast<std::size_t>(k)] : b);
+  } catch (const std::exception&) {
+    return 1.0;
+  }
+}
+
+// Candidates for confirmation: distinct successful settings, best mean first.
+std::vector<BestSettings> ranked_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
+  std::map<Assignment, BestSettings> by_values;
+  for (const auto& t : trials) {
+    if (t.status != "ok" || !t.score) continue;
+    auto& b = by_values[t.values];
+    b.values = t.values;
+    b.mean_score += *t.score;
+    ++b.runs;
+    b.trial_ids.push_back(t.id);
+  }
+  std::vector<BestSettings> out;
+  for (auto& [v, b] : by_values) {
+    b.mean_score /= b.runs;
+    out.push_back(b);
+  }
+  const Objective& o = space.objective();
+  std::stable_sort(out.begin(), out.end(), [&](const BestSettings& a, const BestSettings& b) {
+    const double oa = oriented(o, a.mean_score), ob = oriented(o, b.mean_score);
+    return oa != ob ? oa > ob : a.runs > b.runs;
+  });
+  return out;
+}
+}  // namespace
+
+std::optional<BestSettings> best_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
+  auto ranked = ranked_settings(space, trials);
+  if (ranked.empty()) return std::nullopt;
+  return ranked.front();
+}
+
+std::vector<Observation> observations(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
+  std::vector<Observation> out;
+  for (const auto& t : trials) {
+    if (!has_observation(t) || t.unit.size() != space.dimensions()) continue;
+    Observation o{t.unit, std::nullopt};
+    if ((t.status == "ok" || t.status == "stopped") && t.score) o.value = oriented(space.objective(), *t.score);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+void write_export_env(const SearchSpace& space, const BestSettings& best, const std::string& path) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw InputError(fmt::format("{}: cannot write the --export-env file", path));
+  out << fmt::format("# collscope tune: best settings, mean {} over {} run(s)\n",
+                     format_score(space.objective(), best.mean_score), best.runs);
+  for (std::size_t i = 0; i < space.knobs().size(); ++i) {
+    const Knob& k = space.knobs()[i];
+    if (k.env) out << "export " << *k.env << "=" << shell_quote(best.values[i]) << "\n";
+    else out << "# " << k.name << "=" << best.values[i] << " (passed as {" << k.name << "} in the command)\n";
+  }
+  if (!out) throw Error(fmt::format("{}: write failed", path));
+}
+
+int tune(const TuneOptions& options) {
+  const SearchSpace file_space = SearchSpace::load(options.space_path);
+  std::error_code ec;
+  const bool existing = fs::exists(options.study_path, ec);
+  std::optional<Study> study_holder;
+  std::vector<std::string> command = options.command;
+  std::string strategy_text = strategy_name(options.strategy);
+  std::uint64_t seed = options.seed;
+  int budget = options.trials;
+  if (options.resume && existing) {
+    study_holder.emplace(Study::open(options.study_path));
+    Study& st = *study_holder;
+    if (st.meta("space").value_or("") != file_space.yaml_text())
+      throw InputError(fmt::format("{}: {} differs from the space this study was started with (start a new --study)",
+                                   options.study_path, options.space_path));
+    if (command.empty()) command = nlohmann::json::parse(st.meta("command").value_or("[]")).get<std::vector<std::string>>();
+    strategy_text = st.meta("strategy").value_or(strategy_text);
+    seed = std::stoull(st.meta("seed").value_or("0"));
+    if (budget <= 0) budget = std::stoi(st.meta("trials").value_or("20"));
+    st.set_meta("trials", std::to_string(budget));
+  } else {
+    if (budget <= 0) budget = 20;
+    if (command.empty()) throw InputError("tune: no command given (usage: collscope tune SPACE.yaml [options] -- CMD...)");
+    study_holder.emplace(Study::create(options.study_path, {{"space", file_space.yaml_text()},
+                                                            {"space_path", options.space_path},
+                                                            {"command", nlohmann::json(command).dump()},
+                                                            {"strategy", strategy_text},
+                                                            {"seed", std::to_string(seed)},
+                                                            {"trials", std::to_string(budget)}}));
+  }
+  if (command.empty()) throw InputError(fmt::format("{}: the study records no command; give one after --", options.study_path));
+  Study& study = *study_holder;
+  const SearchSpace& space = file_space;
+  const Objective& objective = space.objective();
+  const StrategyKind kind = strategy_from_name(strategy_text);
+  const Strategy strategy(space, kind, seed, budget, options.grid_levels);
+  const double timeout_s = options.trial_timeout_s.value_or(space.trial().timeout_s);
+  const int confirm_top = options.confirm_top.value_or(space.trial().confirm_top);
+  const int confirm_repeats = space.trial().confirm_repeats;
+  const fs::path trials_root = fs::path(options.study_path).string() + ".trials";
+  fs::create_directories(trials_root, ec);
+  if (options.collscope_exe.empty() || !fs::exists(options.collscope_exe, ec))
+    throw InputError(fmt::format("{}: the collscope executable to run trials with does not exist", options.collscope_exe));
+
+  // Trials left running by a tuner that died: kill what is left of them, never score them.
+  for (auto t : study.trials()) {
+    if (t.status != "running") continue;
+    if (t.pgid > 0 && process_alive(static_cast<pid_t>(t.pgid))) kill_process_tree(static_cast<pid_t>(t.pgid), static_cast<pid_t>(t.pgid));
+    t.status = "interrupted";
+    t.reason = "interrupted: the tuner stopped while this trial ran; it is run again";
+    study.update_trial(t);
+  }
+
+  g_interrupt.store(false);
+  struct sigaction sa {};
+  sa.sa_handler = request_interrupt;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+
+  const auto session_start = std::chrono::steady_clock::now();
+  int session_trials = 0;
+  bool interrupted = false;
+  while (!interrupted) {
+    const std::vector<TrialRecord> history = study.trials();
+    const auto obs = observations(space, history);
+    int explored = 0, confirm_runs_planned = 0;
+    for (const auto& t : history)
+      if (t.kind != "confirm" && t.status != "interrupted") ++explored;
+    TrialRecord record;
+    std::optional<Suggestion> suggestion;
+    if (explored < budget) suggestion = strategy.suggest(explored, obs);
+    if (suggestion) {
+      record.kind = suggestion->source;
+      record.unit = suggestion->unit;
+      record.values = space.to_values(suggestion->unit);
+    } else {
+      // Confirmation: the best few distinct settings get extra runs, so a lucky noisy run does not win.
+      const auto ranked = ranked_settings(space, history);
+      for (std::size_t i = 0; i < ranked.size() && static_cast<int>(i) < confirm_top; ++i) {
+        if (ranked[i].runs < 1 + confirm_repeats) {
+          record.kind = "confirm";
+          record.values = ranked[i].values;
+          for (const auto& t : history)
+            if (t.id == ranked[i].trial_ids.front()) record.unit = t.unit;
+          break;
+        }
+      }
+      if (record.kind.empty()) break;
+      for (std::size_t i = 0; i < ranked.size() && static_cast<int>(i) < confirm_top; ++i)
+        confirm_runs_planned += std::max(0, 1 + confirm_repeats - ranked[i].runs);
+    }
+    record.started_unix_ms = unix_ms();
+    study.add_trial(record);
+    if (suggestion && suggestion->model) {
+      nlohmann::json m;
+      m["length_scales"] = suggestion->model->length_scales;
+      m["signal_variance"] = suggestion->model->signal_variance;
+      m["noise_variance"] = suggestion->model->noise_variance;
+      m["log_likelihood"] = suggestion->log_likelihood;
+      m["log_expected_improvement"] = suggestion->log_acquisition;
+      m["observations"] = obs.size();
+      study.save_model(record.id, m.dump());
+    }
+    const fs::path trial_dir = trials_root / fmt::format("trial-{:04}", record.id);
+    fs::remove_all(trial_dir, ec);
+    fs::create_directories(trial_dir, ec);
+    record.dir = fs::absolute(trial_dir).string();
+    const std::string run_dir = (fs::path(record.dir) / "trace").string();
+    const std::string log_path = (fs::path(record.dir) / "output.log").string();
+
+    // Knob values reach the job literally: as argv elements, environment values or file contents.
+    auto variables = space.named(record.values);
+    variables["trial_dir"] = record.dir;
+    std::vector<std::string> job;
+    for (const auto& arg : command) job.push_back(substitute(arg, variables));
+    TrialLaunch launch;
+    launch.argv = traced_command(options.collscope_exe, run_dir, job);
+    launch.log_path = log_path;
+    launch.timeout_s = timeout_s;
+    for (std::size_t i = 0; i < space.knobs().size(); ++i)
+      if (space.knobs()[i].env) launch.env.emplace_back(*space.knobs()[i].env, record.values[i]);
+    for (const auto& cfg : space.config_files()) {
+      fs::path p = substitute(cfg.path, variables);
+      if (p.is_relative()) p = fs::path(record.dir) / p;
+      fs::create_directories(p.parent_path(), ec);
+      std::ofstream(p, std::ios::trunc) << substitute(cfg.contents, variables);
+    }
+    {
+      nlohmann::json cmd;
+      cmd["argv"] = launch.argv;
+      cmd["env"] = launch.env;
+      std::ofstream(fs::path(record.dir) / "command.json") << cmd.dump(2) << "\n";
+    }
+    const double batch_size = resolve_batch_size(space, record.values);
+
+    // Early stopping from the live trace: only against a finished best, after a few measured steps.
+    std::optional<double> best_oriented;
+    for (const auto& o : obs)
+      if (o.value) best_oriented = std::max(best_oriented.value_or(*o.value), *o.value);
+    std::optional<double> partial_score;
+    TrialMonitor monitor;
+    if (space.trial().early_stopping && objective.kind != ObjectiveKind::Regex && best_oriented && record.kind != "confirm") {
+      monitor = [&]() -> std::optional<std::string> {
+        const auto p = read_step_progress(run_dir, objective.step_range, objective.warmup_steps, batch_size);
+        if (!p || p->measured_steps < 3) return std::nullopt;
+        const double value = objective.kind == ObjectiveKind::StepTime ? p->mean_step_ms : p->throughput;
+        const double o = oriented(objective, value);
+        const double f = space.trial().early_stop_fraction;
+        // Maximising: value < f × best; minimising (step time): value > best / f.
+        const bool hopeless = objective.maximize ? o < f * *best_oriented : -o > -*best_oriented / f;
+        if (!hopeless) return std::nullopt;
+        partial_score = value;
+        return fmt::format("early-stopped after {} steps: {} is far from the best {}", p->measured_steps,
+                           format_score(objective, value), format_score(objective, std::abs(*best_oriented)));
+      };
+    }
+    const TrialOutcome outcome = run_trial(launch, monitor, [&](pid_t pgid) {
+      record.pgid = pgid;
+      study.update_trial(record);
+    }, &g_interrupt);
+    record.wall_s = outcome.wall_s;
+    record.exit_code = outcome.exit_code;
+    record.pgid = 0;
+    if (outcome.interrupted) {
+      record.status = "interrupted";
+      record.reason = outcome.stop_reason;
+      interrupted = true;
+    } else if (outcome.timed_out) {
+      record.status = "timeout";
+      record.reason = outcome.stop_reason;
+    } else if (outcome.stopped) {
+      record.status = "stopped";
+      record.reason = outcome.stop_reason;
+      record.score = partial_score;
+    } else if (outcome.exit_code != 0) {
+      record.status = "failed";
+      const std::string why = failure_line(read_file(log_path));
+      record.reason = why.empty() ? fmt::format("exit code {}", outcome.exit_code)
+                                  : fmt::format("exit code {}: {}", outcome.exit_code, why);
+    } else {
+      const Score score = score_trial(objective, batch_size, run_dir, read_file(log_path));
+      record.score = score.value;
+      record.status = score.value ? "ok" : "failed";
+      record.reason = score.problem;
+    }
+    study.update_trial(record);
+    ++session_trials;
+
+    if (options.progress) {
+      const auto all = study.trials();
+      int done = 0;
+      for (const auto& t : all)
+        if (t.kind != "confirm" && t.status != "interrupted") ++done;
+      const auto best = best_settings(space, all);
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start).count();
+      const int remaining = std::max(0, budget - done) + (record.kind == "confirm" ? std::max(0, confirm_runs_planned - 1) : 0);
+      const double eta = elapsed / session_trials * remaining;
+      constexpr int kBarWidth = 20;
+      const int filled = std::min(kBarWidth, budget > 0 ? kBarWidth * done / budget : kBarWidth);
+      const std::string result = record.score && record.status == "ok"
+                                     ? format_score(objective, *record.score)
+                                     : record.status + (record.reason.empty() ? "" : ": " + record.reason);
+      fmt::print(stderr, "collscope tune: [{}{}] {}/{} trial {} ({}) {} | {} | best {} | ETA {}\n", std::string(filled, '#'),
+                 std::string(kBarWidth - filled, '.'), std::min(done, budget), budget, record.id, record.kind, result,
+                 describe(space, record.values), best ? format_score(objective, best->mean_score) : "-",
+                 format_duration(eta));
+    }
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+
+  const auto all = study.trials();
+  const auto best = best_settings(space, all);
+  if (!options.report_dir.empty()) write_report(space, all, options.report_dir, fs::path(options.study_path).filename().string());
+  if (interrupted) {
+    fmt::print(stderr, "collscope tune: interrupted; continue with --resume --study {}\n", options.study_path);
+    return 130;
+  }
+  if (!best) {
+    fmt::print(stderr, "collscope tune: no trial succeeded ({} trials); see {}\n", all.size(), trials_root.string());
+    return 1;
+  }
+  fmt::print("best: {} (mean of {} run(s): {})\n", describe(space, best->values), best->runs,
+             format_score(objective, best->mean_score));
+  if (!options.export_env_path.empty()) write_export_env(space, *best, options.export_env_path);
+  return 0;
+}
+
+void print_study(const std::string& study_path, std::ostream& out) {
+  const Study study = Study::open(study_path);
+  const SearchSpace space = SearchSpace::parse(study.meta("space").value_or(""), study_path + " (stored space)");
+  const auto trials = study.trials();
+  out << fmt::format("study {}: strategy {}, seed {}, {} trials\n", study_path, study.meta("strategy").value_or("?"),
+                     study.meta("seed").value_or("?"), trials.size());
+  std::string header = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7}", "id", "kind", "status", "score", "wall_s");
+  for (const auto& k : space.knobs()) header += fmt::format("  {:>12}", k.name);
+  out << header << "  reason\n";
+  for (const auto& t : trials) {
+    std::string line = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7.2f}", t.id, t.kind, t.status,
+                                   t.score ? fmt::format("{:.6g}", *t.score) : "-", t.wall_s);
+    for (const auto& v : t.values) line += fmt::format("  {:>12}", v);
+    out << line << "  " << t.reason << "\n";
+  }
+  if (const auto best = best_settings(space, trials)) {
+    out << fmt::format("best: {} (mean of {} run(s), trials {}): {}\n", describe(space, best->values), best->runs,
+                       fmt::join(best->trial_ids, ","), format_score(space.objective(), best->mean_score));
+  } else {
+    out << "best: none (no trial succeeded)\n";
+  }
+}
+
+}  // namespace collscope::autotuner
