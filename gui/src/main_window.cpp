@@ -2,6 +2,7 @@
 
 #include <collscope/gui/panels.hpp>
 #include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
 #include <QAction>
@@ -18,6 +19,8 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <QVBoxLayout>
+
+#include <collscope/tracer/error.hpp>
 
 #include <fmt/format.h>
 
@@ -65,6 +68,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   details_ = new DetailsPanel(this);
   findings_ = new FindingsPanel(this);
   statistics_ = new StatisticsPanel(this);
+  study_ = new StudyView(this);
   auto dock = [this](QWidget* w, const QString& title, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
     d->setObjectName(title);
@@ -75,7 +79,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* details_dock = dock(details_, tr("Details"), Qt::RightDockWidgetArea);
   auto* findings_dock = dock(findings_, tr("Findings"), Qt::BottomDockWidgetArea);
   auto* statistics_dock = dock(statistics_, tr("Statistics"), Qt::BottomDockWidgetArea);
+  study_dock_ = dock(study_, tr("Tuning study"), Qt::BottomDockWidgetArea);
   tabifyDockWidget(findings_dock, statistics_dock);
+  tabifyDockWidget(statistics_dock, study_dock_);
   findings_dock->raise();
   resizeDocks({details_dock}, {380}, Qt::Horizontal);
   resizeDocks({findings_dock}, {190}, Qt::Vertical);
@@ -91,7 +97,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* fit = view->addAction(tr("Zoom to &fit (F)"), timeline_, &TimelineView::zoomToFit);
   auto* zoom_sel = view->addAction(tr("Zoom to &selection (Z)"), timeline_, &TimelineView::zoomToSelection);
   view->addSeparator();
-  for (auto* d : {details_dock, findings_dock, statistics_dock}) view->addAction(d->toggleViewAction());
+  for (auto* d : {details_dock, findings_dock, statistics_dock, study_dock_}) view->addAction(d->toggleViewAction());
   auto* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&Keys"), this, [this] {
     QMessageBox::information(this, tr("Keys"),
@@ -179,6 +185,22 @@ void MainWindow::openDialog() {
 }
 
 void MainWindow::openRun(const QString& dir) {
+  if (is_study_file(dir.toStdString())) {
+    try {
+      study_->setStudy(load_study(dir.toStdString()));
+      study_dock_->show();
+      study_dock_->raise();
+      showMessage({}, false);
+      addRecent(dir);
+    } catch (const Error& e) {
+      const QString message = QString::fromStdString(e.what());
+      showMessage(message, true);
+      QMetaObject::invokeMethod(this, [this, message] { emit loadFailed(message); }, Qt::QueuedConnection);
+    }
+    // Queued, as after a background load: callers connect after openRun() returns.
+    QMetaObject::invokeMethod(this, [this] { emit loadFinished(); }, Qt::QueuedConnection);
+    return;
+  }
   loading_dir_ = dir;
   showMessage({}, false);
   progress_->setValue(0);

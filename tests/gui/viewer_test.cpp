@@ -3,6 +3,7 @@
 #include <collscope/gui/main_window.hpp>
 #include <collscope/gui/panels.hpp>
 #include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
 #include "synthetic_run.hpp"
@@ -14,6 +15,8 @@
 #include <QTest>
 
 #include <fstream>
+
+#include <sqlite3.h>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -269,6 +272,35 @@ class ViewerTest : public QObject {
     view.setLevelOfDetail(false);
     view.render(&image);
     QVERIFY(view.lastPaintedPrimitives() >= std::int64_t(run->event_count()) - 10);
+  }
+
+  void studyFileShowsTrialsAndConvergence() {
+    // A study file as `collscope tune` writes it: trials with a score (NULL for a failed trial).
+    const auto path = scratch("study") / "STUDY.sqlite";
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const char* sql =
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES('space', 'objective:\n  direction: minimize\n');"
+        "CREATE TABLE trials(id INTEGER PRIMARY KEY, kind TEXT, status TEXT, params TEXT, unit TEXT, score REAL);"
+        "INSERT INTO trials VALUES(1, 'random', 'ok', '[\"1048576\"]', '[0.1]', 5.0);"
+        "INSERT INTO trials VALUES(2, 'random', 'failed', '[\"64\"]', '[0.0]', NULL);"
+        "INSERT INTO trials VALUES(3, 'gp', 'ok', '[\"67108864\"]', '[0.9]', 3.5);"
+        "INSERT INTO trials VALUES(4, 'gp', 'ok', '[\"33554432\"]', '[0.8]', 4.0);";
+    QCOMPARE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    MainWindow window;
+    window.show();
+    QVERIFY(open_and_wait(window, path));
+    const auto& study = window.study()->study();
+    QVERIFY(!study.maximize);
+    QCOMPARE(window.study()->trialsTable()->rowCount(), 4);
+    QCOMPARE(window.study()->trialsTable()->columnCount(), 5);  // "unit" is internal to the optimiser
+    const auto best = study.best_so_far();
+    QCOMPARE(best.size(), std::size_t(4));
+    QCOMPARE(*best[1], 5.0);
+    QCOMPARE(*best[3], 3.5);
+    QVERIFY(!study.scores[1].has_value());
   }
 
   void sampleRun() {

@@ -19,6 +19,7 @@ class DetailsPanel;
 class FindingsPanel;
 class RunLoadJob;
 class StatisticsPanel;
+class StudyView;
 class TimelineView;
 
 class MainWindow : public QMainWindow {
@@ -28,6 +29,7 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   // Starts loading in the background; runLoaded() or loadFailed() follows, then loadFinished().
+  // A study file (STUDY.sqlite of `collscope tune`) opens in the tuning-study view instead.
   void openRun(const QString& dir);
   // For tests and the screenshot tool: shows a run already in memory.
   void showRun(std::shared_ptr<const RunData> run, bool keep_range = false);
@@ -43,6 +45,7 @@ class MainWindow : public QMainWindow {
   DetailsPanel* details() const { return details_; }
   FindingsPanel* findings() const { return findings_; }
   StatisticsPanel* statistics() const { return statistics_; }
+  StudyView* study() const { return study_; }
   const RunData* run() const { return run_.get(); }
   // The message shown above the timeline (errors, partial runs); empty when none.
   QString message() const;
@@ -63,6 +66,8 @@ class MainWindow : public QMainWindow {
   DetailsPanel* details_;
   FindingsPanel* findings_;
   StatisticsPanel* statistics_;
+  StudyView* study_;
+  class QDockWidget* study_dock_;
   RunLoadJob* loader_;
   QLabel* banner_;
   QLabel* hover_label_;
