@@ -165,6 +165,20 @@ TEST(NvtxInjection, SingleProcessRecordsExactRanges) {
   expect_probe_ranges(reader);
 }
 
+TEST(NvtxInjection, ForkedChildWritesNothing) {
+  // The probe links MPI but never calls MPI_Init: its file opens at exit; the child's exit must not open one.
+  const auto dir = fresh_dir("nvtxfork");
+  auto r = run_process(traced(dir, {kBin + "/nvtx_probe", "--fork"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  usleep(800 * 1000);  // the child exits 300 ms after the parent
+  ASSERT_EQ(rank_files(dir), (std::set<std::string>{"rank-00000.sqlite"}));
+  TraceReader reader((dir / "rank-00000.sqlite").string());
+  expect_probe_ranges(reader);  // the parent's 22 ranges, none of the child's
+  const auto all = ranges_of(reader);
+  EXPECT_TRUE(named(all, "in-child").empty());
+  EXPECT_TRUE(named(all, "child-mark").empty());
+}
+
 TEST(NvtxInjection, MpiRanksBufferRangesBeforeInit) {
   const auto dir = fresh_dir("nvtx2");
   auto r = run_process(traced(dir, with_mpirun(2, {kBin + "/nvtx_probe", "--mpi"})));

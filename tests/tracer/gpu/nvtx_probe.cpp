@@ -9,20 +9,25 @@
 //   a wide-string push "wide-é" and a 60-character name (longer than the inline text area)
 //   unbalanced: 2 extra pops on the main thread, 1 on the worker; one push never popped ("never-popped")
 // With --mpi, calls MPI_Init/Finalize around everything (NVTX before MPI_Init is buffered).
+// With --fork, a forked child outlives the parent, makes NVTX calls and exits through exit(): it must write nothing.
 // With --loop N: N push/pop pairs of "tick" (for overhead measurements), nothing else.
 #include <mpi.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 
 int main(int argc, char** argv) {
-  bool use_mpi = false;
+  bool use_mpi = false, do_fork = false;
   long loop = -1;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--mpi") == 0) use_mpi = true;
+    if (std::strcmp(argv[i], "--fork") == 0) do_fork = true;
     if (std::strcmp(argv[i], "--loop") == 0 && i + 1 < argc) loop = std::atol(argv[++i]);
   }
   if (loop >= 0) {
@@ -101,6 +106,18 @@ int main(int argc, char** argv) {
   nvtxRangePop();  // unbalanced
   nvtxRangePushA("never-popped");
 
+  if (do_fork) {
+    std::fflush(stdout);
+    const pid_t child = fork();
+    if (child == 0) {
+      // Outlives the parent, so that a file it wrote would replace the parent's (the test waits for it).
+      usleep(300 * 1000);
+      nvtxRangePushA("in-child");
+      nvtxRangePop();
+      nvtxMarkA("child-mark");
+      std::exit(0);  // runs the exit handlers: the child must not open or replace any trace file
+    }
+  }
   if (use_mpi) MPI_Finalize();
   std::printf("nvtx_probe: done\n");
   return 0;

@@ -21,6 +21,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <fmt/format.h>
 
@@ -484,9 +485,21 @@ void start_runtime_for_nvtx() {
   runtime_start(info);
 }
 
+// Set in a forked child (registered at load, before any fork): a child never opens a file, even one forked
+// before the parent's first NVTX call or before the parent's file was opened.
+std::atomic<bool> g_forked_child{false};
+const bool g_fork_handler = [] {
+  pthread_atfork(nullptr, nullptr, [] {
+    g_forked_child.store(true, std::memory_order_relaxed);
+    int idle = kIdle;
+    g_phase.compare_exchange_strong(idle, kDisabled);
+  });
+  return true;
+}();
+
 void start_runtime_if_alone() {
   const char* dir = std::getenv("COLLSCOPE_RUN_DIR");
-  if (!dir || !*dir || g_phase.load() != kIdle) return;
+  if (!dir || !*dir || g_phase.load() != kIdle || g_forked_child.load()) return;
   if (!dlsym(RTLD_DEFAULT, "PMPI_Init")) {
     start_runtime_for_nvtx();
     return;
@@ -494,7 +507,7 @@ void start_runtime_if_alone() {
   // MPI is linked but may never be initialised (a tool that links MPI and runs serially): if the file is still
   // not open at exit, open it then, so the ranges buffered in the rings (up to a ring per thread) are kept.
   std::atexit([] {
-    if (g_phase.load() != kIdle) return;
+    if (g_phase.load() != kIdle || g_forked_child.load()) return;
     start_runtime_for_nvtx();
     runtime_stop();
   });
