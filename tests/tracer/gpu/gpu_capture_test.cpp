@@ -231,7 +231,20 @@ TEST(NcclInterposer, TestDoubleCommunicatorsSequencesAndGroups) {
   EXPECT_EQ(reader.meta_value("nccl.error.ncclCommInitRank").value_or("?"), "test double error (4)");
 
   const auto comms = reader.communicators();
-  ASSERT_EQ(comms.size(), 2u);
+  ASSERT_EQ(comms.size(), 5u);
+  // ncclCommInitAll: one communicator of 2 ranks, both here (same key), then the configured one (its own key).
+  EXPECT_EQ(comms[2].key, comms[3].key);
+  EXPECT_EQ(comms[2].size, 2);
+  EXPECT_EQ(comms[2].rank, 0);
+  EXPECT_EQ(comms[3].rank, 1);
+  EXPECT_EQ(comms[4].size, 2);
+  EXPECT_EQ(comms[4].rank, 0);
+  std::set<std::uint64_t> keys;
+  for (auto& c : comms) {
+    EXPECT_TRUE(c.destroyed_ns) << c.name;
+    keys.insert(c.key);
+  }
+  EXPECT_EQ(keys.size(), 4u);
   const auto& world = comms[0];
   const auto& child = comms[1];
   EXPECT_EQ(world.backend, Backend::Nccl);
@@ -248,10 +261,18 @@ TEST(NcclInterposer, TestDoubleCommunicatorsSequencesAndGroups) {
   EXPECT_TRUE(child.destroyed_ns);
 
   const auto strings = reader.strings();
-  std::vector<CollectiveRow> on_world, on_child;
-  for (auto& c : reader.collectives()) (c.comm == world.id ? on_world : on_child).push_back(c);
+  std::vector<CollectiveRow> on_world, on_child, on_all;
+  for (auto& c : reader.collectives()) {
+    if (c.comm == world.id) on_world.push_back(c);
+    else if (c.comm == child.id) on_child.push_back(c);
+    else if (c.comm == comms[3].id) on_all.push_back(c);
+    else ADD_FAILURE() << "collective on communicator " << c.comm;
+  }
   ASSERT_EQ(on_world.size(), 10u);
   ASSERT_EQ(on_child.size(), 2u);
+  ASSERT_EQ(on_all.size(), 1u);
+  EXPECT_EQ(on_all[0].seq, 0);
+  EXPECT_EQ(on_all[0].bytes, 10);
   std::sort(on_world.begin(), on_world.end(), [](auto& a, auto& b) { return a.seq < b.seq; });
   const Op expected[] = {Op::Allreduce, Op::Allreduce, Op::Allreduce, Op::Bcast,         Op::Send,
                          Op::Recv,      Op::Allgather, Op::Reduce,    Op::ReduceScatter, Op::Allreduce};

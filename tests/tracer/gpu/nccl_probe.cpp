@@ -8,7 +8,9 @@
 //   nested group { group { ncclReduce(root 3, 8 int64) } ncclReduceScatter(32 floats per rank) },
 //   ncclAllReduce(count 0) -> error ncclInvalidUsage (recorded with its status),
 //   split(color 5) -> child with 2 x ncclAllReduce, split(color -1) -> no child,
-//   ncclCommDestroy(child), ncclCommDestroy(world); then a failing ncclCommInitRank(nranks 0).
+//   ncclCommDestroy(child), ncclCommDestroy(world);
+//   ncclCommInitAll(2) -> 1 x ncclAllReduce(10 int8) on the second, ncclCommInitRankConfig(2 ranks, another id),
+//   destroy/abort all three; then a failing ncclCommInitRank(nranks 0).
 #include <nccl.h>
 
 #include <cstdio>
@@ -58,6 +60,18 @@ int main() {
   report("ncclCommSplit(nocolor)", ncclCommSplit(world, -1, 0, &none, nullptr));
   report("ncclCommDestroy(child)", ncclCommDestroy(child));
   report("ncclCommDestroy", ncclCommDestroy(world));
+  // One process holding both ranks of a communicator, and a communicator made with a config and another id.
+  ncclComm_t all[2] = {nullptr, nullptr};
+  report("ncclCommInitAll", ncclCommInitAll(all, 2, nullptr));
+  report("ncclAllReduce(all[1])", ncclAllReduce(a.data(), a.data(), 10, ncclInt8, ncclSum, all[1], stream));
+  ncclUniqueId other_id = id;
+  other_id.internal[100] ^= 1;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t configured = nullptr;
+  report("ncclCommInitRankConfig", ncclCommInitRankConfig(&configured, 2, other_id, 0, &config));
+  report("ncclCommDestroy(all[0])", ncclCommDestroy(all[0]));
+  report("ncclCommAbort(all[1])", ncclCommAbort(all[1]));
+  report("ncclCommDestroy(configured)", ncclCommDestroy(configured));
   ncclComm_t bad = nullptr;
   report("ncclCommInitRank(bad)", ncclCommInitRank(&bad, 0, id, 0));
   return 0;

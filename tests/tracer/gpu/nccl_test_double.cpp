@@ -24,13 +24,18 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   std::memcpy(id->internal, "collscope-test-double-id", 24);
   return ncclSuccess;
 }
-ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+// Internal helper: calling the exported ncclCommInitRank from here would go through the preload's wrapper
+// (symbol interposition), which real NCCL avoids with hidden internal symbols.
+static ncclResult_t init_rank(ncclComm_t* comm, int nranks, int rank) {
   if (nranks <= 0) return ncclInvalidArgument;
   *comm = new ncclComm{nranks, rank};
   return ncclSuccess;
 }
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t*) {
-  return ncclCommInitRank(comm, nranks, id, rank);
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+  return init_rank(comm, nranks, rank);
+}
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank, ncclConfig_t*) {
+  return init_rank(comm, nranks, rank);
 }
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
   for (int i = 0; i < ndev; ++i) comms[i] = new ncclComm{ndev, i};
@@ -45,7 +50,10 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   delete comm;
   return ncclSuccess;
 }
-ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  delete comm;  // not through ncclCommDestroy: see init_rank
+  return ncclSuccess;
+}
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
   *count = comm->nranks;
   return ncclSuccess;
