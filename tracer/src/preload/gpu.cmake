@@ -9,14 +9,19 @@ else()
   message(STATUS "collscope: NVTX 3 headers not found: NVTX injection not built")
 endif()
 
-if(CUDAToolkit_FOUND AND COLLSCOPE_NCCL_INCLUDE_DIR AND EXISTS ${CUDAToolkit_INCLUDE_DIRS}/cupti_activity.h)
+if(CUDAToolkit_FOUND)
+  find_path(COLLSCOPE_CUPTI_INCLUDE_DIR cupti_activity.h
+    HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include /usr/local/cuda/extras/CUPTI/include)
+endif()
+if(CUDAToolkit_FOUND AND COLLSCOPE_NCCL_INCLUDE_DIR AND COLLSCOPE_CUPTI_INCLUDE_DIR)
   # Pure parts (CUPTI record decoding, collective/kernel matching, fusion-copy attribution): a static library
   # that the preload and the CPU tests both link. Registrations live only in the preload's own sources.
   add_library(collscope_gpu_capture STATIC
     ${CMAKE_CURRENT_LIST_DIR}/cupti_decode.cpp
     ${CMAKE_CURRENT_LIST_DIR}/gpu_fusion.cpp)
   target_include_directories(collscope_gpu_capture PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-  target_include_directories(collscope_gpu_capture SYSTEM PUBLIC ${CUDAToolkit_INCLUDE_DIRS} ${COLLSCOPE_NCCL_INCLUDE_DIR})
+  target_include_directories(collscope_gpu_capture SYSTEM PUBLIC
+    ${CUDAToolkit_INCLUDE_DIRS} ${COLLSCOPE_NCCL_INCLUDE_DIR} ${COLLSCOPE_CUPTI_INCLUDE_DIR})
   target_link_libraries(collscope_gpu_capture PUBLIC collscope_tracer_runtime)
   set_target_properties(collscope_gpu_capture PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 
