@@ -51,7 +51,7 @@ class TimelineView : public QWidget {
   double lastPaintMs() const { return last_paint_ms_; }
   std::int64_t lastPaintedPrimitives() const { return last_primitives_; }
 
-  static constexpr int kLabelWidth = 190;  // px, lane labels at the left
+  static constexpr int kLabelWidth = 215;  // px, lane labels at the left
 
  signals:
   void collectiveSelected(std::uint32_t event);
