@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <regex>
 
 #include "call_index.hpp"
 
@@ -167,7 +168,10 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
     if (i.last_arriver == world_rank && i.last_arrival_ns - i.second_last_arrival_ns > 20000) ++late;
   }
   // A straggler holds the others up by a real share of the step, repeatedly, and far more than any other rank.
-  if (step_ns <= 0 || per_step < 0.05 * step_ns || per_step < 200e3) return out;
+  // Phase starts carry the compute noise of every rank (a shared, busy host shifts them by several ms), so they
+  // need a larger share of the step than the waiting measured inside collectives.
+  const double min_share = from_phases ? 0.15 : 0.05;
+  if (step_ns <= 0 || per_step < min_share * step_ns || per_step < 200e3) return out;
   Finding f;
   f.kind = FindingKind::Straggler;
   f.severity = per_step >= 0.2 * step_ns ? Severity::Critical : Severity::Warning;
@@ -197,34 +201,50 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
   return out;
 }
 
+// The fusion threshold of the job: env HOROVOD_FUSION_THRESHOLD, else "--fusion-threshold N" on its command line.
+static std::optional<std::int64_t> fusion_threshold_of(const Run& run) {
+  if (auto v = run.env_int("HOROVOD_FUSION_THRESHOLD")) return v;
+  static const std::regex pattern(R"(--fusion[-_]threshold[= ]+([0-9]+))");
+  for (const auto& r : run.ranks) {
+    auto cmd = r.meta_value(std::string(store::meta_key::kCommandLine));
+    std::smatch match;
+    if (cmd && std::regex_search(*cmd, match, pattern)) return std::stoll(match[1].str());
+  }
+  return std::nullopt;
+}
+
 std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, const StepSummary& steps) {
   std::vector<Finding> out;
+  // Fusable traffic: payload collectives from 1 KiB (below: control messages such as Horovod's readiness
+  // negotiation, which fusion does not touch) up to 1 MiB (above: bandwidth dominates the cost).
+  constexpr std::int64_t kControlBytes = 1 << 10, kFusableBytes = 1 << 20;
   double total_ns = 0, small_ns = 0, small_bytes = 0;
   std::int64_t small = 0;
   std::vector<double> small_durations;
   double best_algbw = 0;  // bytes/ns of the largest messages: what fused traffic would get
   for (const auto& i : m.instances) {
-    if (i.ranks < 2 || !carries_payload(i.op)) continue;
+    if (i.ranks < 2 || !carries_payload(i.op) || i.bytes < kControlBytes) continue;
     total_ns += double(i.duration_ns);
-    if (i.bytes < kSmallMessageBytes) {
+    best_algbw = std::max(best_algbw, i.algbw_gbps());
+    if (i.bytes < kFusableBytes) {
       ++small;
       small_ns += double(i.duration_ns);
       small_bytes += double(i.bytes);
       if (small_durations.size() < 100000) small_durations.push_back(double(i.duration_ns));
-    } else {
-      best_algbw = std::max(best_algbw, i.algbw_gbps());
     }
   }
   if (total_ns <= 0 || small == 0) return out;
   const double nsteps = steps.steps.empty() ? 1.0 : double(steps.steps.size());
   const double small_per_step = double(small) / nsteps;
   const double share = small_ns / total_ns;
-  if (share < 0.5 || small_per_step < 4 || (steps.steps.empty() && small < 50)) return out;
-  const auto threshold = run.env_int("HOROVOD_FUSION_THRESHOLD");
+  // Many separate messages per step: what fusion would merge (a fused job sends a few per step).
+  if (share < 0.5 || small_per_step < 16 || (steps.steps.empty() && small < 100)) return out;
+  const auto threshold = fusion_threshold_of(run);
   const double bytes_per_step = small_bytes / nsteps;
   std::int64_t suggested = std::clamp<std::int64_t>(next_pow2(static_cast<std::int64_t>(bytes_per_step)), 1 << 20, 256 << 20);
-  if (threshold && *threshold > 0) suggested = std::max(suggested, next_pow2(*threshold * 4));
-  if (threshold && *threshold >= suggested) return out;  // already large enough: small messages are not fusable
+  // A threshold that already holds a step's tensors is not what splits them (the cycle time or the job is).
+  if (threshold && *threshold >= next_pow2(static_cast<std::int64_t>(bytes_per_step))) return out;
+  if (threshold && *threshold > 0) suggested = std::min<std::int64_t>(256 << 20, std::max(suggested, next_pow2(*threshold * 4)));
   const double latency_ns = detail::median_of(small_durations);
   // Fused: about one collective per step carrying the same bytes at the bandwidth of large messages.
   const double fused_ns = nsteps * latency_ns + (best_algbw > 0 ? small_bytes / best_algbw : 0.0);
@@ -236,7 +256,7 @@ std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, c
   f.cost_ns = std::max(0.0, small_ns - fused_ns);
   f.evidence = {{"small_collectives", double(small)},
                 {"small_collectives_per_step", small_per_step},
-                {"small_message_limit_bytes", double(kSmallMessageBytes)},
+                {"small_message_limit_bytes", double(kFusableBytes)},
                 {"small_time_ns", small_ns},
                 {"share_of_comm_time_pct", 100 * share},
                 {"median_small_duration_ns", latency_ns},
@@ -246,8 +266,8 @@ std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, c
   f.evidence_text = fmt::format(
       "{} collectives under {} ({:.0f} per step, {} per step in all) took {} = {:.0f} % of the time in collectives; "
       "each costs about {} whatever its size{}.",
-      small, bytes_text(kSmallMessageBytes), small_per_step, bytes_text(bytes_per_step), ms(small_ns), 100 * share,
-      ms(latency_ns), threshold ? fmt::format("; HOROVOD_FUSION_THRESHOLD is {}", bytes_text(double(*threshold))) : "");
+      small, bytes_text(kFusableBytes), small_per_step, bytes_text(bytes_per_step), ms(small_ns), 100 * share,
+      ms(latency_ns), threshold ? fmt::format("; the fusion threshold is {}", bytes_text(double(*threshold))) : "");
   f.suggestion = fmt::format(
       "Raise the fusion threshold: HOROVOD_FUSION_THRESHOLD={} ({}) so that a step's tensors travel in one "
       "collective (or bucket gradients to that size); saves about {}.",
@@ -345,7 +365,7 @@ std::vector<Finding> detect_exposed_communication(const Run& run, const StepSumm
 std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedRun& m, const StepSummary& steps) {
   std::vector<Finding> out;
   const auto cycle_text = run.env("HOROVOD_CYCLE_TIME");
-  const auto threshold = run.env_int("HOROVOD_FUSION_THRESHOLD");
+  const auto threshold = fusion_threshold_of(run);
   if (!cycle_text || !threshold || *threshold <= 0) return out;
   double cycle_ms = 0;
   try {
@@ -545,11 +565,12 @@ std::vector<Mismatch> skipped_calls_from_steps(const Run& run) {
 
 std::vector<Finding> detect_mismatches(const Run& run, const MatchedRun& m) {
   std::vector<Finding> out;
-  auto mismatches = m.mismatches;
-  for (auto& extra : skipped_calls_from_steps(run)) {
-    // One finding per communicator: the step evidence names the skipping rank better than equal counts.
-    auto same = std::find_if(mismatches.begin(), mismatches.end(), [&](const Mismatch& x) { return x.comm == extra.comm; });
-    if (same == mismatches.end()) mismatches.push_back(std::move(extra));
+  // The step evidence names the skipping rank; it comes first. Count differences elsewhere are then mostly the
+  // symptom (a background thread that kept calling until the job was killed), listed after it.
+  auto mismatches = skipped_calls_from_steps(run);
+  for (const auto& x : m.mismatches) {
+    auto same = std::find_if(mismatches.begin(), mismatches.end(), [&](const Mismatch& y) { return y.comm == x.comm; });
+    if (same == mismatches.end()) mismatches.push_back(x);
   }
   for (const auto& mm : mismatches) {
     Finding f;

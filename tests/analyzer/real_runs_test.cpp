@@ -17,9 +17,10 @@ using namespace collscope::analyzer;
 
 namespace {
 
+// COLLSCOPE_BIN from the test environment, else the build tree this test was built in.
 std::string bin_dir() {
   const char* b = std::getenv("COLLSCOPE_BIN");
-  return b ? b : "";
+  return b ? b : COLLSCOPE_TEST_BIN_DIR;
 }
 
 fs::path run_root() {
@@ -31,6 +32,7 @@ fs::path run_root() {
 // Traces `ranks` ranks of the fusion trainer with `args`; returns the exit code of `collscope trace`.
 int trace_trainer(const fs::path& run_dir, int ranks, const std::string& args, const std::string& env = "",
                   int timeout_s = 60) {
+  fs::create_directories(run_dir);
   const std::string cmd = fmt::format(
       "{} timeout -s TERM {} {}/collscope trace -o {} -- mpirun -np {} --oversubscribe --mca btl self,vader "
       "{}/fusion_trainer {} > {}/job.log 2>&1",
@@ -46,7 +48,13 @@ class RealRuns : public ::testing::Test {
         !fs::exists(fs::path(bin_dir()) / "collscope"))
       GTEST_SKIP() << "fusion_trainer / collscope not built";
     const char* preload = std::getenv("COLLSCOPE_PRELOAD");
-    if (!preload || !fs::exists(preload)) GTEST_SKIP() << "preload tracer not built";
+    if (!fs::exists(preload ? std::string(preload) : std::string(COLLSCOPE_TEST_PRELOAD)))
+      GTEST_SKIP() << "preload tracer not built";
+    // What COLLSCOPE_TEST_ENV sets, for runs outside ctest: Open MPI as root, shared memory only.
+    for (const auto& [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                               {"OMPI_MCA_rmaps_base_oversubscribe", "1"}, {"OMPI_MCA_btl", "self,vader"},
+                               {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}})
+      setenv(k, v, 0);
   }
 };
 
@@ -112,11 +120,13 @@ TEST_F(RealRuns, CompareSameSettingsAndSlowdown) {
   const auto base = run_root() / "cmp-base", again = run_root() / "cmp-again", slow = run_root() / "cmp-slow";
   ASSERT_EQ(trace_trainer(base, 2, "--steps 20 --model-scale 0.02"), 0);
   ASSERT_EQ(trace_trainer(again, 2, "--steps 20 --model-scale 0.02"), 0);
-  ASSERT_EQ(trace_trainer(slow, 2, "--steps 20 --model-scale 0.02 --slow-rank 0 --slow-ms 15"), 0);
+  ASSERT_EQ(trace_trainer(slow, 2, "--steps 20 --model-scale 0.02 --slow-rank 0 --slow-ms 80"), 0);
   const std::string collscope = bin_dir() + "/collscope";
   const auto junit = run_root() / "compare.xml";
   auto run = [&](const fs::path& a, const fs::path& b, const std::string& extra) {
-    const int rc = std::system(fmt::format("{} compare {} {} --max-regression 5% {} > {}/cmp.log 2>&1", collscope,
+    // 30 %: on this shared 2-core machine two runs with the same settings differ by up to ~25 % in step time
+    // (other builds and tests load it); the injected slowdown is +80 ms on a ~100 ms step.
+    const int rc = std::system(fmt::format("{} compare {} {} --max-regression 30% {} >> {}/cmp.log 2>&1", collscope,
                                            a.string(), b.string(), extra, run_root().string()).c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
   };
