@@ -2,6 +2,7 @@
 // --screenshot loads the run, selects the collective that waited longest in the first steps, saves a
 // PNG of the main window and exits (used by the Xvfb screenshot test and for docs/images/viewer.png).
 #include <collscope/gui/main_window.hpp>
+#include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
 #include <QApplication>
@@ -9,6 +10,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <cstdlib>
 
 using collscope::gui::kNoInstance;
 using collscope::gui::MainWindow;
@@ -69,5 +71,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "collscope-view: --screenshot needs a run directory\n");
     return 2;
   }
-  return app.exec();
+  const int rc = app.exec();
+  if (collscope::gui::RunLoadJob::activeLoads() > 0) {
+    // A load (the analyzer) is still running on its thread: leave without static destructors under it.
+    std::fflush(nullptr);
+    std::_Exit(rc);
+  }
+  return rc;
 }

@@ -563,39 +563,77 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
   return run;
 }
 
+namespace {
+std::atomic<int> active_loads{0};
+}  // namespace
+
+struct RunLoadJob::Relay : std::enable_shared_from_this<RunLoadJob::Relay> {
+  std::mutex mutex;
+  RunLoadJob* job = nullptr;
+  // Runs fn on the job's (GUI) thread if this relay is still the job's current one when it gets there.
+  template <typename Fn>
+  void post(Fn fn) {
+    std::lock_guard lock(mutex);
+    if (!job) return;
+    RunLoadJob* target = job;
+    auto self = shared_from_this();  // held by the event: its address cannot be reused meanwhile
+    QMetaObject::invokeMethod(target, [target, self, fn = std::move(fn)] {
+      if (target->relay_ == self) fn(target);
+    }, Qt::QueuedConnection);  // dropped by Qt if the job is deleted first
+  }
+};
+
+int RunLoadJob::activeLoads() { return active_loads.load(); }
+
 RunLoadJob::RunLoadJob(QObject* parent) : QObject(parent) {
   qRegisterMetaType<std::shared_ptr<const collscope::gui::RunData>>();
 }
 
 RunLoadJob::~RunLoadJob() {
-  if (worker_.joinable()) worker_.join();
+  if (relay_) {
+    std::lock_guard lock(relay_->mutex);
+    relay_->job = nullptr;
+  }
 }
 
 void RunLoadJob::start(const QString& dir) {
-  if (worker_.joinable()) worker_.join();
+  if (relay_) {
+    std::lock_guard lock(relay_->mutex);
+    relay_->job = nullptr;  // abandon the previous load
+  }
+  relay_ = std::make_shared<Relay>();
+  relay_->job = this;
   running_ = true;
   const std::string path = dir.toStdString();
-  // Signals emitted from the worker are queued to the receivers' (GUI) thread.
-  worker_ = std::thread([this, path] {
-    auto progress_fn = [this](int percent, const std::string& stage) {
-      emit progress(percent, QString::fromStdString(stage));
+  ++active_loads;
+  std::thread([relay = relay_, path] {
+    auto progress_fn = [&relay](int percent, const std::string& stage) {
+      relay->post([percent, text = QString::fromStdString(stage)](RunLoadJob* job) { emit job->progress(percent, text); });
+    };
+    auto fail = [&relay](const std::string& message) {
+      relay->post([text = QString::fromStdString(message)](RunLoadJob* job) { emit job->failed(text); });
     };
     try {
       auto timeline = load_run(path, progress_fn);
-      emit loaded(timeline);
+      relay->post([timeline](RunLoadJob* job) { emit job->loaded(timeline); });
       if (analysis_available()) {
-        emit progress(0, QStringLiteral("analyzing"));
+        progress_fn(0, "analyzing");
         try {
-          emit loaded(analyze_loaded_run(*timeline));
+          auto analyzed = analyze_loaded_run(*timeline);
+          relay->post([analyzed](RunLoadJob* job) { emit job->loaded(analyzed); });
         } catch (const std::exception& e) {
-          emit failed(QString::fromStdString(fmt::format("analysis failed: {}", e.what())));
+          fail(fmt::format("analysis failed: {}", e.what()));
         }
       }
     } catch (const std::exception& e) {
-      emit failed(QString::fromStdString(e.what()));
+      fail(e.what());
     }
-    QMetaObject::invokeMethod(this, [this] { running_ = false; emit finished(); }, Qt::QueuedConnection);
-  });
+    relay->post([](RunLoadJob* job) {
+      job->running_ = false;
+      emit job->finished();
+    });
+    --active_loads;
+  }).detach();
 }
 
 }  // namespace collscope::gui

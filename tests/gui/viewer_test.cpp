@@ -8,6 +8,7 @@
 
 #include "synthetic_run.hpp"
 
+#include <QElapsedTimer>
 #include <QHeaderView>
 #include <QSignalSpy>
 #include <QTableView>
@@ -202,6 +203,19 @@ class ViewerTest : public QObject {
     QVERIFY(window.run() && window.run()->ranks.size() == 1);
     QVERIFY2(window.message().contains("rank-00000.sqlite"), qPrintable(window.message()));
     QVERIFY2(window.message().contains("1 of 3 ranks"), qPrintable(window.message()));
+  }
+
+  void closingWhileLoadingDoesNotWaitOrCrash() {
+    QElapsedTimer t;
+    t.start();
+    {
+      MainWindow window;
+      window.openRun(QString::fromStdString(run_dir_.string()));
+      window.openRun(QString::fromStdString(run_dir_.string()));  // the first load's results are dropped
+    }
+    QVERIFY(t.elapsed() < 1000);
+    QTRY_COMPARE_WITH_TIMEOUT(RunLoadJob::activeLoads(), 0, 30000);
+    QCoreApplication::processEvents();  // the abandoned loads' queued results go nowhere
   }
 
   void searchAndStepsNavigate() {

@@ -27,11 +27,16 @@ class RunLoadJob : public QObject {
   Q_OBJECT
  public:
   explicit RunLoadJob(QObject* parent = nullptr);
-  ~RunLoadJob() override;  // waits for a running load (it cannot be interrupted mid-file)
+  // Does not wait: a load still running (the analyzer cannot be interrupted) finishes on its own
+  // thread and its results are dropped.
+  ~RunLoadJob() override;
 
-  // Starts loading; a load already running is waited for first.
+  // Starts loading; the results of a load still running are dropped from then on.
   void start(const QString& dir);
   bool running() const { return running_; }
+  // Loads still running in this process, abandoned ones included (collscope-view exits with _Exit
+  // rather than run static destructors under them).
+  static int activeLoads();
 
  signals:
   void progress(int percent, const QString& stage);
@@ -40,7 +45,8 @@ class RunLoadJob : public QObject {
   void finished();  // after the last loaded()/failed() of this start()
 
  private:
-  std::thread worker_;
+  struct Relay;  // shared with the worker thread: the job to report to, or none once abandoned
+  std::shared_ptr<Relay> relay_;
   bool running_ = false;
 };
 
