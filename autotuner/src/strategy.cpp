@@ -119,7 +119,7 @@ Strategy::Strategy(const SearchSpace& space, StrategyKind kind, std::uint64_t se
     : space_(space), kind_(kind), seed_(seed) {
   const int dims = static_cast<int>(space.dimensions());
   // A few space-filling trials first: d + 2, at least 3, at most a third of the budget (>= 2).
-  initial_design_size_ = std::clamp(dims + 2, 3, std::max(2, budget / 3));
+  initial_design_size_ = std::min(std::max(dims + 2, 3), std::max(2, budget / 3));
   std::mt19937_64 rng(mix(seed, 0, 1));
   design_ = latin_hypercube(static_cast<std::size_t>(initial_design_size_), static_cast<std::size_t>(dims), rng);
   if (kind == StrategyKind::Grid) {
