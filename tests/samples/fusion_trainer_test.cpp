@@ -10,7 +10,6 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -71,11 +70,14 @@ std::uint64_t count_of(const json& report, const char* table, const char* op) {
   return entries.contains(op) ? entries.at(op).get<std::uint64_t>() : 0;
 }
 
-double mean_measured_step_ms(const json& report) {
-  const auto steps = report.at("step_ms").get<std::vector<double>>();
+// Median rather than mean: one step slowed by another process on this 2-core machine must not
+// decide the straggler test.
+double median_measured_step_ms(const json& report) {
+  auto steps = report.at("step_ms").get<std::vector<double>>();
   const auto warmup = report.at("warmup_steps").get<std::size_t>();
-  return std::accumulate(steps.begin() + static_cast<long>(warmup), steps.end(), 0.0) /
-         static_cast<double>(steps.size() - warmup);
+  std::vector<double> measured(steps.begin() + static_cast<long>(warmup), steps.end());
+  std::sort(measured.begin(), measured.end());
+  return measured[measured.size() / 2];
 }
 
 constexpr int kSteps = 6;
@@ -173,16 +175,21 @@ TEST(FusionTrainer, FlagsOverrideEnvironmentAndZeroThresholdDisablesFusion) {
 }
 
 TEST(FusionTrainer, SlowRankSlowsEveryRankByItsExtraCompute) {
-  const std::string common = "--steps 8 --warmup-steps 2 --model-scale 0.01";
-  const auto baseline = run_command(mpirun(2, common));
-  const auto slowed = run_command(mpirun(2, common + " --slow-rank 1 --slow-ms 30"));
-  ASSERT_EQ(baseline.exit_code, 0) << baseline.output;
-  ASSERT_EQ(slowed.exit_code, 0) << slowed.output;
+  const std::string common = "--steps 12 --warmup-steps 2 --model-scale 0.01";
+  // A/B alternating, twice; the faster of each pair of runs filters out other load on the machine.
+  double baseline_ms = 1e9, slowed_ms = 1e9;
+  for (int round = 0; round < 2; ++round) {
+    const auto baseline = run_command(mpirun(2, common));
+    const auto slowed = run_command(mpirun(2, common + " --slow-rank 1 --slow-ms 30"));
+    ASSERT_EQ(baseline.exit_code, 0) << baseline.output;
+    ASSERT_EQ(slowed.exit_code, 0) << slowed.output;
+    baseline_ms = std::min(baseline_ms, median_measured_step_ms(reports_by_rank(baseline.output, 2)[0]));
+    slowed_ms = std::min(slowed_ms, median_measured_step_ms(reports_by_rank(slowed.output, 2)[0]));
+  }
   // Rank 0 waits for rank 1's gradients every step, so its steps grow by about 30 ms too.
-  const double added_ms = mean_measured_step_ms(reports_by_rank(slowed.output, 2)[0]) -
-                          mean_measured_step_ms(reports_by_rank(baseline.output, 2)[0]);
-  EXPECT_GT(added_ms, 20.0);
-  EXPECT_LT(added_ms, 60.0);
+  const double added_ms = slowed_ms - baseline_ms;
+  EXPECT_GT(added_ms, 15.0) << "baseline " << baseline_ms << " ms, slowed " << slowed_ms << " ms";
+  EXPECT_LT(added_ms, 70.0) << "baseline " << baseline_ms << " ms, slowed " << slowed_ms << " ms";
 }
 
 TEST(FusionTrainer, MismatchedProcessSetCallHangsTheJob) {
