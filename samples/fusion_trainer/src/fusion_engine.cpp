@@ -83,6 +83,7 @@ void FusionEngine::run() {
   for (;;) {
     std::this_thread::sleep_until(next_boundary());
 
+    busy_compute_for(config_.cycle_overhead_us / 1000.0);
     std::fill(local.begin(), local.end(), 0);
     {
       std::lock_guard lock(mutex_);

@@ -20,6 +20,7 @@ struct FusionConfig {
   std::uint64_t threshold_bytes;  // fusion buffer size; a larger tensor is reduced alone
   double cycle_time_ms;           // time between two negotiations
   double op_overhead_us;          // fixed CPU work per gradient allreduce (Horovod's response)
+  double cycle_overhead_us;       // fixed CPU work per negotiation (Horovod's coordinator)
 };
 
 // What the background thread did, for the report.

@@ -164,7 +164,8 @@ int train(const TrainerOptions& options) {
 
   std::vector<std::span<float>> gradient_views(model.gradients.begin(), model.gradients.end());
   FusionEngine engine(std::move(gradient_views),
-                      {options.fusion_threshold_bytes, options.cycle_time_ms, options.op_overhead_us}, horovod_comm,
+                      {options.fusion_threshold_bytes, options.cycle_time_ms, options.op_overhead_us,
+                       options.cycle_overhead_us}, horovod_comm,
                       caller);
 
   const long forward = forward_passes(options);
@@ -248,6 +249,7 @@ int train(const TrainerOptions& options) {
   report["fusion_threshold_bytes"] = options.fusion_threshold_bytes;
   report["cycle_time_ms"] = options.cycle_time_ms;
   report["op_overhead_us"] = options.op_overhead_us;
+  report["cycle_overhead_us"] = options.cycle_overhead_us;
   report["model_scale"] = options.model_scale;
   report["tensors"] = layer_count;
   report["model_bytes"] = model.parameter_count * sizeof(float);

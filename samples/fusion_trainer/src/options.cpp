@@ -62,6 +62,10 @@ TrainerOptions parse_options(int argc, char** argv) {
                  "fixed CPU work per gradient allreduce on the background thread, us (Horovod's "
                  "per-response cost)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--cycle-overhead-us", options.cycle_overhead_us,
+                 "fixed CPU work per negotiation cycle on the background thread, us (Horovod's "
+                 "coordinator bookkeeping)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--process-sets", options.process_sets,
                  "process-set colour = world_rank % this (MPI_Comm_split)")
       ->check(CLI::PositiveNumber);

@@ -20,6 +20,9 @@ struct TrainerOptions {
   // Fixed CPU work per gradient allreduce on the background thread, microseconds: Horovod's
   // per-response cost (response cache lookup, building the response, framework callbacks).
   double op_overhead_us = 100.0;
+  // Fixed CPU work per negotiation cycle, microseconds: Horovod's coordinator building and
+  // checking the request list and response cache every cycle.
+  double cycle_overhead_us = 20.0;
   int process_sets = 2;  // process-set communicator colour = world_rank % process_sets
   std::optional<int> slow_rank;
   double slow_ms = 0.0;  // extra compute per step on slow_rank
