@@ -1,0 +1,149 @@
+// Real tuning runs through the collscope binary: literal knob values, failures recorded, resume after SIGKILL.
+#include <collscope/autotuner/study.hpp>
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+using namespace collscope::autotuner;
+
+namespace {
+std::string bin_dir() {
+  const char* b = std::getenv("COLLSCOPE_BIN");
+  return b && *b ? b : COLLSCOPE_TEST_BIN_DIR;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("collscope-autotuner-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    std::freopen(log.c_str(), "w", stderr);
+    std::freopen(log.c_str(), "a", stdout);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int run(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
+  return wait_exit(spawn(argv, cwd, log));
+}
+}  // namespace
+
+TEST(RealTuning, ShellMetacharactersReachTheJobLiterally) {
+  const fs::path dir = fresh_dir("literal");
+  write(dir / "space.yaml", R"Y(knobs:
+  - name: v
+    env: COLLSCOPE_TEST_KNOB
+    type: categorical
+    values: ["$(touch PWNED)", "a;b|c `touch PWNED2` && echo x > PWNED3"]
+objective: {kind: regex, regex: 'score ([0-9]+)', direction: maximize}
+trial: {timeout_s: 30, confirm_top: 0}
+)Y");
+  const int rc = run({bin_dir() + "/collscope", "tune", "space.yaml", "--study", "s.sqlite", "--strategy", "grid", "--trials", "2",
+                      "--export-env", "best.env", "--", "/usr/bin/printf", "score 7 arg=[%s]\\n", "{v}"},
+                     dir, dir / "tune.log");
+  ASSERT_EQ(rc, 0) << read(dir / "tune.log");
+  EXPECT_FALSE(fs::exists(dir / "PWNED"));
+  EXPECT_FALSE(fs::exists(dir / "PWNED2"));
+  EXPECT_FALSE(fs::exists(dir / "PWNED3"));
+  const auto trials = Study::open((dir / "s.sqlite").string()).trials();
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(read(fs::path(trials[0].dir) / "output.log").find("score 7 arg=[$(touch PWNED)]") != std::string::npos, true)
+      << read(fs::path(trials[0].dir) / "output.log");
+  EXPECT_NE(read(fs::path(trials[1].dir) / "output.log").find("arg=[a;b|c `touch PWNED2` && echo x > PWNED3]"), std::string::npos);
+  EXPECT_EQ(trials[0].status, "ok");
+  EXPECT_DOUBLE_EQ(*trials[0].score, 7.0);
+  // The env file quotes the value so that sourcing it cannot run it either.
+  EXPECT_NE(read(dir / "best.env").find("export COLLSCOPE_TEST_KNOB='$(touch PWNED)'"), std::string::npos) << read(dir / "best.env");
+}
+
+TEST(RealTuning, SampleStudySurvivesFailuresHangsAndSigkillOfTheTuner) {
+  if (!fs::exists(bin_dir() + "/fusion_trainer")) GTEST_SKIP() << "fusion_trainer sample not built";
+  const fs::path dir = fresh_dir("sample");
+  // Grid over 2×2: batch 200 exceeds --max-batch-size (exit 1, "out of memory"); hang 2 hangs after 2 steps.
+  write(dir / "space.yaml", R"Y(knobs:
+  - {name: fusion_threshold, env: HOROVOD_FUSION_THRESHOLD, type: integer, scale: log, min: 65536, max: 268435456}
+  - {name: batch_size, type: categorical, values: ["16", "200"]}
+  - {name: hang, type: categorical, values: ["1000", "2"]}
+objective: {kind: throughput, batch_size: batch_size, warmup_steps: 1}
+trial: {timeout_s: 8, confirm_top: 1, confirm_repeats: 1, early_stopping: false}
+)Y");
+  const std::vector<std::string> argv = {bin_dir() + "/collscope", "tune", "space.yaml", "--study", "s.sqlite", "--strategy", "grid",
+                                         "--grid-levels", "1", "--trials", "4", "--no-progress", "--", "mpirun", "-np", "2",
+                                         "--oversubscribe", "--mca", "btl", "self,vader", bin_dir() + "/fusion_trainer",
+                                         "--batch-size", "{batch_size}", "--steps", "6", "--warmup-steps", "1",
+                                         "--max-batch-size", "96", "--hang-after-step", "{hang}"};
+  const pid_t tuner = spawn(argv, dir, dir / "tune1.log");
+  // SIGKILL the tuner while the hanging trial (the second) runs.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool second_running = false;
+  while (std::chrono::steady_clock::now() < deadline && !second_running) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!fs::exists(dir / "s.sqlite")) continue;
+    const auto t = Study::open((dir / "s.sqlite").string()).trials();
+    second_running = t.size() >= 2 && t[1].status == "running" && t[1].pgid > 0;
+  }
+  ASSERT_TRUE(second_running) << read(dir / "tune1.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(tuner, SIGKILL);
+  EXPECT_EQ(wait_exit(tuner), 128 + SIGKILL);
+
+  auto resumed = argv;
+  resumed.insert(resumed.begin() + 3, "--resume");
+  const int rc = run(resumed, dir, dir / "tune2.log");
+  ASSERT_EQ(rc, 0) << read(dir / "tune2.log");
+  const auto trials = Study::open((dir / "s.sqlite").string()).trials();
+  // 1 ok, 1 interrupted (killed with the tuner), then on resume: hang again -> timeout, 2 out-of-memory, 1 confirm.
+  std::map<std::string, int> by_status;
+  for (const auto& t : trials) ++by_status[t.status];
+  EXPECT_EQ(by_status["interrupted"], 1);
+  EXPECT_EQ(by_status["timeout"], 1);
+  EXPECT_EQ(by_status["failed"], 2);
+  EXPECT_EQ(by_status["ok"], 2);  // the one good setting and its confirmation run
+  ASSERT_EQ(trials.size(), 6u);
+  EXPECT_EQ(trials[1].status, "interrupted");
+  EXPECT_EQ(trials[2].values, trials[1].values);  // re-run of the interrupted point
+  EXPECT_EQ(trials[2].status, "timeout");
+  EXPECT_NE(trials[3].reason.find("out of memory"), std::string::npos) << trials[3].reason;
+  EXPECT_EQ(trials[5].kind, "confirm");
+  EXPECT_GT(*trials[0].score, 0.0);
+  const std::string show = dir / "show.txt";
+  ASSERT_EQ(run({bin_dir() + "/collscope", "tune", "show", "s.sqlite"}, dir, show), 0);
+  EXPECT_NE(read(show).find("best: fusion_threshold="), std::string::npos) << read(show);
+}
