@@ -528,12 +528,15 @@ std::vector<Mismatch> skipped_calls_from_steps(const Run& run) {
       // Calls on c per ended step of rank r.
       std::vector<int> per_step(ended[r].size(), 0);
       std::vector<int> before_end(ended[r].size(), 0);
-      for (const auto& call : run.ranks[r].collectives) {
-        if (call.comm != static_cast<int>(c)) continue;
-        for (std::size_t k = 0; k < ended[r].size(); ++k) {
-          if (call.start_ns >= ended[r][k].first && call.start_ns < ended[r][k].second) ++per_step[k];
-          if (call.start_ns < ended[r][k].second) ++before_end[k];
-        }
+      std::vector<std::int64_t> starts;
+      for (const auto& call : run.ranks[r].collectives)
+        if (call.comm == static_cast<int>(c)) starts.push_back(call.start_ns);
+      std::sort(starts.begin(), starts.end());
+      for (std::size_t k = 0; k < ended[r].size(); ++k) {
+        const auto lo = std::lower_bound(starts.begin(), starts.end(), ended[r][k].first);
+        const auto hi = std::lower_bound(starts.begin(), starts.end(), ended[r][k].second);
+        per_step[k] = static_cast<int>(hi - lo);
+        before_end[k] = static_cast<int>(hi - starts.begin());
       }
       const int usual = per_step[0];
       if (usual == 0) continue;
