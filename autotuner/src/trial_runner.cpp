@@ -22,9 +22,13 @@
 namespace collscope::autotuner {
 
 namespace {
-// (pid, ppid) of every process, from /proc/<pid>/stat.
-std::multimap<pid_t, pid_t> children_by_parent() {
-  std::multimap<pid_t, pid_t> out;
+struct ProcessInfo {
+  pid_t pid = 0, ppid = 0, pgid = 0;
+};
+
+// Every process, from /proc/<pid>/stat (fields: pid (comm) state ppid pgrp ...).
+std::vector<ProcessInfo> all_processes() {
+  std::vector<ProcessInfo> out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
@@ -36,9 +40,10 @@ std::multimap<pid_t, pid_t> children_by_parent() {
     if (close == std::string::npos) continue;
     std::istringstream rest(line.substr(close + 1));
     char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    out.emplace(ppid, static_cast<pid_t>(std::stol(name)));
+    ProcessInfo p;
+    rest >> state >> p.ppid >> p.pgid;
+    p.pid = static_cast<pid_t>(std::stol(name));
+    out.push_back(p);
   }
   return out;
 }
@@ -54,18 +59,24 @@ bool process_alive(pid_t pid) {
 }
 
 void kill_process_tree(pid_t pid, pid_t pgid) {
-  // Snapshot the tree first (killing the parent re-parents its children), then kill everything at once.
+  // Snapshot first (killing a parent re-parents its children): the process `pid`, every member of group
+  // `pgid` (the launcher may be orphaned when the trial's top process died), and all their descendants
+  // (Open MPI puts each rank in its own process group). Then kill everything at once.
+  const auto processes = all_processes();
+  std::multimap<pid_t, pid_t> children;
+  std::vector<pid_t> todo;
+  for (const auto& p : processes) {
+    children.emplace(p.ppid, p.pid);
+    if (pgid > 0 && p.pgid == pgid) todo.push_back(p.pid);
+  }
+  if (pid > 0) todo.push_back(pid);
   std::set<pid_t> tree;
-  if (pid > 0) {
-    const auto children = children_by_parent();
-    std::vector<pid_t> todo{pid};
-    while (!todo.empty()) {
-      const pid_t p = todo.back();
-      todo.pop_back();
-      if (!tree.insert(p).second) continue;
-      auto [b, e] = children.equal_range(p);
-      for (auto it = b; it != e; ++it) todo.push_back(it->second);
-    }
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    if (p <= 1 || !tree.insert(p).second) continue;
+    auto [b, e] = children.equal_range(p);
+    for (auto it = b; it != e; ++it) todo.push_back(it->second);
   }
   if (pgid > 0) ::kill(-pgid, SIGKILL);
   for (pid_t p : tree) ::kill(p, SIGKILL);

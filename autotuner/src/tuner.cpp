@@ -62,7 +62,8 @@ std::string failure_line(const std::string& log) {
   std::istringstream in(log);
   std::string line, last, oom;
   while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    // Blank lines and rulers ("-----" around Open MPI's messages) say nothing.
+    if (line.find_first_not_of(" \t\r-=*") == std::string::npos) continue;
     if (oom.empty() && line.find("out of memory") != std::string::npos) oom = line;
     last = line;
   }
@@ -196,7 +197,8 @@ int tune(const TuneOptions& options) {
   // Trials left running by a tuner that died: kill what is left of them, never score them.
   for (auto t : study.trials()) {
     if (t.status != "running") continue;
-    if (t.pgid > 0 && process_alive(static_cast<pid_t>(t.pgid))) kill_process_tree(static_cast<pid_t>(t.pgid), static_cast<pid_t>(t.pgid));
+    // The group's leader (collscope trace) died with the tuner; its launcher and ranks may live on.
+    if (t.pgid > 0) kill_process_tree(0, static_cast<pid_t>(t.pgid));
     t.status = "interrupted";
     t.reason = "interrupted: the tuner stopped while this trial ran; it is run again";
     study.update_trial(t);
