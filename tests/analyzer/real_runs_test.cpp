@@ -120,13 +120,13 @@ TEST_F(RealRuns, CompareSameSettingsAndSlowdown) {
   const auto base = run_root() / "cmp-base", again = run_root() / "cmp-again", slow = run_root() / "cmp-slow";
   ASSERT_EQ(trace_trainer(base, 2, "--steps 20 --model-scale 0.02"), 0);
   ASSERT_EQ(trace_trainer(again, 2, "--steps 20 --model-scale 0.02"), 0);
-  ASSERT_EQ(trace_trainer(slow, 2, "--steps 20 --model-scale 0.02 --slow-rank 0 --slow-ms 200"), 0);
+  ASSERT_EQ(trace_trainer(slow, 2, "--steps 20 --model-scale 0.02 --slow-rank 0 --slow-ms 300"), 0);
   const std::string collscope = bin_dir() + "/collscope";
   const auto junit = run_root() / "compare.xml";
   auto run = [&](const fs::path& a, const fs::path& b, const std::string& extra) {
-    // 50 %: on this shared 2-core machine two runs with the same settings differ by up to ~40 % in step time
-    // (other builds and tests load it); the injected slowdown is +200 ms of compute on a ~100 ms step.
-    const int rc = std::system(fmt::format("{} compare {} {} --max-regression 50% {} >> {}/cmp.log 2>&1", collscope,
+    // 100 %: on this shared 2-core machine two runs with the same settings differed by up to +70 % in step time
+    // (other builds and tests load it); the injected slowdown is +300 ms of compute on a 40-100 ms step (+400 % and more).
+    const int rc = std::system(fmt::format("{} compare {} {} --max-regression 100% {} >> {}/cmp.log 2>&1", collscope,
                                            a.string(), b.string(), extra, run_root().string()).c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
   };
