@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
+# ccache: hit across clones in different folders (CI builds a fresh clone elsewhere).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLSCOPE_BUILD_BENCHMARKS=OFF "$@" >build-configure.log 2>&1 ||
   { cat build-configure.log; exit 1; }
 grep -E "^-- collscope" build-configure.log || true

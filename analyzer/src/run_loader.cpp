@@ -141,7 +141,7 @@ void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
     t.buffers = reader.buffers();
     t.collectives.reserve(static_cast<std::size_t>(reader.row_count("collectives")));
     std::int64_t unknown_comm = 0;
-    reader.for_each_collective([&](const store::CollectiveRow& r) {
+    reader.for_each_collective_summary([&](const store::CollectiveSummary& r) {
       auto it = comm_map.find(r.comm);
       if (it == comm_map.end()) {
         ++unknown_comm;

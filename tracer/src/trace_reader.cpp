@@ -216,6 +216,28 @@ void TraceReader::for_each_collective(const std::function<void(const CollectiveR
   }
 }
 
+void TraceReader::for_each_collective_summary(const std::function<void(const CollectiveSummary&)>& fn) const {
+  Query q(db_, path_,
+          "SELECT comm, seq, op, count, datatype, bytes, root, peer, start_ns, end_ns, status FROM collectives "
+          "ORDER BY id");
+  CollectiveSummary r;
+  while (q.step()) {
+    r.comm = q.i(0);
+    r.seq = q.i(1);
+    auto op = q.i(2);
+    r.op = (op >= 0 && op < kOpCount) ? static_cast<Op>(op) : Op::Unknown;
+    r.count = q.i(3);
+    r.datatype = q.i(4);
+    r.bytes = q.i(5);
+    r.root = q.opt<std::int32_t>(6);
+    r.peer = q.opt<std::int32_t>(7);
+    r.start_ns = q.i(8);
+    r.end_ns = q.i(9);
+    r.status = static_cast<Status>(q.i(10));
+    fn(r);
+  }
+}
+
 std::vector<CollectiveRow> TraceReader::collectives() const {
   std::vector<CollectiveRow> out;
   out.reserve(static_cast<std::size_t>(row_count("collectives")));
