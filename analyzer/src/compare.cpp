@@ -1,4 +1,5 @@
 // compare BASE NEW: per-step samples, Mann–Whitney U (normal approximation with tie correction) and effect size.
+#include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/compare.hpp>
 
 #include <fmt/format.h>
@@ -90,21 +91,6 @@ std::set<std::string> finding_keys(const Analysis& a) {
   return out;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
-    }
-  }
-  return out;
-}
 
 std::string metric_line(const MetricComparison& m) {
   return fmt::format("{}: {:.3f} -> {:.3f} {} ({:+.1f} % {}), p = {:.3g}, effect size {:+.2f}, n = {}/{}{}", m.name,

@@ -1,4 +1,5 @@
 // Self-contained HTML report: inline CSS and SVG plots, no scripts, no network.
+#include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
 
 #include <fmt/format.h>
@@ -9,19 +10,6 @@
 namespace collscope::analyzer {
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // Per-rank wait heat map: one row per rank, one column per step; darker = longer waiting.
 std::string wait_heat_map(const Analysis& a) {
@@ -107,23 +95,23 @@ body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}
 .f{border-left:4px solid #888;padding:.3em .8em;margin:.8em 0}.critical{border-color:#d62728}.warning{border-color:#ff7f0e}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}</style></head><body>)";
   out += fmt::format("<h1>collscope analysis</h1><p><code>{}</code></p><p>{} ranks, {} collectives, {} steps ({}), mean step {:.2f} ms, {:.2f} ms in collectives, {:.2f} ms waiting</p>",
-                     escape(a.run.dir), a.run.ranks.size(), a.run.collective_count(), a.steps.steps.size(), a.steps.source,
+                     xml_escape(a.run.dir), a.run.ranks.size(), a.run.collective_count(), a.steps.steps.size(), a.steps.source,
                      a.steps.mean_step_ns / 1e6, a.steps.mean_comm_ns / 1e6, a.steps.mean_wait_ns / 1e6);
-  for (const auto& p : a.run.problems) out += fmt::format("<p><b>problem:</b> {}</p>", escape(p));
+  for (const auto& p : a.run.problems) out += fmt::format("<p><b>problem:</b> {}</p>", xml_escape(p));
   out += fmt::format("<h2>Findings ({})</h2>", a.findings.size());
   if (a.findings.empty()) out += "<p>No findings.</p>";
   for (const auto& f : a.findings)
     out += fmt::format(R"(<div class="f {}"><b>[{}] {}</b>{}<br>{}<br><i>do:</i> {}</div>)", severity_name(f.severity),
-                       severity_name(f.severity), escape(f.title),
-                       f.cost_ns > 0 ? fmt::format(" — cost {:.2f} ms", f.cost_ns / 1e6) : "", escape(f.evidence_text),
-                       escape(f.suggestion));
+                       severity_name(f.severity), xml_escape(f.title),
+                       f.cost_ns > 0 ? fmt::format(" — cost {:.2f} ms", f.cost_ns / 1e6) : "", xml_escape(f.evidence_text),
+                       xml_escape(f.suggestion));
   out += "<h2>Waiting per rank and step</h2>" + wait_heat_map(a);
   out += "<h2>Bus bandwidth vs message size</h2>" + busbw_plot(a);
   out += "<h2>Step time</h2>" + step_time_plot(a);
   out += "<h2>Ranks</h2><table><tr><th>rank</th><th>host</th><th>collectives</th><th>wait ms</th><th>held others up ms</th><th>clock offset µs</th><th>residual µs</th></tr>";
   for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>",
-                       a.run.ranks[r].world_rank, escape(a.run.ranks[r].host), a.run.ranks[r].collectives.size(),
+                       a.run.ranks[r].world_rank, xml_escape(a.run.ranks[r].host), a.run.ranks[r].collectives.size(),
                        a.matched.wait_ns_by_rank[r] / 1e6, a.matched.blame_ns_by_rank[r] / 1e6,
                        double(a.clocks.offset_ns[r]) / 1e3, a.clocks.residual_ns[r] / 1e3);
   out += "</table></body></html>\n";

@@ -1,4 +1,5 @@
 // Study report: hand-written SVG (no plotting dependency) and one HTML page embedding it.
+#include <collscope/analyzer/markup.hpp>
 #include <collscope/autotuner/report.hpp>
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/autotuner/tuner.hpp>
@@ -14,22 +15,10 @@
 #include <random>
 
 namespace collscope::autotuner {
+using analyzer::xml_escape;
 namespace fs = std::filesystem;
 
 namespace {
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 struct Series {
   std::vector<std::pair<double, double>> points;
@@ -62,7 +51,7 @@ std::string svg_chart(const std::string& title, const std::string& x_label, cons
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" font-family=\"sans-serif\" "
       "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
-      W, H, W, H, L, escape(title));
+      W, H, W, H, L, xml_escape(title));
   svg += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", L, H - B, W - R, H - B);
   svg += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", L, T, L, H - B);
   for (int i = 0; i <= 4; ++i) {
@@ -71,9 +60,9 @@ std::string svg_chart(const std::string& title, const std::string& x_label, cons
     const double xv = log_x ? std::pow(10.0, x) : x;
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{:.4g}</text>\n", px(xv), H - B + 14, xv);
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (L + W - R) / 2, H - 8, escape(x_label));
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (L + W - R) / 2, H - 8, xml_escape(x_label));
   svg += fmt::format("<text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>\n",
-                     (T + H - B) / 2, (T + H - B) / 2, escape(y_label));
+                     (T + H - B) / 2, (T + H - B) / 2, xml_escape(y_label));
   for (const auto& s : series) {
     if (s.line && s.points.size() > 1) {
       std::string path;
@@ -169,19 +158,19 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& tria
   std::string rows;
   for (const auto& t : trials) {
     std::string cells;
-    for (const auto& v : t.values) cells += "<td>" + escape(v) + "</td>";
-    rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>\n", escape(t.status), t.id,
-                        escape(t.kind), escape(t.status), t.score ? fmt::format("{:.6g}", *t.score) : "-", cells, escape(t.reason));
+    for (const auto& v : t.values) cells += "<td>" + xml_escape(v) + "</td>";
+    rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>\n", xml_escape(t.status), t.id,
+                        xml_escape(t.kind), xml_escape(t.status), t.score ? fmt::format("{:.6g}", *t.score) : "-", cells, xml_escape(t.reason));
   }
   std::string knob_headers;
-  for (const auto& k : space.knobs()) knob_headers += "<th>" + escape(k.name) + "</th>";
+  for (const auto& k : space.knobs()) knob_headers += "<th>" + xml_escape(k.name) + "</th>";
   const auto best_settings_found = best_settings(space, trials);
   std::string best_text = "No trial succeeded.";
   if (best_settings_found) {
-    best_text = fmt::format("Best: mean {:.6g} {} over {} run(s):", best_settings_found->mean_score, escape(o.unit),
+    best_text = fmt::format("Best: mean {:.6g} {} over {} run(s):", best_settings_found->mean_score, xml_escape(o.unit),
                             best_settings_found->runs);
     for (std::size_t i = 0; i < space.knobs().size(); ++i)
-      best_text += fmt::format(" <code>{}={}</code>", escape(space.knobs()[i].name), escape(best_settings_found->values[i]));
+      best_text += fmt::format(" <code>{}={}</code>", xml_escape(space.knobs()[i].name), xml_escape(best_settings_found->values[i]));
   }
   const std::string html = fmt::format(
       "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>collscope tune: {0}</title>\n"
@@ -192,7 +181,7 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& tria
       "<h2>Per-knob effect</h2>\n<p>GP posterior mean along each knob, averaged over the other knobs.</p>\n{3}\n"
       "<h2>Trials</h2>\n<table><tr><th>id</th><th>kind</th><th>status</th><th>score</th>{4}<th>reason</th></tr>\n{5}</table>\n"
       "</body></html>\n",
-      escape(title), best_text, convergence, effects, knob_headers, rows);
+      xml_escape(title), best_text, convergence, effects, knob_headers, rows);
   write_text(fs::path(dir) / "index.html", html);
 }
 
