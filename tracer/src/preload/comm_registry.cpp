@@ -70,15 +70,7 @@ std::uint32_t comm_register(const void* handle, CommDescription d) {
     std::lock_guard lock(g_mutex);
     if (g_next_slot > kMaxCommunicators) return 0;
     index = g_next_slot++;
-    CommSlot& s = g_slots[index];
-    s.key = d.key;
-    s.backend = d.backend;
-    s.size = d.size;
-    s.rank = d.rank;
-    s.parent = d.parent;
-    s.color = d.color;
-    s.members = std::move(d.members);
-    s.name = std::move(d.name);
+    static_cast<CommDescription&>(g_slots[index]) = std::move(d);
     if (MapEntry* e = find_entry(handle)) {
       e->slot.store(index, std::memory_order_release);
     } else {

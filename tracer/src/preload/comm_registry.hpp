@@ -14,19 +14,6 @@ namespace collscope::tracer {
 
 inline constexpr std::uint32_t kMaxCommunicators = 4096;
 
-struct CommSlot {
-  std::atomic<std::int64_t> next_seq{0};     // per-communicator call index
-  std::atomic<std::uint32_t> children{0};    // communicators created from this one (part of the child's key)
-  std::uint64_t key = 0;
-  store::Backend backend = store::Backend::Mpi;
-  std::int32_t size = 0;
-  std::int32_t rank = 0;
-  std::optional<std::uint64_t> parent;
-  std::optional<std::int64_t> color;
-  std::vector<std::int32_t> members;  // world ranks
-  std::string name;
-};
-
 struct CommDescription {
   std::uint64_t key = 0;
   store::Backend backend = store::Backend::Mpi;
@@ -36,6 +23,12 @@ struct CommDescription {
   std::optional<std::int64_t> color;
   std::vector<std::int32_t> members;
   std::string name;
+};
+
+// What the writer reads of a slot is its description; the counters are the hot path's.
+struct CommSlot : CommDescription {
+  std::atomic<std::int64_t> next_seq{0};     // per-communicator call index
+  std::atomic<std::uint32_t> children{0};    // communicators created from this one (part of the child's key)
 };
 
 // Registers `handle` (replacing an older registration of the same handle) and records a CommCreated event.
