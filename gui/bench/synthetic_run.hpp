@@ -15,6 +15,7 @@ namespace collscope::gui::synthetic {
 struct Spec {
   int ranks = 3;
   int ranks_per_host = 2;          // hosts "node0", "node1", ...
+  bool hosts_round_robin = false;  // rank r on host r % hosts instead of r / ranks_per_host
   int steps = 10;
   int collectives_per_step = 4;
   int kernels_per_step = 4;        // GPU activities per rank per step
@@ -55,7 +56,8 @@ inline void write(const std::filesystem::path& dir, const Spec& s) {
     w.begin();
     w.set_meta(store::meta_key::kWorldRank, std::to_string(r));
     w.set_meta(store::meta_key::kWorldSize, std::to_string(s.ranks));
-    w.set_meta(store::meta_key::kHost, "node" + std::to_string(r / s.ranks_per_host));
+    const int hosts = (s.ranks + s.ranks_per_host - 1) / s.ranks_per_host;
+    w.set_meta(store::meta_key::kHost, "node" + std::to_string(s.hosts_round_robin ? r % hosts : r / s.ranks_per_host));
     w.set_meta(store::meta_key::kMonotonicStart, std::to_string(s.base_ns));
     w.set_meta(store::meta_key::kRealtimeStart, std::to_string(s.base_ns + 1'700'000'000'000'000'000LL));
     w.set_meta("env.HOROVOD_FUSION_THRESHOLD", std::to_string(s.fusion_buffer_bytes));

@@ -53,7 +53,7 @@ void shift_clocks(RunData& run, const std::vector<std::int64_t>& delta) {
     }
   // A constant shift per lane keeps every lane sorted; the prefix maxima and instance times move.
   for (const auto& lane : run.lanes) {
-    auto& ends = const_cast<std::vector<std::int64_t>&>(run.max_end(lane.kind));
+    auto& ends = const_cast<EventVector<std::int64_t>&>(run.max_end(lane.kind));
     for (std::uint32_t i = lane.begin; i < lane.end; ++i)
       ends[i] = i == lane.begin ? run.end_of(lane.kind, i) : std::max(ends[i - 1], run.end_of(lane.kind, i));
   }

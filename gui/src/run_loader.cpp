@@ -15,10 +15,12 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
 #include <regex>
+#include <thread>
 #include <unordered_map>
 
 namespace collscope::gui {
@@ -37,13 +39,14 @@ struct RankPart {
   RankInfo info;
   std::vector<std::string> strings;
   std::vector<LocalLane> lanes;
-  std::vector<CollectiveEvent> collectives;  // .lane = local lane
-  std::vector<std::uint64_t> comm_keys;      // per collective
-  std::vector<std::int64_t> seqs;            // per collective
-  std::vector<std::uint16_t> comm_sizes;     // per collective
-  std::vector<SpanEvent> nvtx;               // .lane local, .name local string id
-  std::vector<SpanEvent> gpu;
+  EventVector<CollectiveEvent> collectives;  // .lane = local lane
+  EventVector<std::uint64_t> comm_keys;      // per collective
+  EventVector<std::int64_t> seqs;            // per collective
+  EventVector<std::uint16_t> comm_sizes;     // per collective
+  EventVector<SpanEvent> nvtx;               // .lane local, .name local string id
+  EventVector<SpanEvent> gpu;
   std::int64_t anchor_offset_ns = 0;         // CLOCK_REALTIME - CLOCK_MONOTONIC at start; 0 when unknown
+  std::int64_t min_start_ns = std::numeric_limits<std::int64_t>::max();  // earliest event, rank's clock
   std::string error;
 };
 
@@ -161,6 +164,7 @@ void read_rank(const fs::path& file, int world_rank_from_name, RankPart& part) {
     part.comm_keys.push_back(comm_info.first);
     part.comm_sizes.push_back(comm_info.second);
     part.seqs.push_back(sqlite3_column_int64(q, 2));
+    part.min_start_ns = std::min(part.min_start_ns, e.start_ns);
     part.collectives.push_back(e);
   });
   part.nvtx.reserve(reader.row_count("nvtx_ranges"));
@@ -174,6 +178,7 @@ void read_rank(const fs::path& file, int world_rank_from_name, RankPart& part) {
     const int depth = static_cast<int>(std::clamp<std::int64_t>(sqlite3_column_int64(q, 5), 0, 63));
     s.lane = lanes.get(LaneKind::Nvtx, thread * 64 + depth,
                        [&] { return fmt::format("NVTX {} [{}]", thread_label(thread), depth); });
+    part.min_start_ns = std::min(part.min_start_ns, s.start_ns);
     part.nvtx.push_back(s);
   });
   part.gpu.reserve(reader.row_count("gpu_activities"));
@@ -187,26 +192,27 @@ void read_rank(const fs::path& file, int world_rank_from_name, RankPart& part) {
     s.end_ns = std::max<std::int64_t>(sqlite3_column_int64(q, 5), s.start_ns);
     const auto key = (device << 40) | static_cast<std::int64_t>(stream & 0xffffffffffULL);
     s.lane = lanes.get(LaneKind::GpuStream, key, [&] { return fmt::format("GPU {} stream {}", device, stream); });
+    part.min_start_ns = std::min(part.min_start_ns, s.start_ns);
     part.gpu.push_back(s);
   });
 }
 
 // Stable permutation ordering n items by bucket (0 .. buckets-1): a counting sort, O(n + buckets).
 template <typename BucketOf>
-std::vector<std::uint32_t> bucket_order(std::size_t n, std::size_t buckets, BucketOf&& bucket_of) {
+EventVector<std::uint32_t> bucket_order(std::size_t n, std::size_t buckets, BucketOf&& bucket_of) {
   std::vector<std::uint32_t> offset(buckets + 1, 0);
   for (std::size_t i = 0; i < n; ++i) ++offset[bucket_of(i) + 1];
   for (std::size_t b = 0; b < buckets; ++b) offset[b + 1] += offset[b];
-  std::vector<std::uint32_t> perm(n);
+  EventVector<std::uint32_t> perm(n);
   for (std::size_t i = 0; i < n; ++i) perm[offset[bucket_of(i)]++] = static_cast<std::uint32_t>(i);
   return perm;
 }
 
-// Permutation ordering events by (lane, start): bucket by lane, then sort only lanes that are not
-// already in start order (a rank's calls on one thread nearly always are).
-template <typename Events>
-std::vector<std::uint32_t> lane_start_order(const Events& events, std::size_t lanes) {
-  auto perm = bucket_order(events.size(), lanes, [&](std::size_t i) { return events[i].lane; });
+// Permutation ordering events by (lane, start): bucket by lane (lane_of(event) in 0 .. lanes-1), then sort
+// only lanes that are not already in start order (a rank's calls on one thread nearly always are).
+template <typename Events, typename LaneOf>
+EventVector<std::uint32_t> lane_start_order(const Events& events, std::size_t lanes, LaneOf&& lane_of) {
+  auto perm = bucket_order(events.size(), lanes, [&](std::size_t i) { return lane_of(events[i]); });
   for (std::size_t b = 0; b < perm.size();) {
     std::size_t e = b;
     while (e < perm.size() && events[perm[e]].lane == events[perm[b]].lane) ++e;
@@ -217,24 +223,32 @@ std::vector<std::uint32_t> lane_start_order(const Events& events, std::size_t la
   return perm;
 }
 
-// Sorts spans by (lane, start) and fills the per-lane ranges and prefix maxima of end.
-void finish_spans(std::vector<SpanEvent>& spans, std::vector<std::int64_t>& max_end, std::vector<Lane>& lanes,
-                  LaneKind kind) {
-  {
-    const auto perm = lane_start_order(spans, lanes.size());
-    std::vector<SpanEvent> sorted(spans.size());
-    for (std::size_t i = 0; i < perm.size(); ++i) sorted[i] = spans[perm[i]];
-    spans.swap(sorted);
-  }
-  max_end.resize(spans.size());
-  for (std::size_t i = 0; i < spans.size(); ++i) {
-    const bool first = i == 0 || spans[i - 1].lane != spans[i].lane;
-    max_end[i] = first ? spans[i].end_ns : std::max(max_end[i - 1], spans[i].end_ns);
-    auto& lane = lanes[spans[i].lane];
+// For events [begin, end) of one rank, sorted by (lane, start): the prefix maxima of end per lane (for the
+// visible-range search) and each lane's [begin, end) range. Touches only that rank's lanes.
+template <typename Event>
+void fill_lane_ranges(const EventVector<Event>& events, EventVector<std::int64_t>& max_end, std::vector<Lane>& lanes,
+                      std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i) {
+    const bool first = i == begin || events[i - 1].lane != events[i].lane;
+    max_end[i] = first ? events[i].end_ns : std::max(max_end[i - 1], events[i].end_ns);
+    auto& lane = lanes[events[i].lane];
     if (first) lane.begin = static_cast<std::uint32_t>(i);
     lane.end = static_cast<std::uint32_t>(i + 1);
   }
-  (void)kind;
+}
+
+// Runs fn(0 .. n-1) on up to one thread per core (this thread included).
+template <typename Fn>
+void parallel_for(std::size_t n, Fn&& fn) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < n;) fn(i);
+  };
+  const auto threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, std::max<std::size_t>(n, 1));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
 }
 
 bool is_step_name(const std::string& name) {
@@ -268,29 +282,19 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
 
   // Read the files in parallel; a broken file becomes a warning unless no file is readable.
   std::vector<RankPart> parts(files.size());
-  std::atomic<std::size_t> next{0};
   std::atomic<int> done{0};
   std::mutex progress_mutex;
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < files.size();) {
-      try {
-        read_rank(files[i].first, files[i].second, parts[i]);
-      } catch (const std::exception& e) {
-        parts[i].error = e.what();
-      }
-      std::lock_guard lock(progress_mutex);
-      const int n = ++done;
-      report(static_cast<int>(80.0 * n / files.size()), fmt::format("read {}", files[i].first.filename().string()));
-    }
-  };
-  const unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, static_cast<unsigned>(files.size()));
   report(0, "reading rank files");
-  {
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-  }
+  parallel_for(files.size(), [&](std::size_t i) {
+    try {
+      read_rank(files[i].first, files[i].second, parts[i]);
+    } catch (const std::exception& e) {
+      parts[i].error = e.what();
+    }
+    std::lock_guard lock(progress_mutex);
+    const int n = ++done;
+    report(static_cast<int>(80.0 * n / files.size()), fmt::format("read {}", files[i].first.filename().string()));
+  });
 
   auto run = std::make_shared<RunData>();
   run->dir = dir;
@@ -358,116 +362,107 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
     }
   }
 
-  // Names shared across ranks.
+  // Names shared across ranks: each rank's string table is mapped to global ids once (a string hash per
+  // string, not per event: at 1 M+ spans the per-event hash was a tenth of the load).
   run->names.push_back("");
   std::unordered_map<std::string, std::uint32_t> name_ids{{"", 0}};
-  auto global_name = [&](const RankPart& p, std::uint32_t local) -> std::uint32_t {
-    if (local >= p.strings.size()) return 0;
-    auto [it, inserted] = name_ids.try_emplace(p.strings[local], static_cast<std::uint32_t>(run->names.size()));
-    if (inserted) run->names.push_back(p.strings[local]);
-    return it->second;
+  auto global_names = [&](const RankPart& p) {
+    std::vector<std::uint32_t> ids(p.strings.size());
+    for (std::size_t local = 0; local < p.strings.size(); ++local) {
+      auto [it, inserted] = name_ids.try_emplace(p.strings[local], static_cast<std::uint32_t>(run->names.size()));
+      if (inserted) run->names.push_back(p.strings[local]);
+      ids[local] = it->second;
+    }
+    return ids;
   };
 
-  // Concatenate in global ids and times; collectives keep their matching keys in parallel arrays.
+  std::vector<std::vector<std::uint32_t>> name_maps;
+  for (auto* p : good) name_maps.push_back(global_names(*p));
+
+  // Each rank's lanes are contiguous in display order, so for each kind a rank's events are one block of
+  // the run's array: one task per rank sorts its events by (lane, start) straight into its block, moving
+  // them to global lanes, names and run time on the way (one copy, ranks in parallel).
+  struct Block {
+    std::size_t collectives = 0, nvtx = 0, gpu = 0;  // first index of the rank's events in each array
+    std::uint16_t first_lane = 0;
+  };
+  std::vector<Block> blocks(good.size());
   std::size_t n_coll = 0, n_nvtx = 0, n_gpu = 0;
-  for (auto* p : good) n_coll += p->collectives.size(), n_nvtx += p->nvtx.size(), n_gpu += p->gpu.size();
+  for (std::size_t r : rank_order) {
+    blocks[r] = {n_coll, n_nvtx, n_gpu, *std::min_element(lane_map[r].begin(), lane_map[r].end())};
+    n_coll += good[r]->collectives.size(), n_nvtx += good[r]->nvtx.size(), n_gpu += good[r]->gpu.size();
+  }
   if (n_coll >= kNoInstance) throw InputError(fmt::format("{}: too many collectives for the viewer", dir));
-  std::vector<CollectiveEvent> colls;
-  std::vector<std::uint64_t> keys;
-  std::vector<std::int64_t> seqs;
-  std::vector<std::uint16_t> sizes;
-  colls.reserve(n_coll);
-  keys.reserve(n_coll);
-  seqs.reserve(n_coll);
-  sizes.reserve(n_coll);
-  run->nvtx.reserve(n_nvtx);
-  run->gpu.reserve(n_gpu);
-  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
-  for (std::size_t r = 0; r < good.size(); ++r) {
+  std::int64_t origin = std::numeric_limits<std::int64_t>::max();  // run time 0: first event, aligned clock
+  for (auto* p : good)
+    if (p->min_start_ns != std::numeric_limits<std::int64_t>::max())
+      origin = std::min(origin, p->min_start_ns + p->info.clock_offset_ns);
+  if (origin == std::numeric_limits<std::int64_t>::max()) origin = 0;
+  run->origin_ns = origin;
+
+  report(86, "sorting events");
+  auto& cs = run->collectives;
+  cs.resize(n_coll);
+  run->collectives_max_end.resize(n_coll);
+  run->nvtx.resize(n_nvtx);
+  run->nvtx_max_end.resize(n_nvtx);
+  run->gpu.resize(n_gpu);
+  run->gpu_max_end.resize(n_gpu);
+  EventVector<std::uint64_t> keys(n_coll);  // matching keys, parallel to the collectives
+  EventVector<std::int64_t> seqs(n_coll);
+  EventVector<std::uint16_t> sizes(n_coll);
+  std::vector<std::int64_t> rank_duration(good.size(), 0);
+  parallel_for(good.size(), [&](std::size_t r) {
     auto& p = *good[r];
-    const auto off = p.info.clock_offset_ns;
-    for (auto e : p.collectives) {
-      e.lane = lane_map[r][e.lane];
+    const auto shift = p.info.clock_offset_ns - origin;
+    const auto& to_global = lane_map[r];
+    const auto& name_of = name_maps[r];
+    const auto first_lane = blocks[r].first_lane;
+    auto local_lane = [&](const auto& e) { return static_cast<std::size_t>(to_global[e.lane] - first_lane); };
+    std::int64_t& duration = rank_duration[r];
+
+    const auto coll_perm = lane_start_order(p.collectives, p.lanes.size(), local_lane);
+    const std::size_t cb = blocks[r].collectives;
+    for (std::size_t k = 0; k < coll_perm.size(); ++k) {
+      const std::uint32_t from = coll_perm[k];
+      CollectiveEvent e = p.collectives[from];
+      e.lane = to_global[e.lane];
       e.rank_index = static_cast<std::uint16_t>(r);
-      e.start_ns += off;
-      e.end_ns += off;
-      origin = std::min(origin, e.start_ns);
-      colls.push_back(e);
+      e.start_ns += shift;
+      e.end_ns += shift;
+      duration = std::max(duration, e.end_ns);
+      cs[cb + k] = e;
+      keys[cb + k] = p.comm_keys[from];
+      seqs[cb + k] = p.seqs[from];
+      sizes[cb + k] = p.comm_sizes[from];
     }
-    keys.insert(keys.end(), p.comm_keys.begin(), p.comm_keys.end());
-    seqs.insert(seqs.end(), p.seqs.begin(), p.seqs.end());
-    sizes.insert(sizes.end(), p.comm_sizes.begin(), p.comm_sizes.end());
-    for (auto s : p.nvtx) {
-      s.lane = lane_map[r][s.lane];
-      s.name = global_name(p, s.name);
-      s.start_ns += off;
-      s.end_ns += off;
-      origin = std::min(origin, s.start_ns);
-      run->nvtx.push_back(s);
-    }
-    for (auto s : p.gpu) {
-      s.lane = lane_map[r][s.lane];
-      s.name = global_name(p, s.name);
-      s.start_ns += off;
-      s.end_ns += off;
-      origin = std::min(origin, s.start_ns);
-      run->gpu.push_back(s);
-    }
+    fill_lane_ranges(cs, run->collectives_max_end, run->lanes, cb, cb + coll_perm.size());
+
+    auto place_spans = [&](const EventVector<SpanEvent>& from, EventVector<SpanEvent>& to, EventVector<std::int64_t>& max_end,
+                           std::size_t base) {
+      const auto perm = lane_start_order(from, p.lanes.size(), local_lane);
+      for (std::size_t k = 0; k < perm.size(); ++k) {
+        SpanEvent s = from[perm[k]];
+        s.lane = to_global[s.lane];
+        s.name = s.name < name_of.size() ? name_of[s.name] : 0u;
+        s.start_ns += shift;
+        s.end_ns += shift;
+        duration = std::max(duration, s.end_ns);
+        to[base + k] = s;
+      }
+      fill_lane_ranges(to, max_end, run->lanes, base, base + perm.size());
+    };
+    place_spans(p.nvtx, run->nvtx, run->nvtx_max_end, blocks[r].nvtx);
+    place_spans(p.gpu, run->gpu, run->gpu_max_end, blocks[r].gpu);
     p.collectives = {};
     p.comm_keys = {};
     p.seqs = {};
     p.comm_sizes = {};
     p.nvtx = {};
     p.gpu = {};
-  }
-  if (origin == std::numeric_limits<std::int64_t>::max()) origin = 0;
-  run->origin_ns = origin;
+  });
+  run->duration_ns = *std::max_element(rank_duration.begin(), rank_duration.end());
   for (auto* p : good) run->ranks.push_back(std::move(p->info));
-
-  report(86, "sorting events");
-  // NVTX and GPU lanes are finished on two helper threads while this one sorts and matches the
-  // collectives (each touches only its own arrays and its own lanes' ranges).
-  std::int64_t span_duration[2] = {0, 0};
-  auto finish = [&](std::vector<SpanEvent>& spans, std::vector<std::int64_t>& max_end, LaneKind kind, std::int64_t& duration) {
-    for (auto& s : spans) {
-      s.start_ns -= origin;
-      s.end_ns -= origin;
-      duration = std::max(duration, s.end_ns);
-    }
-    finish_spans(spans, max_end, run->lanes, kind);
-  };
-  std::thread nvtx_thread(finish, std::ref(run->nvtx), std::ref(run->nvtx_max_end), LaneKind::Nvtx, std::ref(span_duration[0]));
-  std::thread gpu_thread(finish, std::ref(run->gpu), std::ref(run->gpu_max_end), LaneKind::GpuStream, std::ref(span_duration[1]));
-  // Collectives: sort through a permutation so the matching keys follow.
-  {
-    const auto perm = lane_start_order(colls, run->lanes.size());
-    run->collectives.resize(colls.size());
-    std::vector<std::uint64_t> sorted_keys(colls.size());
-    std::vector<std::int64_t> sorted_seqs(colls.size());
-    std::vector<std::uint16_t> sorted_sizes(colls.size());
-    for (std::size_t i = 0; i < perm.size(); ++i) {
-      run->collectives[i] = colls[perm[i]];
-      run->collectives[i].start_ns -= origin;
-      run->collectives[i].end_ns -= origin;
-      sorted_keys[i] = keys[perm[i]];
-      sorted_seqs[i] = seqs[perm[i]];
-      sorted_sizes[i] = sizes[perm[i]];
-    }
-    colls = {};
-    keys.swap(sorted_keys);
-    seqs.swap(sorted_seqs);
-    sizes.swap(sorted_sizes);
-  }
-  auto& cs = run->collectives;
-  run->collectives_max_end.resize(cs.size());
-  for (std::size_t i = 0; i < cs.size(); ++i) {
-    const bool first = i == 0 || cs[i - 1].lane != cs[i].lane;
-    run->collectives_max_end[i] = first ? cs[i].end_ns : std::max(run->collectives_max_end[i - 1], cs[i].end_ns);
-    auto& lane = run->lanes[cs[i].lane];
-    if (first) lane.begin = static_cast<std::uint32_t>(i);
-    lane.end = static_cast<std::uint32_t>(i + 1);
-    run->duration_ns = std::max(run->duration_ns, cs[i].end_ns);
-  }
 
   report(92, "matching collectives");
   // Instances: the seq-th call on a communicator (same key on every member) is one collective.
@@ -476,11 +471,17 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
     // by seq (dense per communicator), then the few members of one seq by rank.
     std::vector<std::uint64_t> comm_keys;
     std::unordered_map<std::uint64_t, std::uint32_t> comm_index;
-    std::vector<std::uint32_t> comm_of(cs.size());
+    EventVector<std::uint32_t> comm_of(cs.size());
+    std::uint64_t last_key = 0;
+    std::uint32_t last_index = kNoInstance;
     for (std::size_t i = 0; i < cs.size(); ++i) {
-      auto [it, inserted] = comm_index.try_emplace(keys[i], static_cast<std::uint32_t>(comm_keys.size()));
-      if (inserted) comm_keys.push_back(keys[i]);
-      comm_of[i] = it->second;
+      if (last_index == kNoInstance || keys[i] != last_key) {  // a lane's calls mostly share a communicator
+        auto [it, inserted] = comm_index.try_emplace(keys[i], static_cast<std::uint32_t>(comm_keys.size()));
+        if (inserted) comm_keys.push_back(keys[i]);
+        last_key = keys[i];
+        last_index = it->second;
+      }
+      comm_of[i] = last_index;
     }
     std::vector<std::uint32_t> comm_rank(comm_keys.size());  // position of each comm in key order
     {
@@ -544,9 +545,6 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
     }
   }
 
-  nvtx_thread.join();
-  gpu_thread.join();
-  run->duration_ns = std::max({run->duration_ns, span_duration[0], span_duration[1]});
 
   // Steps band: NVTX ranges named "step…" of the lowest rank that has them (the analyzer replaces these
   // with its own, which also infers steps from the pattern of collectives).

@@ -74,6 +74,69 @@ class ViewerTest : public QObject {
     QVERIFY(run->memory_bytes() / run->event_count() < 200);
   }
 
+  void lanesHoldTheirOwnRankEventsSortedWhenHostsInterleave() {
+    // Ranks 0 and 2 on node0, 1 and 3 on node1: display order (by host) differs from world-rank order, so
+    // each rank's block of every event array sits elsewhere than its rank number suggests.
+    synthetic::Spec spec;
+    spec.ranks = 4;
+    spec.hosts_round_robin = true;
+    spec.late_rank = 3;
+    spec.steps = 50;
+    const auto dir = scratch("interleaved");
+    synthetic::write(dir, spec);
+    auto run = load_run(dir.string());
+    QCOMPARE(run->lanes.size(), std::size_t(12));
+    std::vector<int> lane_world;
+    for (const auto& lane : run->lanes) lane_world.push_back(run->ranks[lane.rank_index].world_rank);
+    QCOMPARE(lane_world, (std::vector<int>{0, 0, 0, 2, 2, 2, 1, 1, 1, 3, 3, 3}));
+    // Lane ranges partition each array; events carry their lane and rank, sorted by start, with the prefix
+    // maxima of end the visible-range search relies on.
+    std::size_t covered[3] = {0, 0, 0};
+    for (std::uint16_t l = 0; l < run->lanes.size(); ++l) {
+      const auto& lane = run->lanes[l];
+      const auto kind = lane.kind;
+      covered[static_cast<int>(kind)] += lane.end - lane.begin;
+      const std::size_t expected = kind == LaneKind::Collectives ? spec.steps * spec.collectives_per_step
+                                   : kind == LaneKind::GpuStream ? spec.steps * spec.kernels_per_step
+                                                                 : spec.steps;
+      QCOMPARE(std::size_t(lane.end - lane.begin), expected);
+      std::int64_t max_end = std::numeric_limits<std::int64_t>::min();
+      for (std::uint32_t i = lane.begin; i < lane.end; ++i) {
+        const auto start = run->start_of(kind, i), end = run->end_of(kind, i);
+        if (i > lane.begin) QVERIFY(run->start_of(kind, i - 1) <= start);
+        max_end = std::max(max_end, end);
+        QCOMPARE(run->max_end(kind)[i], max_end);
+        if (kind == LaneKind::Collectives) {
+          QCOMPARE(int(run->collectives[i].lane), int(l));
+          QCOMPARE(int(run->collectives[i].rank_index), lane.rank_index);
+        } else {
+          QCOMPARE(int(run->spans(kind)[i].lane), int(l));
+          QCOMPARE(run->names[run->spans(kind)[i].name].empty(), false);
+        }
+      }
+    }
+    QCOMPARE(covered[0], run->collectives.size());
+    QCOMPARE(covered[1], run->nvtx.size());
+    QCOMPARE(covered[2], run->gpu.size());
+    // Matching across the interleaved blocks: every instance has all 4 ranks, the late one named.
+    QCOMPARE(run->instances.size(), std::size_t(spec.steps * spec.collectives_per_step));
+    for (std::uint32_t id = 0; id < run->instances.size(); ++id) {
+      const auto& inst = run->instances[id];
+      QCOMPARE(int(inst.member_count), 4);
+      std::set<int> members;
+      for (std::uint32_t m = 0; m < inst.member_count; ++m) {
+        const auto& e = run->collectives[run->instance_members[inst.members_begin + m]];
+        QCOMPARE(e.instance, id);
+        members.insert(run->ranks[e.rank_index].world_rank);
+      }
+      QCOMPARE(members, (std::set<int>{0, 1, 2, 3}));
+      if (inst.seq % spec.late_every == 0) QCOMPARE(run->ranks[inst.last_rank_index].world_rank, 3);
+    }
+    // Run time 0 is the first event; the run ends with the last one (the last step's NVTX range).
+    QCOMPARE(run->origin_ns, spec.base_ns);
+    QCOMPARE(run->duration_ns, spec.steps * synthetic::step_ns(spec));
+  }
+
   void opensRunAndShowsOneLaneGroupPerRank() {
     MainWindow window;
     window.resize(1400, 800);

@@ -4,6 +4,7 @@
 // an NVTX range or GPU activity 24 B plus 8 B of index (see RunData::memory_bytes()).
 // Times are ns since RunData::origin_ns on the run's aligned clock (every rank's CLOCK_MONOTONIC
 // shifted by its RankInfo::clock_offset_ns).
+#include <collscope/gui/huge_page_allocator.hpp>
 #include <collscope/tracer/schema.hpp>
 
 #include <cstdint>
@@ -107,14 +108,14 @@ struct RunData {
   std::int64_t duration_ns = 0;  // last event end, run time
   std::vector<RankInfo> ranks;   // by world rank
   std::vector<Lane> lanes;       // display order: by host, rank, then collectives, NVTX, GPU streams
-  std::vector<CollectiveEvent> collectives;
-  std::vector<std::int64_t> collectives_max_end;  // per lane prefix maximum of end_ns (visible-range search)
-  std::vector<SpanEvent> nvtx;
-  std::vector<std::int64_t> nvtx_max_end;
-  std::vector<SpanEvent> gpu;
-  std::vector<std::int64_t> gpu_max_end;
-  std::vector<CollectiveInstance> instances;
-  std::vector<std::uint32_t> instance_members;
+  EventVector<CollectiveEvent> collectives;
+  EventVector<std::int64_t> collectives_max_end;  // per lane prefix maximum of end_ns (visible-range search)
+  EventVector<SpanEvent> nvtx;
+  EventVector<std::int64_t> nvtx_max_end;
+  EventVector<SpanEvent> gpu;
+  EventVector<std::int64_t> gpu_max_end;
+  EventVector<CollectiveInstance> instances;
+  EventVector<std::uint32_t> instance_members;
   std::vector<std::string> names;  // NVTX and kernel names; names[0] == ""
   std::vector<Step> steps;
   std::vector<Finding> findings;
@@ -125,8 +126,8 @@ struct RunData {
   std::size_t event_count() const { return collectives.size() + nvtx.size() + gpu.size(); }
   std::size_t memory_bytes() const;
 
-  const std::vector<SpanEvent>& spans(LaneKind kind) const { return kind == LaneKind::Nvtx ? nvtx : gpu; }
-  const std::vector<std::int64_t>& max_end(LaneKind kind) const {
+  const EventVector<SpanEvent>& spans(LaneKind kind) const { return kind == LaneKind::Nvtx ? nvtx : gpu; }
+  const EventVector<std::int64_t>& max_end(LaneKind kind) const {
     return kind == LaneKind::Collectives ? collectives_max_end : kind == LaneKind::Nvtx ? nvtx_max_end : gpu_max_end;
   }
   std::int64_t start_of(LaneKind kind, std::uint32_t i) const {
