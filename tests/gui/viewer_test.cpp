@@ -137,6 +137,18 @@ class ViewerTest : public QObject {
     QCOMPARE(run->duration_ns, spec.steps * synthetic::step_ns(spec));
   }
 
+  void hugePageArraysAreAlignedAndKeepTheirContents() {
+    // Grows from the ordinary allocator (< 2 MiB) into 2 MiB-aligned mappings and back down by copy.
+    EventVector<std::int64_t> v;
+    for (std::int64_t i = 0; i < 1'000'000; ++i) v.push_back(i * 3);
+    QCOMPARE(reinterpret_cast<std::uintptr_t>(v.data()) % (std::uintptr_t{2} << 20), std::uintptr_t(0));
+    for (std::int64_t i = 0; i < 1'000'000; i += 9973) QCOMPARE(v[i], i * 3);
+    EventVector<std::int64_t> small(v.begin(), v.begin() + 1000);
+    QCOMPARE(small.back(), std::int64_t(999 * 3));
+    v = {};
+    QVERIFY(v.empty());
+  }
+
   void opensRunAndShowsOneLaneGroupPerRank() {
     MainWindow window;
     window.resize(1400, 800);
