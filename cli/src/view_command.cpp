@@ -12,11 +12,13 @@ namespace collscope::cli {
 
 void add_view_command(CLI::App& app, std::function<int()>& action) {
   auto* cmd = app.add_subcommand("view", "Open a run (or a tuning study) in the timeline viewer");
+  // Every argument goes to collscope-view as typed, in order (`RUN_DIR --screenshot FILE` or the reverse):
+  // the viewer parses its own command line.
+  cmd->prefix_command();
+  cmd->footer("Arguments: [RUN_DIR | STUDY.sqlite] [--screenshot FILE.png] (see collscope-view --help)");
   auto args = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("path", *args, "Run directory or study file");
-  cmd->allow_extras();
   cmd->callback([&action, args, cmd] {
-    for (const auto& extra : cmd->remaining()) args->push_back(extra);
+    *args = cmd->remaining();
     action = [args] {
       const auto viewer = std::filesystem::path(self_dir()) / "collscope-view";
       if (!std::filesystem::exists(viewer))

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 using collscope::gui::kNoInstance;
 using collscope::gui::MainWindow;
@@ -35,9 +36,32 @@ void frame_interesting_part(MainWindow& window) {
   if (best != kNoInstance) timeline->selectCollective(best);
 }
 
+// Without a display Qt's default platform aborts the process. A screenshot needs no screen, so it gets
+// the offscreen platform; an interactive start says what is missing in one line instead of aborting.
+bool choose_platform(int argc, char** argv) {
+  if (!qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") || !qEnvironmentVariableIsEmpty("DISPLAY") ||
+      !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
+    return true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--screenshot" || a.rfind("--screenshot=", 0) == 0) {
+      qputenv("QT_QPA_PLATFORM", "offscreen");
+      return true;
+    }
+    if (a == "-h" || a == "--help" || a == "--help-all" || a == "-v" || a == "--version") {
+      qputenv("QT_QPA_PLATFORM", "offscreen");  // help text needs no screen either
+      return true;
+    }
+  }
+  std::fprintf(stderr, "collscope-view: no display: DISPLAY and WAYLAND_DISPLAY are not set (run it in a desktop "
+                       "session, under xvfb-run, or with --screenshot FILE.png)\n");
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!choose_platform(argc, argv)) return 2;
   QApplication app(argc, argv);
   QApplication::setApplicationName("collscope-view");
   QApplication::setOrganizationName("collscope");
@@ -53,16 +77,20 @@ int main(int argc, char** argv) {
   window.show();
   const auto args = parser.positionalArguments();
   const QString shot = parser.value(screenshot);
+  // A run that cannot be opened is shown in the window and also said on stderr, one line naming the file.
   bool failed = false;
+  QObject::connect(&window, &MainWindow::loadFailed, [&failed](const QString& message) {
+    failed = true;
+    std::fprintf(stderr, "collscope-view: %s\n", qPrintable(message));
+  });
   if (!shot.isEmpty()) {
-    QObject::connect(&window, &MainWindow::loadFailed, [&failed] { failed = true; });
     QObject::connect(&window, &MainWindow::loadFinished, [&] {
       frame_interesting_part(window);
       // Let the layout settle and paint before grabbing.
       QTimer::singleShot(300, [&] {
         const bool saved = window.grab().save(shot, "PNG");
         if (!saved) std::fprintf(stderr, "collscope-view: %s: cannot write the screenshot\n", qPrintable(shot));
-        QApplication::exit(saved && !failed ? 0 : 1);
+        QApplication::exit(saved && !failed ? 0 : 2);  // 2: an input or output error, as everywhere
       });
     });
   }

@@ -155,6 +155,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       statusBar()->showMessage(QString::fromStdString(fmt::format(
           "{}: {} ranks, {} collectives, {} GPU activities, {} NVTX ranges{}", run_->dir, run_->ranks.size(),
           run_->collectives.size(), run_->gpu.size(), run_->nvtx.size(), run_->analyzed ? ", analyzed" : "")));
+    else
+      statusBar()->clearMessage();  // not "Loading …" under the error banner
     emit loadFinished();
   });
 
