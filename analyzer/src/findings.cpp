@@ -280,6 +280,7 @@ std::vector<Finding> detect_low_bandwidth(const Run& run, const MatchedRun& m, c
   std::vector<Finding> out;
   struct Bucket {
     std::vector<double> busbw;
+    std::vector<double> durations;  // ns, per instance (parallel to busbw)
     double duration = 0;
     std::int64_t bytes = 0;
   };
@@ -291,6 +292,7 @@ std::vector<Finding> detect_low_bandwidth(const Run& run, const MatchedRun& m, c
     if (i.bytes < kSmallMessageBytes) continue;
     auto& b = buckets[{i.comm, static_cast<int>(i.op), static_cast<int>(std::log2(double(i.bytes)))}];
     b.busbw.push_back(i.busbw_gbps());
+    b.durations.push_back(double(i.duration_ns));
     b.duration += double(i.duration_ns);
     b.bytes = std::max(b.bytes, i.bytes);
   }
@@ -307,9 +309,11 @@ std::vector<Finding> detect_low_bandwidth(const Run& run, const MatchedRun& m, c
     const bool below_best = median < 0.5 * best;
     if (!below_link && !below_best) continue;
     const double target = below_link ? link : best;
+    // Time above what the target bandwidth would have taken, instance by instance: a slow instance is also a
+    // long one, so weighting by the bucket's mean duration would undercount it.
     double cost = 0;
-    for (double bw : b.busbw) cost += bw < target ? 1.0 - bw / target : 0.0;
-    cost *= b.duration / double(b.busbw.size());
+    for (std::size_t k = 0; k < b.busbw.size(); ++k)
+      if (b.busbw[k] < target) cost += (1.0 - b.busbw[k] / target) * b.durations[k];
     if (cost < 0.05 * total_ns || cost < 1e6) continue;
     Finding f;
     f.kind = FindingKind::LowBandwidth;

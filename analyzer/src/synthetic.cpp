@@ -80,9 +80,12 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   std::vector<std::int64_t> ready(n, kMonotonicBase + 1'000'000);  // ns, true (shared) time
   std::vector<std::int64_t> world_seq(n, 0), set_seq(n, 0);
   std::uint64_t call_counter = 0;
-  auto transfer_ns = [&](std::int64_t bytes, int ranks) {
+  double link_gbps = spec.link_gbps;  // of the current step (degraded_from_step lowers it)
+  double set_factor[2] = {1, 1};      // transfer time multiplier per process-set parity
+  if (spec.slow_set_parity == 0 || spec.slow_set_parity == 1) set_factor[spec.slow_set_parity] = spec.slow_set_factor;
+  auto transfer_ns = [&](std::int64_t bytes, int ranks, double gbps) {
     const double factor = 2.0 * (ranks - 1) / ranks;  // ring allreduce moves 2(n-1)/n of the data per rank
-    return static_cast<std::int64_t>(spec.latency_us * 1e3 + double(bytes) * factor / spec.link_gbps);
+    return static_cast<std::int64_t>(spec.latency_us * 1e3 + double(bytes) * factor / gbps);
   };
   auto write_call = [&](int r, std::int64_t comm, std::int64_t seq, std::int64_t bytes, std::int64_t start,
                         std::int64_t end, int status) {
@@ -103,7 +106,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   };
   // One allreduce among `members`: everyone leaves together once the last one arrived and the data moved.
   auto allreduce = [&](const std::vector<int>& members, std::int64_t comm, std::vector<std::int64_t>& seqs,
-                       std::int64_t bytes) {
+                       std::int64_t bytes, double gbps) {
     std::int64_t last = 0;
     std::vector<std::int64_t> arrival(members.size());
     for (std::size_t k = 0; k < members.size(); ++k) {
@@ -111,7 +114,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
       arrival[k] = ready[r] + static_cast<std::int64_t>(spec.jitter_us * 1e3 * noise(spec.seed, r, call_counter));
       last = std::max(last, arrival[k]);
     }
-    const std::int64_t end = last + transfer_ns(bytes, static_cast<int>(members.size()));
+    const std::int64_t end = last + transfer_ns(bytes, static_cast<int>(members.size()), gbps);
     for (std::size_t k = 0; k < members.size(); ++k) {
       const int r = members[k];
       // Exit within ~1 us of each other (what the clock refinement relies on).
@@ -134,7 +137,11 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
       if (r == spec.slow_rank) compute += spec.slow_ms * 1e6;
       ready[r] += static_cast<std::int64_t>(compute);
     }
-    for (int k = 0; k < spec.allreduces_per_step; ++k) allreduce(everyone, 1, world_seq, spec.allreduce_bytes);
+    if (step == spec.degraded_from_step && spec.degraded_link_gbps > 0) link_gbps = spec.degraded_link_gbps;
+    for (int k = 0; k < spec.allreduces_per_step; ++k) {
+      for (int r = 0; r < n; ++r) ready[r] += static_cast<std::int64_t>(spec.idle_before_allreduce_ms * 1e6);
+      allreduce(everyone, 1, world_seq, spec.allreduce_bytes, link_gbps);
+    }
     if (spec.process_sets) {
       for (int parity = 0; parity < 2; ++parity) {
         std::vector<int> members;
@@ -142,7 +149,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
         if (members.size() < 2) continue;
         const bool skipping = step == spec.skip_step && spec.skip_rank >= 0 && spec.skip_rank % 2 == parity;
         if (!skipping) {
-          allreduce(members, 2, set_seq, spec.allreduce_bytes / 4);
+          allreduce(members, 2, set_seq, spec.allreduce_bytes / 4, spec.link_gbps / set_factor[parity]);
           continue;
         }
         // The skipping rank never calls; the others block until the job's timeout aborts the call with an error.

@@ -126,6 +126,129 @@ TEST(Analyzer, LatencyBoundWithTinyFusionThreshold) {
   EXPECT_EQ(find(analyze_run(fused.string()), FindingKind::LatencyBound), nullptr);
 }
 
+// busbw of a 4 MiB allreduce on `ranks` ranks with the synthetic transfer model (latency + bytes×2(n-1)/n / link).
+double synthetic_busbw(int ranks, double link_gbps, double bytes = 4 << 20, double latency_us = 20) {
+  const double factor = 2.0 * (ranks - 1) / ranks;
+  return bytes / (latency_us * 1e3 + bytes * factor / link_gbps) * factor;
+}
+
+TEST(Analyzer, LowBandwidthWhenTheLinkDegradesMidRun) {
+  // 4 ranks, 4 MiB allreduces at 10 GB/s; from step 10 of 40 the link falls to 2 GB/s.
+  SyntheticRunSpec spec;
+  spec.steps = 40;
+  spec.degraded_from_step = 10;
+  spec.degraded_link_gbps = 2;
+  auto dir = temp_dir("low-bandwidth");
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  const Finding* f = find(a, FindingKind::LowBandwidth);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->comm_name, "MPI_COMM_WORLD");
+  EXPECT_EQ(f->evidence.at("instances"), 160);
+  EXPECT_NEAR(f->evidence.at("median_busbw_gbps"), synthetic_busbw(4, 2), 0.05);  // 1.98
+  EXPECT_NEAR(f->evidence.at("best_busbw_gbps"), synthetic_busbw(4, 10), 0.2);    // 9.69
+  EXPECT_NE(f->title.find("best seen"), std::string::npos);
+  // The cost: the 120 degraded allreduces' time above the best bandwidth, about (1 - 2/9.7) of 3.17 ms each.
+  const double slow_ns = 4e3 * 1e3 / 2 * 1.5 * (1 << 20) / 1e6 + 20e3;
+  EXPECT_NEAR(f->cost_ns, 120 * slow_ns * (1 - synthetic_busbw(4, 2) / synthetic_busbw(4, 10)), 0.1 * f->cost_ns);
+
+  // The same run at full speed has nothing to report about bandwidth.
+  spec.degraded_from_step = -1;
+  auto healthy = temp_dir("full-bandwidth");
+  write_synthetic_run(healthy.string(), spec);
+  EXPECT_EQ(find(analyze_run(healthy.string()), FindingKind::LowBandwidth), nullptr);
+}
+
+TEST(Analyzer, LowBandwidthAgainstTheLinkTheUserNames) {
+  // Every allreduce runs at 4 GB/s: no spread to compare, but the user says the link does 10.
+  SyntheticRunSpec spec;
+  spec.steps = 20;
+  spec.link_gbps = 4;
+  auto dir = temp_dir("below-link");
+  write_synthetic_run(dir.string(), spec);
+  EXPECT_EQ(find(analyze_run(dir.string()), FindingKind::LowBandwidth), nullptr);
+  AnalysisOptions options;
+  options.link_gbps = 10;
+  const Analysis a = analyze_run(dir.string(), options);
+  const Finding* f = find(a, FindingKind::LowBandwidth);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("link"), std::string::npos);
+  EXPECT_NEAR(f->evidence.at("median_busbw_gbps"), synthetic_busbw(4, 4), 0.1);
+  EXPECT_EQ(f->evidence.at("link_gbps"), 10);
+  // At the link's own speed the named link is reached: no finding.
+  options.link_gbps = 4.5;
+  EXPECT_EQ(find(analyze_run(dir.string(), options), FindingKind::LowBandwidth), nullptr);
+}
+
+TEST(Analyzer, CycleTimeStallAndUnderfilledFusion) {
+  // Horovod's cycle: every rank idles 5 ms (the cycle time) before each of 4 fused allreduces of a step, and the
+  // 4 MiB they carry are 6 % of the 64 MiB threshold: a stall; a shorter cycle is the fix.
+  SyntheticRunSpec spec;
+  spec.steps = 20;
+  spec.cycle_time_ms = 5;
+  spec.idle_before_allreduce_ms = 5;
+  auto dir = temp_dir("cycle-stall");
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  const Finding* f = find(a, FindingKind::CycleTimeStall);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Critical);  // 15 of a ~33 ms step
+  EXPECT_EQ(f->evidence.at("gaps_matching_cycle"), 3 * 20 * 4);  // 3 gaps a step inside it, on each of 4 ranks
+  EXPECT_NEAR(f->evidence.at("mean_fill_pct"), 6.25, 0.01);
+  EXPECT_EQ(f->evidence.at("suggested_cycle_time_ms"), 1.0);
+  EXPECT_NE(f->suggestion.find("HOROVOD_CYCLE_TIME=1.0"), std::string::npos);
+  EXPECT_EQ(find(a, FindingKind::UnderfilledFusion), nullptr);
+
+  // No cycle wait, 1 MiB in a 64 MiB buffer: under-filled, not a stall.
+  spec.idle_before_allreduce_ms = 0;
+  spec.cycle_time_ms = 1;
+  spec.allreduce_bytes = 1 << 20;
+  auto underfilled = temp_dir("underfilled");
+  write_synthetic_run(underfilled.string(), spec);
+  const Analysis b = analyze_run(underfilled.string());
+  EXPECT_EQ(find(b, FindingKind::CycleTimeStall), nullptr);
+  const Finding* u = find(b, FindingKind::UnderfilledFusion);
+  ASSERT_NE(u, nullptr);
+  EXPECT_NEAR(u->evidence.at("mean_fill_pct"), 100.0 / 64, 0.01);
+  EXPECT_EQ(u->evidence.at("fused_collectives"), 20 * 4);
+
+  // Buffers filled to a quarter of the threshold and no wait: neither.
+  spec.allreduce_bytes = 16 << 20;
+  auto filled = temp_dir("filled");
+  write_synthetic_run(filled.string(), spec);
+  const Analysis c = analyze_run(filled.string());
+  EXPECT_EQ(find(c, FindingKind::CycleTimeStall), nullptr);
+  EXPECT_EQ(find(c, FindingKind::UnderfilledFusion), nullptr);
+}
+
+TEST(Analyzer, ProcessSetImbalanceNamesTheSlowSet) {
+  // Two process sets {0,2} and {1,3} make the same calls; set 1 moves its data 8x slower.
+  SyntheticRunSpec spec;
+  spec.steps = 20;
+  spec.compute_ms = 2;
+  spec.process_sets = true;
+  spec.slow_set_parity = 1;
+  spec.slow_set_factor = 8;
+  auto dir = temp_dir("set-imbalance");
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  const Finding* f = find(a, FindingKind::ProcessSetImbalance);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->comm_name, "process_set_1");
+  EXPECT_EQ(f->ranks, (std::vector<int>{1, 3}));
+  EXPECT_EQ(f->evidence.at("calls"), 20);
+  // Per call: 20 us latency + 1 MiB × 1 (2 ranks) / bandwidth: 10 GB/s for set 0, 1.25 GB/s for set 1.
+  const double fast = 20e3 + (1 << 20) / 10.0, slow = 20e3 + (1 << 20) / 1.25;
+  EXPECT_NEAR(f->evidence.at("slow_set_time_ns") / f->evidence.at("fast_set_time_ns"), slow / fast, 0.15 * slow / fast);
+  EXPECT_NEAR(f->cost_ns, 20 * (slow - fast), 0.1 * 20 * (slow - fast));
+
+  // Balanced sets: no finding.
+  spec.slow_set_parity = -1;
+  auto balanced = temp_dir("set-balanced");
+  write_synthetic_run(balanced.string(), spec);
+  EXPECT_EQ(find(analyze_run(balanced.string()), FindingKind::ProcessSetImbalance), nullptr);
+}
+
 TEST(Analyzer, MismatchNamesSkippingRankAndSeq) {
   auto dir = temp_dir("mismatch");
   SyntheticRunSpec spec;

@@ -28,6 +28,12 @@ struct SyntheticRunSpec {
   std::int64_t fusion_threshold = 64 << 20;  // written as env.HOROVOD_FUSION_THRESHOLD
   double cycle_time_ms = 1;                   // env.HOROVOD_CYCLE_TIME
   int batch_size = 32;                        // in command_line "--batch-size N"
+  // Injected communication problems (ground truth for the detectors):
+  int degraded_from_step = -1;     // from this step on, world allreduces move data at degraded_link_gbps
+  double degraded_link_gbps = 0;   //   (a link falling back to a slower transport)
+  double idle_before_allreduce_ms = 0;  // every rank idles this long before each world allreduce (a cycle wait)
+  int slow_set_parity = -1;        // with process_sets: that set moves its data slow_set_factor times slower
+  double slow_set_factor = 1;
 };
 
 // Writes dir/rank-NNNNN.sqlite for every rank (creates dir). Returns the number of collective rows written.
