@@ -1,8 +1,12 @@
 // A small MPI program with a known set of calls, the ground truth for the tracer's tests.
-//   mpi_probe [--iterations N] [--sleep-ms-after-each N] [--fork-child]
+//   mpi_probe [--iterations N] [--sleep-ms-after-each N] [--fork-child] [--hang-rank R --hang-iteration K]
+//             [--late-rank R --late-ms N]
 // Per iteration: Allreduce (world, 1024 floats), Bcast (world, 256 ints, root 0), Allreduce on the split
 // communicator (color = rank % 2, 10 doubles), Iallreduce + Wait (world, 64 floats), Barrier (world).
 // Once: Comm_dup + Allgather on it + Comm_free; Reduce, Gather, Scatter, Alltoall, Reduce_scatter_block on world.
+// --hang-rank R: all ranks first dup the world communicator; at iteration K rank R calls a Barrier on that dup
+// instead of the world Allreduce, so R waits in the barrier and the others in the allreduce: a deadlock.
+// --late-rank R: rank R sleeps N ms before the first Allreduce of iteration 1 (says "late" on stdout first).
 #include <mpi.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,6 +26,8 @@ int main(int argc, char** argv) {
   bool fork_after_init = false;
   bool progress = false;
   int exit_code = 0;
+  int hang_rank = -1, hang_iteration = 0;
+  int late_rank = -1, late_ms = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sleep-ms-after-each") && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
@@ -28,6 +35,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--fork-after-init")) fork_after_init = true;
     else if (!std::strcmp(argv[i], "--progress")) progress = true;
     else if (!std::strcmp(argv[i], "--exit-code") && i + 1 < argc) exit_code = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--hang-rank") && i + 1 < argc) hang_rank = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--hang-iteration") && i + 1 < argc) hang_iteration = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--late-rank") && i + 1 < argc) late_rank = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--late-ms") && i + 1 < argc) late_ms = std::atoi(argv[++i]);
   }
   if (fork_child) {
     // A child forked before MPI_Init that never calls MPI (a data-loader worker): must write nothing.
@@ -51,16 +62,31 @@ int main(int argc, char** argv) {
     }
     waitpid(pid, nullptr, 0);
   }
+  MPI_Comm hang_comm = MPI_COMM_NULL;
+  if (hang_rank >= 0) MPI_Comm_dup(MPI_COMM_WORLD, &hang_comm);
   MPI_Comm split;
   MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &split);
   std::vector<float> f(1024, 1.0f), g(1024);
   std::vector<int> ints(256, rank);
   std::vector<double> d(10, 1.0), e(10);
   double t_sum = 0;
+  std::string own_ns;  // each world allreduce as the program times it, ns, comma-separated
   for (int it = 0; it < iterations; ++it) {
+    if (rank == hang_rank && it == hang_iteration) {
+      std::printf("mpi_probe rank %d: hanging in a barrier the others never call\n", rank);
+      std::fflush(stdout);
+      MPI_Barrier(hang_comm);  // never returns
+    }
+    if (rank == late_rank && it == 1) {
+      std::printf("mpi_probe rank %d: late\n", rank);
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
+    }
     auto t0 = std::chrono::steady_clock::now();
     MPI_Allreduce(f.data(), g.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    t_sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    t_sum += took;
+    own_ns += (own_ns.empty() ? "" : ",") + std::to_string(static_cast<long long>(took * 1e9));
     MPI_Bcast(ints.data(), 256, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Allreduce(d.data(), e.data(), 10, MPI_DOUBLE, MPI_MAX, split);
     MPI_Request req;
@@ -83,7 +109,8 @@ int main(int argc, char** argv) {
   MPI_Scatter(gathered.data(), 2, MPI_INT, ints.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Alltoall(gathered.data(), 1, MPI_INT, ints.data(), 1, MPI_INT, MPI_COMM_WORLD);
   MPI_Reduce_scatter_block(f.data(), g.data(), 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  std::printf("mpi_probe rank %d: iterations %d allreduce_world_total_s %.9f\n", rank, iterations, t_sum);
+  std::printf("mpi_probe rank %d: iterations %d allreduce_world_total_s %.9f allreduce_world_ns %s\n", rank, iterations,
+              t_sum, own_ns.c_str());
   MPI_Comm_free(&split);
   MPI_Finalize();
   if (fork_child) wait(nullptr);

@@ -6,6 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -154,16 +157,26 @@ TEST(Preload, ThreeRanksRecordExactlyTheCallsMade) {
     EXPECT_EQ(on_dup[0].op, Op::Allgather);
     EXPECT_EQ(on_dup[0].bytes, 4 * 4 * 3);
 
-    // Durations agree with the program's own timing of its world allreduces (within 5 %, plus 2 us of clock reads).
+    // Durations agree with the program's own timing of each world allreduce: the tracer's window lies inside the
+    // program's, and within 5 % plus 2 us of clock reads of it. With 3 ranks on 2 cores a rank is now and then
+    // preempted between the two clock reads of one call (seen: 1 run in 15, one call 170 us longer), so 8 of
+    // the 10 calls must agree; a systematic error would fail them all.
     std::smatch m;
-    const std::regex line("mpi_probe rank " + std::to_string(rank) + ": iterations 10 allreduce_world_total_s ([0-9.]+)");
+    const std::regex line("mpi_probe rank " + std::to_string(rank) + ": iterations 10 .*allreduce_world_ns ([0-9,]+)");
     ASSERT_TRUE(std::regex_search(r.out, m, line)) << r.out;
-    const double own_ns = std::stod(m[1]) * 1e9;
-    double traced_ns = 0;
+    std::vector<double> own;
+    std::stringstream list(m[1].str());
+    for (std::string item; std::getline(list, item, ',');) own.push_back(std::stod(item));
+    std::vector<double> traced;
     for (auto& c : on_world)
-      if (c.op == Op::Allreduce) traced_ns += static_cast<double>(c.end_ns - c.start_ns);
-    EXPECT_NEAR(traced_ns, own_ns, own_ns * 0.05 + 2000) << "rank " << rank;
-    EXPECT_LE(traced_ns, own_ns);  // the tracer's window lies inside the program's
+      if (c.op == Op::Allreduce) traced.push_back(static_cast<double>(c.end_ns - c.start_ns));
+    ASSERT_EQ(traced.size(), own.size());
+    int agreeing = 0;
+    for (std::size_t i = 0; i < own.size(); ++i) {
+      EXPECT_LE(traced[i], own[i]) << "rank " << rank << " call " << i;  // inside the program's window
+      agreeing += std::abs(traced[i] - own[i]) <= own[i] * 0.05 + 2000;
+    }
+    EXPECT_GE(agreeing, 8) << "rank " << rank;
   }
 }
 
@@ -255,6 +268,87 @@ TEST(Preload, SigkillKeepsEverythingUpToTheLastBatch) {
   EXPECT_GE(iterations, 60 - 25) << "a kill lost more than the last batches";
   EXPECT_LE(iterations, 60 + 5);
   for (std::size_t i = 0; i < on_world.size(); ++i) EXPECT_EQ(on_world[i].seq, static_cast<std::int64_t>(i));
+}
+
+TEST(Preload, HungCallsStayInTheFileWhenTheJobIsKilled) {
+  // Rank 1 waits in a barrier the others never call while they wait in the world allreduce: a deadlock that
+  // `timeout` ends with SIGTERM (no exit handler runs in the ranks). Each rank's file keeps the call it hung in.
+  const auto dir = fresh_dir("hang");
+  const auto r = run_process(
+      cmd({"timeout", "-s", "TERM", "4", kCollscope, "trace", "-o", dir.string(), "--"},
+          cmd(mpirun(3), {kProbe, "--iterations", "6", "--hang-rank", "1", "--hang-iteration", "3"})),
+      {{"COLLSCOPE_HANG_MS", "200"}}, 60);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  for (int rank : {0, 1, 2}) {
+    TraceReader reader((dir / rank_file_name(rank)).string());
+    const auto v = load(dir / rank_file_name(rank));
+    const auto in_flight = reader.calls_in_flight();
+    ASSERT_EQ(in_flight.size(), 1u) << "rank " << rank;
+    const auto& c = in_flight[0];
+    EXPECT_GE(c.seen_ns - c.start_ns, 200'000'000) << "rank " << rank;
+    if (rank == 1) {
+      EXPECT_EQ(c.op, Op::Barrier);
+      EXPECT_EQ(c.comm, v.comm_named("dup(MPI_COMM_WORLD").id);
+      EXPECT_EQ(c.seq, 0);
+    } else {
+      // Iterations 0-2 made 4 world calls each (allreduce, bcast, iallreduce, barrier): this is the 13th.
+      EXPECT_EQ(c.op, Op::Allreduce);
+      EXPECT_EQ(c.comm, v.comm_named("MPI_COMM_WORLD").id);
+      EXPECT_EQ(c.seq, 12);
+      EXPECT_EQ(c.count, 1024);
+      EXPECT_EQ(c.bytes, 4096);
+      EXPECT_EQ(v.strings.at(c.datatype), "MPI_FLOAT");
+      EXPECT_EQ(v.on(c.comm).size(), 12u);  // every call before it returned and is there
+    }
+  }
+}
+
+TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
+  // Rank 2 arrives 1.5 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
+  // appears while the job runs), then the call returns (the row goes) and the job ends normally.
+  const auto dir = fresh_dir("late");
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    setenv("COLLSCOPE_HANG_MS", "200", 1);
+    auto argv = cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                    cmd(mpirun(3), {kProbe, "--iterations", "3", "--late-rank", "2", "--late-ms", "1500"}));
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* in = fdopen(out[0], "r");
+  char line[512];
+  bool late = false;
+  while (!late && fgets(line, sizeof line, in)) late = std::strstr(line, "rank 2: late") != nullptr;
+  ASSERT_TRUE(late);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  std::size_t rows_while_late = 0;
+  {
+    TraceReader reader((dir / rank_file_name(0)).string());  // read while the tracer writes (WAL)
+    const auto rows = reader.calls_in_flight();
+    rows_while_late = rows.size();
+    if (!rows.empty()) {
+      EXPECT_EQ(rows[0].op, Op::Allreduce);
+      EXPECT_EQ(rows[0].seq, 4);  // the first call of iteration 1
+    }
+  }
+  while (fgets(line, sizeof line, in)) {
+  }
+  fclose(in);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(rows_while_late, 1u);
+  for (int rank : {0, 1, 2}) EXPECT_TRUE(TraceReader((dir / rank_file_name(rank)).string()).calls_in_flight().empty());
 }
 
 TEST(Cli, UsageErrorsAreOneLineAndExit2) {

@@ -92,7 +92,7 @@ TEST(Store, RoundTrip) {
   TraceReader r(path);
   EXPECT_EQ(r.schema_version().major, kSchemaMajor);
   EXPECT_EQ(r.meta_int(meta_key::kWorldRank), 3);
-  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.0");
+  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.1");
   auto strings = r.strings();
   auto comms = r.communicators();
   ASSERT_EQ(comms.size(), 1u);
@@ -179,6 +179,71 @@ TEST(Store, NewerMinorVersionAccepted) {
   sqlite3_close(db);
   TraceReader r(path);
   EXPECT_EQ(r.schema_version().minor, 7);
+  EXPECT_EQ(r.collectives().size(), 5u);
+}
+
+TEST(Store, CallsInFlightKeepOneRowPerThread) {
+  const auto path = (temp_dir() / "in-flight.sqlite").string();
+  {
+    TraceWriter w(path);
+    w.begin();
+    CallInFlightRow a;
+    a.thread = 1;
+    a.comm = 2;
+    a.seq = 7;
+    a.op = Op::Allreduce;
+    a.count = 256;
+    a.datatype = w.intern("MPI_FLOAT");
+    a.bytes = 1024;
+    a.reduce_op = w.intern("MPI_SUM");
+    a.start_ns = 1000;
+    a.seen_ns = 5000;
+    w.set_call_in_flight(a);
+    a.seen_ns = 9000;  // seen again later: the same row, updated
+    w.set_call_in_flight(a);
+    CallInFlightRow b = a;
+    b.thread = 2;
+    b.op = Op::Bcast;
+    b.root = 0;
+    w.set_call_in_flight(b);
+    w.clear_call_in_flight(3);  // no row: nothing happens
+    w.commit();
+  }
+  {
+    TraceReader r(path);
+    const auto rows = r.calls_in_flight();
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].thread, 1);
+    EXPECT_EQ(rows[0].seq, 7);
+    EXPECT_EQ(rows[0].op, Op::Allreduce);
+    EXPECT_EQ(rows[0].seen_ns, 9000);
+    EXPECT_FALSE(rows[0].root.has_value());
+    EXPECT_EQ(r.strings().at(rows[0].datatype), "MPI_FLOAT");
+    EXPECT_EQ(rows[1].op, Op::Bcast);
+    EXPECT_EQ(rows[1].root, 0);
+  }
+  {
+    TraceWriter w(path + ".2");
+    w.begin();
+    CallInFlightRow a;
+    a.thread = 1;
+    w.set_call_in_flight(a);
+    w.clear_call_in_flight(1);  // the call returned
+    w.commit();
+  }
+  EXPECT_TRUE(TraceReader(path + ".2").calls_in_flight().empty());
+}
+
+TEST(Store, Version10FilesHaveNoCallsInFlight) {
+  // A file written before 1.1: no calls_in_flight table; the reader gives none instead of failing.
+  auto path = write_sample(temp_dir() / "v10.sqlite");
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE calls_in_flight; UPDATE meta SET value='1.0' WHERE key='schema_version'",
+                         nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  TraceReader r(path);
+  EXPECT_TRUE(r.calls_in_flight().empty());
   EXPECT_EQ(r.collectives().size(), 5u);
 }
 

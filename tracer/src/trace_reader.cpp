@@ -310,9 +310,34 @@ std::vector<BufferRow> TraceReader::buffers() const {
   return out;
 }
 
+std::vector<CallInFlightRow> TraceReader::calls_in_flight() const {
+  std::vector<CallInFlightRow> out;
+  if (version_.major == 1 && version_.minor < 1) return out;
+  Query q(db_, path_,
+          "SELECT thread, comm, seq, op, count, datatype, bytes, reduce_op, root, start_ns, seen_ns "
+          "FROM calls_in_flight ORDER BY thread");
+  while (q.step()) {
+    CallInFlightRow r;
+    r.thread = q.i(0);
+    r.comm = q.i(1);
+    r.seq = q.i(2);
+    const auto op = q.i(3);
+    r.op = op >= 0 && op < kOpCount ? static_cast<Op>(op) : Op::Unknown;
+    r.count = q.i(4);
+    r.datatype = q.i(5);
+    r.bytes = q.i(6);
+    r.reduce_op = q.i(7);
+    r.root = q.opt<std::int32_t>(8);
+    r.start_ns = q.i(9);
+    r.seen_ns = q.i(10);
+    out.push_back(r);
+  }
+  return out;
+}
+
 std::int64_t TraceReader::row_count(std::string_view table) const {
   static constexpr std::string_view kTables[] = {"meta", "strings", "threads", "communicators", "collectives",
-                                                 "buffers", "nvtx_ranges", "gpu_activities"};
+                                                 "buffers", "nvtx_ranges", "gpu_activities", "calls_in_flight"};
   bool known = false;
   for (auto t : kTables) known |= (t == table);
   if (!known) fail(fmt::format("unknown table '{}'", table));

@@ -84,6 +84,10 @@ TraceWriter::TraceWriter(std::string path) : path_(std::move(path)) {
   buffer_ = prepare(
       "INSERT OR REPLACE INTO buffers(address, bytes_max, bytes_min, bytes_total, uses, first_ns, last_ns, "
       "tensors_packed, bytes_packed) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+  in_flight_ = prepare(
+      "INSERT OR REPLACE INTO calls_in_flight(thread, comm, seq, op, count, datatype, bytes, reduce_op, root, "
+      "start_ns, seen_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  in_flight_clear_ = prepare("DELETE FROM calls_in_flight WHERE thread = ?1");
   {
     sqlite3_stmt* op = prepare("INSERT INTO ops(code, name) VALUES(?1, ?2)");
     for (int i = 0; i < kOpCount; ++i) {
@@ -106,7 +110,7 @@ TraceWriter::~TraceWriter() {
   if (!db_) return;
   if (in_transaction_) sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
   for (sqlite3_stmt* s : {meta_, string_, thread_, comm_, comm_destroyed_, collective_, collective_gpu_, nvtx_,
-                          gpu_, buffer_})
+                          gpu_, buffer_, in_flight_, in_flight_clear_})
     sqlite3_finalize(s);
   sqlite3_close(db_);
 }
@@ -273,6 +277,27 @@ void TraceWriter::upsert_buffer(const BufferRow& r) {
   bind_i(s, 8, r.tensors_packed);
   bind_i(s, 9, r.bytes_packed);
   step_reset(s, *this);
+}
+
+void TraceWriter::set_call_in_flight(const CallInFlightRow& r) {
+  sqlite3_stmt* s = in_flight_;
+  bind_i(s, 1, r.thread);
+  bind_i(s, 2, r.comm);
+  bind_i(s, 3, r.seq);
+  bind_i(s, 4, static_cast<int>(r.op));
+  bind_i(s, 5, r.count);
+  bind_i(s, 6, r.datatype);
+  bind_i(s, 7, r.bytes);
+  bind_i(s, 8, r.reduce_op);
+  bind_opt(s, 9, r.root);
+  bind_i(s, 10, r.start_ns);
+  bind_i(s, 11, r.seen_ns);
+  step_reset(s, *this);
+}
+
+void TraceWriter::clear_call_in_flight(std::int64_t thread) {
+  bind_i(in_flight_clear_, 1, thread);
+  step_reset(in_flight_clear_, *this);
 }
 
 std::int64_t TraceWriter::last_id() const { return sqlite3_last_insert_rowid(db_); }

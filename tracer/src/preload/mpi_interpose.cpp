@@ -198,35 +198,56 @@ struct CallShape {
   int root = -1;
 };
 
-void fill_event(Event& e, const CallShape& c, std::uint64_t t0, std::uint64_t t1, int rc) {
+// What a call is, in the tracer's ids: resolved once per call (and before it, for ThreadBuffer::enter_call).
+struct CallIds {
+  std::uint32_t comm_slot;
+  std::int64_t seq;
+  std::int64_t bytes;
+  std::uint32_t datatype;
+  std::uint32_t reduce_op;
+};
+
+CallIds resolve(const CallShape& c) {
+  const std::uint32_t slot = slot_of(c.comm);
+  auto [size, name] = c.type ? type_info(c.type) : std::pair<int, std::uint32_t>{0, 0};
+  return {slot, comm_slot(slot).next_seq.fetch_add(1, std::memory_order_relaxed), c.elements * size, name,
+          c.reduce ? reduce_op_name(c.reduce) : 0};
+}
+
+void fill_event(Event& e, const CallShape& c, const CallIds& ids, std::uint64_t t0, std::uint64_t t1, int rc) {
   e.kind = EventKind::Collective;
   e.op = static_cast<std::uint8_t>(c.op);
   e.flags = c.sendbuf == MPI_IN_PLACE ? kFlagInPlace : 0;
   e.status = rc;
   e.t0 = t0;
   e.t1 = t1;
-  const std::uint32_t slot = slot_of(c.comm);
-  e.comm_slot = slot;
-  e.seq = comm_slot(slot).next_seq.fetch_add(1, std::memory_order_relaxed);
+  e.comm_slot = ids.comm_slot;
+  e.seq = ids.seq;
   e.root = c.root;
   e.peer = -1;
   e.count = c.count;
-  auto [size, name] = c.type ? type_info(c.type) : std::pair<int, std::uint32_t>{0, 0};
-  e.bytes = c.elements * size;
-  e.datatype = name;
-  e.reduce_op = c.reduce ? reduce_op_name(c.reduce) : 0;
+  e.bytes = ids.bytes;
+  e.datatype = ids.datatype;
+  e.reduce_op = ids.reduce_op;
   e.sendbuf = c.sendbuf == MPI_IN_PLACE ? 0 : reinterpret_cast<std::uint64_t>(c.sendbuf);
   e.recvbuf = reinterpret_cast<std::uint64_t>(c.recvbuf);
   for (auto& x : e.a) x = 0;
 }
 
+// A blocking collective: described before the call (so that a call that never returns is still known to the
+// writer, see ThreadBuffer::enter_call), timed around it, emitted after it.
 template <typename Call>
 int traced(const CallShape& shape, Call&& call) {
   if (!recording() || shape.comm == nullptr) return call();
+  ThreadBuffer& tb = this_thread_buffer();
+  const CallIds ids = resolve(shape);
   const std::uint64_t t0 = ticks();
+  tb.enter_call(t0, ids.comm_slot, static_cast<std::uint8_t>(shape.op), shape.root, ids.seq, shape.count, ids.bytes,
+                ids.datatype, ids.reduce_op);
   const int rc = call();
   const std::uint64_t t1 = ticks();
-  emit([&](Event& e) { fill_event(e, shape, t0, t1, rc); });
+  tb.leave_call();
+  emit([&](Event& e) { fill_event(e, shape, ids, t0, t1, rc); });
   return rc;
 }
 
@@ -528,7 +549,8 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
   const std::uint64_t t0 = ticks();
   const int rc = REAL(MPI_Iallreduce)(sendbuf, recvbuf, count, datatype, op, comm, request);
   Event e{};
-  fill_event(e, {Op::Iallreduce, comm, sendbuf, recvbuf, count, count, datatype, op, -1}, t0, t0, rc);
+  const CallShape shape{Op::Iallreduce, comm, sendbuf, recvbuf, count, count, datatype, op, -1};
+  fill_event(e, shape, resolve(shape), t0, t0, rc);
   if (rc != MPI_SUCCESS) {
     e.t1 = ticks();
     emit([&](Event& out) { out = e; });

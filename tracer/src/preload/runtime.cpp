@@ -117,11 +117,18 @@ class Writer {
   }
   std::uint64_t events_written = 0;
   int flush_ms = 50;
+  std::int64_t hang_ns = 1'000'000'000;  // a call in flight this long gets a calls_in_flight row (COLLSCOPE_HANG_MS)
+  struct CallInFlightWritten {
+    std::uint64_t since = 0;     // start tick of the call the row describes
+    std::int64_t written_ns = 0; // when its row was last written
+  };
+  std::unordered_map<std::uint32_t, CallInFlightWritten> calls_in_flight;  // thread index -> its row
 
   void run();
   void drain();
   void handle(const Event& e, WriterContext& ctx);
   void write_collective(const Event& e, WriterContext& ctx);
+  void write_calls_in_flight(WriterContext& ctx);
 };
 
 Writer& writer() {
@@ -220,6 +227,41 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
   touch(agg);
 }
 
+// Threads inside a blocking collective for longer than hang_ns: one row each, its seen_ns refreshed about once a
+// second, removed when the call returns. A job killed while hung keeps the rows of its last commit.
+void Writer::write_calls_in_flight(WriterContext& ctx) {
+  const std::int64_t now = monotonic_ns();
+  for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
+    ThreadBuffer::CallSnapshot c;
+    auto it = calls_in_flight.find(tb->index());
+    const bool hung = tb->call_in_flight(c) && now - clock.to_ns(c.since) >= hang_ns;
+    if (hung) {
+      const std::int64_t start = clock.to_ns(c.since);
+      if (it != calls_in_flight.end() && it->second.since == c.since && now - it->second.written_ns < 1'000'000'000)
+        continue;
+      store::CallInFlightRow row;
+      row.thread = tb->index();
+      row.comm = c.comm_slot;
+      row.seq = c.seq;
+      row.op = static_cast<store::Op>(c.op);
+      row.count = c.count;
+      row.datatype = ctx.store_string(c.datatype);
+      row.bytes = c.bytes;
+      row.reduce_op = ctx.store_string(c.reduce_op);
+      if (c.root >= 0) row.root = c.root;
+      row.start_ns = start;
+      row.seen_ns = now;
+      file->set_call_in_flight(row);
+      calls_in_flight[tb->index()] = {c.since, now};
+      continue;
+    }
+    if (it != calls_in_flight.end()) {
+      file->clear_call_in_flight(tb->index());
+      calls_in_flight.erase(it);
+    }
+  }
+}
+
 void Writer::handle(const Event& e, WriterContext& ctx) {
   switch (e.kind) {
     case EventKind::Collective:
@@ -283,6 +325,7 @@ void Writer::drain() {
       dropped += tb->dropped();
     }
     for (auto& hook : drain_hooks) hook(ctx);
+    write_calls_in_flight(ctx);
     for (BufferAggregate* b : dirty_buffers) {
       store::BufferRow row = b->row;
       if (row.uses == 0) row.bytes_min = 0;  // packed into, not yet read by a collective
@@ -326,6 +369,7 @@ void runtime_start(const StartInfo& info) {
   }
   Writer& w = writer();
   w.flush_ms = std::max(1, env_int("COLLSCOPE_FLUSH_MS", 50));
+  w.hang_ns = std::int64_t{std::max(1, env_int("COLLSCOPE_HANG_MS", 1000))} * 1'000'000;
   w.clock.calibrate();
   const char* dir_env = std::getenv("COLLSCOPE_RUN_DIR");
   const std::string run_dir = dir_env && *dir_env ? dir_env : "collscope-run";

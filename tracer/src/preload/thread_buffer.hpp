@@ -48,6 +48,54 @@ class ThreadBuffer {
     return n;
   }
 
+  // The blocking collective this thread is inside, so that the writer can record a call that stays in flight
+  // (a hang: the call never returns, so its event is never emitted). Owning thread: enter_call before the call,
+  // leave_call after it; nested traced calls keep the outermost. A seqlock keyed by the start tick (unique per
+  // call): `since_` is cleared before the words change and set after, and the writer re-reads it.
+  struct CallSnapshot {
+    std::uint64_t since = 0;  // ticks at entry, 0 = none
+    std::uint32_t comm_slot = 0;
+    std::uint8_t op = 0;
+    std::int32_t root = -1;
+    std::int64_t seq = 0, count = 0, bytes = 0;
+    std::uint32_t datatype = 0, reduce_op = 0;
+  };
+  void enter_call(std::uint64_t t0, std::uint32_t comm_slot, std::uint8_t op, std::int32_t root, std::int64_t seq,
+                  std::int64_t count, std::int64_t bytes, std::uint32_t datatype, std::uint32_t reduce_op) {
+    if (call_depth_++ != 0) return;
+    since_.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    call_[0].store(std::uint64_t{comm_slot} | std::uint64_t{op} << 32, std::memory_order_relaxed);
+    call_[1].store(static_cast<std::uint64_t>(seq), std::memory_order_relaxed);
+    call_[2].store(static_cast<std::uint64_t>(count), std::memory_order_relaxed);
+    call_[3].store(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
+    call_[4].store(std::uint64_t{datatype} | std::uint64_t{reduce_op} << 32, std::memory_order_relaxed);
+    call_[5].store(static_cast<std::uint64_t>(std::int64_t{root}), std::memory_order_relaxed);
+    since_.store(t0, std::memory_order_release);
+  }
+  void leave_call() {
+    if (--call_depth_ == 0) since_.store(0, std::memory_order_release);
+  }
+  // Writer thread: the call in flight now, if any (false also when it changed while being read).
+  bool call_in_flight(CallSnapshot& out) const {
+    const std::uint64_t since = since_.load(std::memory_order_acquire);
+    if (since == 0) return false;
+    std::uint64_t w[6];
+    for (int i = 0; i < 6; ++i) w[i] = call_[i].load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (since_.load(std::memory_order_relaxed) != since) return false;
+    out.since = since;
+    out.comm_slot = static_cast<std::uint32_t>(w[0]);
+    out.op = static_cast<std::uint8_t>(w[0] >> 32);
+    out.seq = static_cast<std::int64_t>(w[1]);
+    out.count = static_cast<std::int64_t>(w[2]);
+    out.bytes = static_cast<std::int64_t>(w[3]);
+    out.datatype = static_cast<std::uint32_t>(w[4]);
+    out.reduce_op = static_cast<std::uint32_t>(w[4] >> 32);
+    out.root = static_cast<std::int32_t>(static_cast<std::int64_t>(w[5]));
+    return true;
+  }
+
   std::uint32_t index() const { return index_; }
   std::int64_t tid() const { return tid_; }
   const std::string& name() const { return name_; }
@@ -61,6 +109,9 @@ class ThreadBuffer {
   std::uint64_t tail_cache_ = 0;
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   alignas(64) std::atomic<std::uint64_t> dropped_{0};
+  alignas(64) std::atomic<std::uint64_t> since_{0};  // the call in flight (see enter_call)
+  std::atomic<std::uint64_t> call_[6] = {};
+  int call_depth_ = 0;
   std::uint32_t index_;
   std::int64_t tid_;
   std::string name_;

@@ -10,7 +10,7 @@
 namespace collscope::store {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 0;
+inline constexpr int kSchemaMinor = 1;  // 1.1: calls_in_flight
 
 // Collective and point-to-point operations. The numeric codes are part of the file format.
 enum class Op : std::uint8_t {
@@ -93,6 +93,22 @@ struct CollectiveRow {
   std::optional<std::int64_t> group;         // NCCL group id (calls between GroupStart/End)
   Status status = 0;
 };
+// A blocking collective a thread has been inside for longer than the tracer's hang threshold
+// (COLLSCOPE_HANG_MS): one row per thread at most, removed when the call returns. What is left in a file
+// after the job was killed is where each thread hung.
+struct CallInFlightRow {
+  std::int64_t thread = 0;    // threads.id
+  std::int64_t comm = 0;      // communicators.id
+  std::int64_t seq = 0;       // the index this call has on its communicator
+  Op op = Op::Unknown;
+  std::int64_t count = 0;
+  std::int64_t datatype = 0;  // strings.id
+  std::int64_t bytes = 0;
+  std::int64_t reduce_op = 0; // strings.id, 0 when not a reduction
+  std::optional<std::int32_t> root;
+  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC, call entry
+  std::int64_t seen_ns = 0;   // last time the tracer saw the thread still inside it
+};
 
 struct BufferRow {
   std::uint64_t address = 0;
@@ -142,7 +158,7 @@ struct GpuActivityRow {
 
 // Well-known keys of the meta table.
 namespace meta_key {
-inline constexpr std::string_view kSchemaVersion = "schema_version";  // "1.0"
+inline constexpr std::string_view kSchemaVersion = "schema_version";  // "1.1"
 inline constexpr std::string_view kToolVersion = "tool_version";
 inline constexpr std::string_view kHost = "host";
 inline constexpr std::string_view kPid = "pid";

@@ -66,6 +66,8 @@ class TraceReader {
   void for_each_gpu_activity(const std::function<void(const GpuActivityRow&)>& fn) const;
   std::vector<GpuActivityRow> gpu_activities() const;
   std::vector<BufferRow> buffers() const;
+  // Calls still in flight when the file was last written (empty for schema 1.0 files, which lack the table).
+  std::vector<CallInFlightRow> calls_in_flight() const;
 
   std::int64_t row_count(std::string_view table) const;
 

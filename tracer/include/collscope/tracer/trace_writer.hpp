@@ -39,6 +39,8 @@ class TraceWriter {
   void add_nvtx_range(const NvtxRangeRow& row);
   void add_gpu_activity(const GpuActivityRow& row);
   void upsert_buffer(const BufferRow& row);            // one row per address
+  void set_call_in_flight(const CallInFlightRow& row);  // replaces the thread's row
+  void clear_call_in_flight(std::int64_t thread);
 
   // Last rowid assigned by an add_* call.
   std::int64_t last_id() const;
@@ -60,6 +62,8 @@ class TraceWriter {
   sqlite3_stmt* nvtx_ = nullptr;
   sqlite3_stmt* gpu_ = nullptr;
   sqlite3_stmt* buffer_ = nullptr;
+  sqlite3_stmt* in_flight_ = nullptr;
+  sqlite3_stmt* in_flight_clear_ = nullptr;
   std::unordered_map<std::string, std::int64_t> interned_;
   std::int64_t next_string_id_ = 1;
   bool in_transaction_ = false;
