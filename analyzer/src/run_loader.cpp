@@ -160,6 +160,22 @@ void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
       c.op = r.op;
       t.collectives.push_back(c);
     });
+    for (const auto& r : reader.calls_in_flight()) {
+      auto it = comm_map.find(r.comm);
+      if (it == comm_map.end()) continue;
+      CallInFlight f;
+      f.thread = r.thread;
+      f.call.start_ns = r.start_ns;
+      f.call.end_ns = std::max(r.seen_ns, r.start_ns);
+      f.call.bytes = r.bytes;
+      f.call.count = r.count;
+      f.call.seq = static_cast<std::int32_t>(r.seq);
+      f.call.comm = it->second;
+      f.call.datatype = global_string(r.datatype);
+      f.call.root = r.root ? *r.root : -1;
+      f.call.op = r.op;
+      t.calls_in_flight.push_back(f);
+    }
     reader.for_each_nvtx_range([&](const store::NvtxRangeRow& r) {
       NvtxRange n;
       n.name = global_string(r.name);

@@ -38,7 +38,6 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   for (int r = 0; r < n; ++r) {
     auto w = std::make_unique<store::TraceWriter>((fs::path(dir) / store::rank_file_name(r)).string());
     w->begin();
-    w->set_meta(store::meta_key::kSchemaVersion, "1.0");
     w->set_meta(store::meta_key::kWorldRank, std::to_string(r));
     w->set_meta(store::meta_key::kWorldSize, std::to_string(n));
     w->set_meta(store::meta_key::kHost, fmt::format("node{}", r / 8));

@@ -268,6 +268,65 @@ TEST(Analyzer, MismatchNamesSkippingRankAndSeq) {
   EXPECT_EQ(f.comm_name, "process_set_1");
 }
 
+// Adds the call a rank hung in (as the tracer writes it when a job is killed) to a synthetic rank file.
+void add_call_in_flight(const fs::path& dir, int rank, const std::string& op, std::int64_t seq, std::int64_t count,
+                        const std::string& root = "NULL") {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / collscope::store::rank_file_name(rank)).c_str(), &db), SQLITE_OK);
+  const auto sql = "INSERT INTO calls_in_flight(thread, comm, seq, op, count, datatype, bytes, reduce_op, root, start_ns, "
+                   "seen_ns) SELECT 1, 1, " + std::to_string(seq) + ", code, " + std::to_string(count) +
+                   ", (SELECT id FROM strings WHERE value = 'MPI_FLOAT'), " + std::to_string(4 * count) + ", 0, " + root +
+                   ", 2000000000000, 2009000000000 FROM ops WHERE name = '" + op + "'";
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+TEST(Analyzer, HangWhereOneRankNeverCameNamesIt) {
+  // 4 ranks made 80 world allreduces; ranks 0-2 then hung 9 s in the 81st; rank 3 is in no call.
+  auto dir = temp_dir("hang-missing");
+  SyntheticRunSpec spec;
+  spec.steps = 20;
+  write_synthetic_run(dir.string(), spec);
+  for (int r : {0, 1, 2}) add_call_in_flight(dir, r, "allreduce", 80, 1 << 20);
+  const Analysis a = analyze_run(dir.string());
+  ASSERT_FALSE(a.findings.empty());
+  const Finding& f = a.findings.front();
+  EXPECT_EQ(f.kind, FindingKind::Mismatch);
+  EXPECT_EQ(f.ranks, std::vector<int>{3});
+  EXPECT_EQ(f.seq, 80);
+  EXPECT_EQ(f.comm_name, "MPI_COMM_WORLD");
+  EXPECT_EQ(f.evidence.at("ranks_waiting"), 3);
+  EXPECT_DOUBLE_EQ(f.evidence.at("waited_ns"), 9e9);
+  EXPECT_NE(f.title.find("rank(s) 3 never made allreduce #80 on MPI_COMM_WORLD"), std::string::npos) << f.title;
+  EXPECT_NE(f.evidence_text.find("its last to return was allreduce #79 on MPI_COMM_WORLD"), std::string::npos)
+      << f.evidence_text;
+  // Without calls in flight the same run has no hang to report.
+  auto clean = temp_dir("hang-none");
+  write_synthetic_run(clean.string(), spec);
+  EXPECT_EQ(find(analyze_run(clean.string()), FindingKind::Mismatch), nullptr);
+}
+
+TEST(Analyzer, HangInDifferentCollectivesNamesTheMinority) {
+  // At call #80 ranks 0, 1 and 3 are inside an allreduce, rank 2 inside a bcast: different calls at one position.
+  auto dir = temp_dir("hang-shape");
+  SyntheticRunSpec spec;
+  spec.steps = 20;
+  write_synthetic_run(dir.string(), spec);
+  for (int r : {0, 1, 3}) add_call_in_flight(dir, r, "allreduce", 80, 1 << 20);
+  add_call_in_flight(dir, 2, "bcast", 80, 256, "0");
+  const Analysis a = analyze_run(dir.string());
+  ASSERT_FALSE(a.findings.empty());
+  const Finding& f = a.findings.front();
+  EXPECT_EQ(f.kind, FindingKind::Mismatch);
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.seq, 80);
+  EXPECT_NE(f.title.find("different collectives at call #80"), std::string::npos) << f.title;
+  EXPECT_NE(f.evidence_text.find("rank(s) 2 inside bcast #80 on MPI_COMM_WORLD (256 x MPI_FLOAT, root 0)"),
+            std::string::npos) << f.evidence_text;
+}
+
 TEST(Analyzer, ShapeMismatchMinorityRank) {
   auto dir = temp_dir("shape");
   SyntheticRunSpec spec;

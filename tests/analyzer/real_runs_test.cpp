@@ -116,6 +116,31 @@ TEST_F(RealRuns, MismatchNamesSkippingRank) {
   EXPECT_EQ(*f.seq, 3);
 }
 
+TEST_F(RealRuns, DeadlockFromCallsInFlightNamesTheOddRank) {
+  // mpi_probe: at iteration 3 rank 1 waits in a barrier on a dup of the world communicator that nobody else
+  // calls, while ranks 0 and 2 wait in the world allreduce; `timeout` kills the job. No NVTX: only the calls in
+  // flight at the kill can tell who waits where.
+  if (!fs::exists(fs::path(bin_dir()) / "mpi_probe")) GTEST_SKIP() << "mpi_probe not built";
+  const auto dir = run_root() / "deadlock";
+  fs::create_directories(dir);
+  std::system(fmt::format("COLLSCOPE_HANG_MS=200 timeout -s TERM 4 {0}/collscope trace -o {1} -- mpirun -np 3 "
+                          "--oversubscribe --mca btl self,vader {0}/mpi_probe --iterations 6 --hang-rank 1 "
+                          "--hang-iteration 3 > {1}/job.log 2>&1",
+                          bin_dir(), dir.string()).c_str());
+  const Analysis a = analyze_run(dir.string());
+  ASSERT_FALSE(a.findings.empty());
+  const Finding& f = a.findings.front();
+  EXPECT_EQ(f.kind, FindingKind::Mismatch) << text_report(a);
+  EXPECT_EQ(f.ranks, std::vector<int>{1}) << text_report(a);
+  EXPECT_EQ(f.comm_name, "MPI_COMM_WORLD");
+  ASSERT_TRUE(f.seq.has_value());
+  EXPECT_EQ(*f.seq, 12);
+  EXPECT_NE(f.title.find("deadlock"), std::string::npos) << f.title;
+  EXPECT_NE(f.evidence_text.find("rank(s) 1 inside barrier #0 on dup(MPI_COMM_WORLD#0)"), std::string::npos)
+      << f.evidence_text;
+  EXPECT_GE(f.evidence.at("waited_ns"), 200e6);
+}
+
 TEST_F(RealRuns, CompareSameSettingsAndSlowdown) {
   const auto base = run_root() / "cmp-base", again = run_root() / "cmp-again", slow = run_root() / "cmp-slow";
   ASSERT_EQ(trace_trainer(base, 2, "--steps 20 --model-scale 0.02"), 0);

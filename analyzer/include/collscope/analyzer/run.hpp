@@ -53,16 +53,24 @@ struct GpuActivity {
   std::uint64_t stream = 0;
 };
 
+// A blocking collective the rank was still inside when its file was last written (schema 1.1): where it hung,
+// when the job was killed. call.end_ns is the last time the tracer saw it still in flight.
+struct CallInFlight {
+  CollectiveCall call;
+  std::int64_t thread = 0;
+};
+
 struct RankTrace {
   int world_rank = 0;
   std::string path;
   std::string host;
-  std::string schema_version;  // "1.0"
+  std::string schema_version;  // "1.1"
   std::map<std::string, std::string> meta;
   // Clock anchors (ns); 0 when absent.
   std::int64_t monotonic_start_ns = 0, realtime_start_ns = 0, monotonic_end_ns = 0, realtime_end_ns = 0;
   std::int64_t events_dropped = 0;
   std::vector<CollectiveCall> collectives;  // in call order (file id order)
+  std::vector<CallInFlight> calls_in_flight;  // at most one per thread
   std::vector<NvtxRange> nvtx_ranges;
   std::vector<GpuActivity> gpu_activities;
   std::vector<store::ThreadRow> threads;
