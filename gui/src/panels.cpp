@@ -108,6 +108,8 @@ void DetailsPanel::showCollective(std::uint32_t event) {
   add("host", rank.host);
   add("start", format_duration(e.start_ns));
   add("duration", format_duration(e.end_ns - e.start_ns));
+  if (e.flags & kCallInFlight)
+    add("state", "in flight: never returned (the job hung here); duration until the tracer last saw it");
   if (e.fusion_fill_percent) add("fusion buffer fill", fmt::format("{} %", e.fusion_fill_percent));
   if (e.instance != kNoInstance) {
     const auto& inst = run_->instances[e.instance];

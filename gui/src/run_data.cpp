@@ -25,6 +25,15 @@ std::uint32_t RunData::first_ending_after(const Lane& lane, std::int64_t t) cons
   return static_cast<std::uint32_t>(it - ends.begin());
 }
 
+std::uint32_t RunData::first_ending_after(const Lane& lane, std::int64_t t, std::uint32_t from, std::uint32_t to) const {
+  const auto& ends = max_end(lane.kind);
+  from = std::max(from, lane.begin);
+  to = std::min(to, lane.end);
+  if (from >= to) return to;
+  auto it = std::upper_bound(ends.begin() + from, ends.begin() + to, t);
+  return static_cast<std::uint32_t>(it - ends.begin());
+}
+
 std::uint32_t RunData::first_starting_at(const Lane& lane, std::int64_t t) const {
   std::uint32_t lo = lane.begin, hi = lane.end;
   while (lo < hi) {

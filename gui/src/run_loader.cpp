@@ -167,6 +167,27 @@ void read_rank(const fs::path& file, int world_rank_from_name, RankPart& part) {
     part.min_start_ns = std::min(part.min_start_ns, e.start_ns);
     part.collectives.push_back(e);
   });
+  // Calls the job hung in (schema 1.1): drawn as collectives that never returned.
+  if (reader.schema_version().major > 1 || reader.schema_version().minor >= 1)
+    table.each("SELECT thread, comm, seq, op, bytes, start_ns, seen_ns FROM calls_in_flight", [&](sqlite3_stmt* q) {
+      CollectiveEvent e;
+      const std::int64_t thread = sqlite3_column_int64(q, 0);
+      const std::int64_t comm = sqlite3_column_int64(q, 1);
+      const std::int64_t op = sqlite3_column_int64(q, 3);
+      e.op = op >= 0 && op < store::kOpCount ? static_cast<store::Op>(op) : store::Op::Unknown;
+      e.bytes = sqlite3_column_int64(q, 4);
+      e.start_ns = sqlite3_column_int64(q, 5);
+      e.end_ns = std::max<std::int64_t>(sqlite3_column_int64(q, 6), e.start_ns);
+      e.flags = kCallInFlight;
+      e.lane = lanes.get(LaneKind::Collectives, thread, [&] { return "MPI/NCCL " + thread_label(thread); });
+      auto it = comms.find(comm);
+      const auto info = it != comms.end() ? it->second : std::pair<std::uint64_t, std::uint16_t>{static_cast<std::uint64_t>(comm), 0};
+      part.comm_keys.push_back(info.first);
+      part.comm_sizes.push_back(info.second);
+      part.seqs.push_back(sqlite3_column_int64(q, 2));
+      part.min_start_ns = std::min(part.min_start_ns, e.start_ns);
+      part.collectives.push_back(e);
+    });
   part.nvtx.reserve(reader.row_count("nvtx_ranges"));
   table.each("SELECT name, kind, start_ns, end_ns, thread, depth FROM nvtx_ranges ORDER BY id", [&](sqlite3_stmt* q) {
     SpanEvent s;

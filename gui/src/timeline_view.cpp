@@ -358,6 +358,19 @@ void TimelineView::paintSteps(QPainter& p, const QRect& r) {
   }
 }
 
+std::uint32_t TimelineView::aggregated_until(const Lane& lane, std::uint32_t i, double column_end_t, double ns_per_px) const {
+  // Everything after event i that starts in the same pixel column joins its aggregated column, except an event
+  // that reaches on past the column: a long call right after short ones must still be drawn as a box. Events
+  // of one lane mostly follow each other, so the prefix maximum of end is each event's own end there and a
+  // binary search finds the first long one (when an earlier, overlapping event holds the maximum, the
+  // candidate is checked and the column stays whole).
+  std::uint32_t next = run_->first_starting_at_from(lane, static_cast<std::int64_t>(std::ceil(column_end_t)), i + 1);
+  const auto reach = static_cast<std::int64_t>(column_end_t + kMinBoxPx * ns_per_px);
+  const std::uint32_t long_one = run_->first_ending_after(lane, reach, i + 1, next);
+  if (long_one < next && run_->end_of(lane.kind, long_one) > reach) next = long_one;
+  return next;
+}
+
 void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, int h) {
   const auto& cs = run_->collectives;
   const double ns_per_px = (t1_ - t0_) / plotWidth();
@@ -374,7 +387,8 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
     const double x0 = timeToX(e.start_ns), x1 = timeToX(e.end_ns);
     if (!level_of_detail_ || x1 - x0 >= kMinBoxPx) {
       columns.flush();
-      const QColor color = op_color(e.op);
+      const bool in_flight = e.flags & kCallInFlight;
+      const QColor color = in_flight ? QColor(200, 30, 30) : op_color(e.op);
       double wait_x = x0;
       if (e.instance != kNoInstance) wait_x = std::min(x1, timeToX(std::max<double>(e.start_ns, run_->instances[e.instance].last_arrival_ns)));
       if (wait_x > x0) p.fillRect(QRectF(x0, box_top, wait_x - x0, box_h), color.lighter(175));
@@ -383,11 +397,16 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
         // Fusion buffer fill: a bar along the bottom, as long as the buffer was full.
         p.fillRect(QRectF(x0, box_top + box_h - 4, (x1 - x0) * e.fusion_fill_percent / 100.0, 4), QColor(20, 20, 20, 190));
       }
+      if (in_flight) {
+        // Never returned: hatched, with an open right edge (the call went on past the last time it was seen).
+        p.fillRect(QRectF(x0, box_top, std::max(1.0, x1 - x0), box_h), QBrush(QColor(255, 255, 255, 110), Qt::BDiagPattern));
+      }
       if (x1 - x0 > 60) {
         p.setPen(Qt::white);
         p.drawText(QRectF(std::max<double>(wait_x, kLabelWidth) + 2, box_top, x1 - std::max<double>(wait_x, kLabelWidth) - 4, box_h - 3),
                    Qt::AlignVCenter | Qt::AlignLeft,
-                   QString::fromStdString(fmt::format("{} {}", store::op_name(e.op), format_bytes(e.bytes))));
+                   QString::fromStdString(fmt::format("{}{} {}", in_flight ? "in flight: " : "", store::op_name(e.op),
+                                                      format_bytes(e.bytes))));
       }
       ++last_primitives_;
       ++i;
@@ -396,7 +415,7 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
     // Aggregate everything that starts in this pixel column into one column in the first event's colour.
     const double column = std::floor(x0);
     const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
-    const std::uint32_t next = run_->first_starting_at_from(lane, static_cast<std::int64_t>(std::ceil(column_end_t)), i + 1);
+    const std::uint32_t next = aggregated_until(lane, i, column_end_t, ns_per_px);
     columns.add(static_cast<int>(column), op_rgb[static_cast<int>(e.op) % store::kOpCount]);
     i = std::max(next, i + 1);
   }
@@ -428,7 +447,7 @@ void TimelineView::paintSpanLane(QPainter& p, const Lane& lane, int top, int h) 
     }
     const double column = std::floor(x0);
     const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
-    const std::uint32_t next = run_->first_starting_at_from(lane, static_cast<std::int64_t>(std::ceil(column_end_t)), i + 1);
+    const std::uint32_t next = aggregated_until(lane, i, column_end_t, ns_per_px);
     columns.add(static_cast<int>(column), name_rgb_dark_[s.name]);
     i = std::max(next, i + 1);
   }

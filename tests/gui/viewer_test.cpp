@@ -17,6 +17,8 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include <sqlite3.h>
 #include <set>
 
@@ -147,6 +149,58 @@ class ViewerTest : public QObject {
     QCOMPARE(small.back(), std::int64_t(999 * 3));
     v = {};
     QVERIFY(v.empty());
+  }
+
+  void callsInFlightAreDrawnAsHungCalls() {
+    // The synthetic run, then rank 2 hung 5 s in one more allreduce, as the tracer leaves it when a job is killed.
+    const auto dir = scratch("in-flight");
+    synthetic::write(dir, spec_);
+    const std::int64_t start = spec_.base_ns + spec_.steps * synthetic::step_ns(spec_) + 1000;
+    const std::int64_t seq = std::int64_t(spec_.steps) * spec_.collectives_per_step;
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open((dir / "rank-00002.sqlite").c_str(), &db), SQLITE_OK);
+    const auto sql = fmt::format("INSERT INTO calls_in_flight VALUES(2, 1, {}, 1, 262144, 0, 1048576, 0, NULL, {}, {})",
+                                 seq, start, start + 5'000'000'000LL);
+    QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+
+    auto run = load_run(dir.string());
+    std::vector<std::uint32_t> hung;
+    for (std::uint32_t i = 0; i < run->collectives.size(); ++i)
+      if (run->collectives[i].flags & kCallInFlight) hung.push_back(i);
+    QCOMPARE(hung.size(), std::size_t(1));
+    const auto& e = run->collectives[hung[0]];
+    QCOMPARE(run->ranks[e.rank_index].world_rank, 2);
+    QCOMPARE(run->lanes[e.lane].kind, LaneKind::Collectives);
+    QCOMPARE(e.end_ns - e.start_ns, std::int64_t(5'000'000'000));
+    QCOMPARE(int(run->instances[e.instance].member_count), 1);  // nobody else arrived
+    QCOMPARE(run->collectives.size(), std::size_t(3 * seq + 1));
+
+    // Zoomed out to the whole run, the hung call (most of it) is a red box, not folded into its neighbours'
+    // pixel column: sample its lane across the middle of the call.
+    TimelineView view;
+    view.resize(1000, 400);
+    view.setRun(run);
+    QImage image(view.size(), QImage::Format_ARGB32_Premultiplied);
+    view.render(&image);
+    const QPointF centre = view.pointOfCollective(hung[0]);
+    QVERIFY(!centre.isNull());
+    int red = 0;
+    for (int dx = -20; dx <= 20; ++dx) {
+      const QColor c = image.pixelColor(int(centre.x()) + dx, int(centre.y()));
+      red += c.red() > 150 && c.green() < 120 && c.blue() < 120;
+    }
+    QVERIFY2(red >= 20, qPrintable(QString::number(red)));
+
+    MainWindow window;
+    window.show();
+    QVERIFY(open_and_wait(window, dir));
+    std::uint32_t shown = kNoInstance;
+    for (std::uint32_t i = 0; i < window.run()->collectives.size(); ++i)
+      if (window.run()->collectives[i].flags & kCallInFlight) shown = i;
+    QVERIFY(shown != kNoInstance);
+    window.timeline()->selectCollective(shown);
+    QVERIFY(window.details()->fieldValue("state").startsWith("in flight"));
   }
 
   void opensRunAndShowsOneLaneGroupPerRank() {

@@ -29,9 +29,11 @@ struct Lane {
   std::uint32_t end = 0;
 };
 
+inline constexpr std::uint8_t kCallInFlight = 1;  // CollectiveEvent::flags: never returned (a hang)
+
 struct CollectiveEvent {
   std::int64_t start_ns = 0;  // call entry = this rank's arrival
-  std::int64_t end_ns = 0;    // call exit
+  std::int64_t end_ns = 0;    // call exit; for a call in flight, the last time the tracer saw it
   std::int64_t bytes = 0;     // this rank's payload
   std::uint32_t instance = kNoInstance;  // into RunData::instances
   std::uint32_t row_id = 0;              // collectives.id in the rank's file (details read back on demand)
@@ -39,6 +41,7 @@ struct CollectiveEvent {
   std::uint16_t rank_index = 0;
   store::Op op = store::Op::Unknown;
   std::uint8_t fusion_fill_percent = 0;  // 0: no fusion buffer; else how full the fused buffer was (1..100)
+  std::uint8_t flags = 0;                // kCallInFlight: from calls_in_flight (row_id 0: no collectives row)
 };
 
 // An NVTX range or a GPU activity.
@@ -138,6 +141,8 @@ struct RunData {
   }
   // First event of `lane` that ends after t (may start before it); lane.end when none.
   std::uint32_t first_ending_after(const Lane& lane, std::int64_t t) const;
+  // The same among events [from, to) of the lane; `to` when none.
+  std::uint32_t first_ending_after(const Lane& lane, std::int64_t t, std::uint32_t from, std::uint32_t to) const;
   // First event of `lane` that starts at or after t; lane.end when none.
   std::uint32_t first_starting_at(const Lane& lane, std::int64_t t) const;
   // The same, searching forward from index `from` of the lane (galloping: O(log distance), cache-friendly

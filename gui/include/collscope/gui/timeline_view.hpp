@@ -79,6 +79,8 @@ class TimelineView : public QWidget {
   void paintSteps(QPainter& p, const QRect& r);
   void paintCollectiveLane(QPainter& p, const Lane& lane, int top, int height);
   void paintSpanLane(QPainter& p, const Lane& lane, int top, int height);
+  // End (exclusive) of the events aggregated into the pixel column of event i (see timeline_view.cpp).
+  std::uint32_t aggregated_until(const Lane& lane, std::uint32_t i, double column_end_t, double ns_per_px) const;
   void paintInstanceOutline(QPainter& p, std::uint32_t instance, const QColor& color, int width);
 
   std::shared_ptr<const RunData> run_;
