@@ -74,6 +74,30 @@ RankView load(const fs::path& file) {
   return {r.strings(), r.communicators(), r.collectives(), r.meta()};
 }
 
+// Starts `argv` with one extra environment variable, its stdout readable line by line while it runs (for tests
+// that act in the middle of a job). The caller reads `out` to the end or closes it, then waits for `pid`.
+struct RunningJob {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+};
+RunningJob start_job(std::vector<std::string> argv, const char* env_name, const char* env_value) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    setenv(env_name, env_value, 1);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  return {pid, fdopen(fds[0], "r")};
+}
+
 }  // namespace
 
 TEST(Preload, ThreeRanksRecordExactlyTheCallsMade) {
@@ -235,23 +259,10 @@ TEST(Preload, ProcessWithoutMpiWritesNothing) {
 
 TEST(Preload, SigkillKeepsEverythingUpToTheLastBatch) {
   const auto dir = fresh_dir("kill");
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    close(out[0]);
-    setenv("COLLSCOPE_FLUSH_MS", "50", 1);
-    auto argv = cmd({kCollscope, "trace", "-o", dir.string(), "--"},
-                    cmd(mpirun(1), {kProbe, "--iterations", "100000", "--sleep-ms-after-each", "5", "--progress"}));
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  FILE* in = fdopen(out[0], "r");
+  auto [pid, in] = start_job(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                                 cmd(mpirun(1), {kProbe, "--iterations", "100000", "--sleep-ms-after-each", "5", "--progress"})),
+                             "COLLSCOPE_FLUSH_MS", "50");
+  ASSERT_TRUE(in);
   char line[512];
   int probe_pid = 0, done = 0;
   while (done < 60 && fgets(line, sizeof line, in)) std::sscanf(line, "mpi_probe rank 0 pid %d: iteration %d done", &probe_pid, &done);
@@ -308,23 +319,10 @@ TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
   // Rank 2 arrives 1.5 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
   // appears while the job runs), then the call returns (the row goes) and the job ends normally.
   const auto dir = fresh_dir("late");
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    close(out[0]);
-    setenv("COLLSCOPE_HANG_MS", "200", 1);
-    auto argv = cmd({kCollscope, "trace", "-o", dir.string(), "--"},
-                    cmd(mpirun(3), {kProbe, "--iterations", "3", "--late-rank", "2", "--late-ms", "1500"}));
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  FILE* in = fdopen(out[0], "r");
+  auto [pid, in] = start_job(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                                 cmd(mpirun(3), {kProbe, "--iterations", "3", "--late-rank", "2", "--late-ms", "1500"})),
+                             "COLLSCOPE_HANG_MS", "200");
+  ASSERT_TRUE(in);
   char line[512];
   bool late = false;
   while (!late && fgets(line, sizeof line, in)) late = std::strstr(line, "rank 2: late") != nullptr;

@@ -68,6 +68,21 @@ std::vector<std::int32_t> split_members(const std::string& s) {
   return out;
 }
 
+// The columns collectives and calls_in_flight share, from column `first`: comm, seq, op, count, datatype, bytes,
+// reduce_op, root.
+template <typename Row>
+void read_call_columns(const Query& q, int first, Row& r) {
+  r.comm = q.i(first);
+  r.seq = q.i(first + 1);
+  const auto op = q.i(first + 2);
+  r.op = (op >= 0 && op < kOpCount) ? static_cast<Op>(op) : Op::Unknown;
+  r.count = q.i(first + 3);
+  r.datatype = q.i(first + 4);
+  r.bytes = q.i(first + 5);
+  r.reduce_op = q.i(first + 6);
+  r.root = q.template opt<std::int32_t>(first + 7);
+}
+
 }  // namespace
 
 std::string rank_file_name(int world_rank) { return fmt::format("rank-{:05d}.sqlite", world_rank); }
@@ -191,15 +206,7 @@ void TraceReader::for_each_collective(const std::function<void(const CollectiveR
   CollectiveRow r;
   while (q.step()) {
     r.id = q.i(0);
-    r.comm = q.i(1);
-    r.seq = q.i(2);
-    auto op = q.i(3);
-    r.op = (op >= 0 && op < kOpCount) ? static_cast<Op>(op) : Op::Unknown;
-    r.count = q.i(4);
-    r.datatype = q.i(5);
-    r.bytes = q.i(6);
-    r.reduce_op = q.i(7);
-    r.root = q.opt<std::int32_t>(8);
+    read_call_columns(q, 1, r);
     r.peer = q.opt<std::int32_t>(9);
     r.sendbuf = q.u(10);
     r.recvbuf = q.u(11);
@@ -319,15 +326,7 @@ std::vector<CallInFlightRow> TraceReader::calls_in_flight() const {
   while (q.step()) {
     CallInFlightRow r;
     r.thread = q.i(0);
-    r.comm = q.i(1);
-    r.seq = q.i(2);
-    const auto op = q.i(3);
-    r.op = op >= 0 && op < kOpCount ? static_cast<Op>(op) : Op::Unknown;
-    r.count = q.i(4);
-    r.datatype = q.i(5);
-    r.bytes = q.i(6);
-    r.reduce_op = q.i(7);
-    r.root = q.opt<std::int32_t>(8);
+    read_call_columns(q, 1, r);
     r.start_ns = q.i(9);
     r.seen_ns = q.i(10);
     out.push_back(r);

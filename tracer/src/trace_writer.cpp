@@ -35,6 +35,20 @@ void bind_text(sqlite3_stmt* s, int i, std::string_view v) {
   sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
 }
 
+// The columns collectives and calls_in_flight share, from parameter `first`: comm, seq, op, count, datatype,
+// bytes, reduce_op, root.
+template <typename Row>
+void bind_call_columns(sqlite3_stmt* s, int first, const Row& r) {
+  bind_i(s, first, r.comm);
+  bind_i(s, first + 1, r.seq);
+  bind_i(s, first + 2, static_cast<int>(r.op));
+  bind_i(s, first + 3, r.count);
+  bind_i(s, first + 4, r.datatype);
+  bind_i(s, first + 5, r.bytes);
+  bind_i(s, first + 6, r.reduce_op);
+  bind_opt(s, first + 7, r.root);
+}
+
 std::string join_members(const std::vector<std::int32_t>& members) {
   std::string out;
   for (std::size_t i = 0; i < members.size(); ++i) {
@@ -202,14 +216,7 @@ void TraceWriter::set_communicator_destroyed(std::int64_t id, std::int64_t destr
 void TraceWriter::add_collective(const CollectiveRow& r) {
   sqlite3_stmt* s = collective_;
   bind_id(s, 1, r.id);
-  bind_i(s, 2, r.comm);
-  bind_i(s, 3, r.seq);
-  bind_i(s, 4, static_cast<int>(r.op));
-  bind_i(s, 5, r.count);
-  bind_i(s, 6, r.datatype);
-  bind_i(s, 7, r.bytes);
-  bind_i(s, 8, r.reduce_op);
-  bind_opt(s, 9, r.root);
+  bind_call_columns(s, 2, r);
   bind_opt(s, 10, r.peer);
   bind_u(s, 11, r.sendbuf);
   bind_u(s, 12, r.recvbuf);
@@ -282,14 +289,7 @@ void TraceWriter::upsert_buffer(const BufferRow& r) {
 void TraceWriter::set_call_in_flight(const CallInFlightRow& r) {
   sqlite3_stmt* s = in_flight_;
   bind_i(s, 1, r.thread);
-  bind_i(s, 2, r.comm);
-  bind_i(s, 3, r.seq);
-  bind_i(s, 4, static_cast<int>(r.op));
-  bind_i(s, 5, r.count);
-  bind_i(s, 6, r.datatype);
-  bind_i(s, 7, r.bytes);
-  bind_i(s, 8, r.reduce_op);
-  bind_opt(s, 9, r.root);
+  bind_call_columns(s, 2, r);
   bind_i(s, 10, r.start_ns);
   bind_i(s, 11, r.seen_ns);
   step_reset(s, *this);
