@@ -1,6 +1,8 @@
 // Trial scores: NVTX "step" ranges straight from the rank files (SQLite, read-only, WAL-safe), or a regex.
 #include <collscope/autotuner/scoring.hpp>
 
+#include <collscope/analyzer/findings.hpp>
+
 #include <fmt/format.h>
 #include <sqlite3.h>
 
@@ -95,6 +97,16 @@ Score score_trial(const Objective& objective, double batch_size, const std::stri
                                       objective.warmup_steps, run_dir)};
   if (objective.kind == ObjectiveKind::StepTime) return {progress->mean_step_ms, ""};
   return {progress->throughput, ""};
+}
+
+std::string hang_summary(const std::string& run_dir) {
+  try {
+    const auto run = analyzer::load_run(run_dir);
+    const auto hangs = analyzer::detect_hangs(run, {});
+    return hangs.empty() ? std::string() : hangs.front().title;
+  } catch (const std::exception&) {
+    return {};  // no readable trace: the timeout alone is the reason
+  }
 }
 
 }  // namespace collscope::autotuner

@@ -322,7 +322,8 @@ int tune(const TuneOptions& options) {
       interrupted = true;
     } else if (outcome.timed_out) {
       record.status = "timeout";
-      record.reason = outcome.stop_reason;
+      const std::string hang = hang_summary(run_dir);
+      record.reason = outcome.stop_reason + (hang.empty() ? "" : "; " + hang);
     } else if (outcome.stopped) {
       record.status = "stopped";
       record.reason = outcome.stop_reason;

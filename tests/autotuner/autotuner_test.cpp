@@ -1,13 +1,18 @@
 // GP / EI against closed-form values, search space parsing, and BO vs random on noisy analytic functions.
+#include <collscope/analyzer/synthetic.hpp>
 #include <collscope/autotuner/gaussian_process.hpp>
+#include <collscope/autotuner/scoring.hpp>
 #include <collscope/autotuner/search_space.hpp>
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/tracer/error.hpp>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 using namespace collscope::autotuner;
@@ -190,4 +195,25 @@ TEST(Strategy, SameSeedSameTrialsAndGridIsExhaustive) {
   EXPECT_FALSE(grid.suggest(6, {}).has_value());
   Strategy r1(space, StrategyKind::Random, 5, 10), r2(space, StrategyKind::Random, 5, 10);
   EXPECT_EQ(r1.suggest(3, {})->unit, r2.suggest(3, {})->unit);
+}
+
+TEST(Scoring, TimedOutTrialSaysWhereItHung) {
+  // A trial's run whose ranks 0-2 were killed inside allreduce #80 while rank 3 never came.
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("collscope-autotuner-hang-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  collscope::analyzer::SyntheticRunSpec spec;
+  spec.steps = 20;
+  collscope::analyzer::write_synthetic_run(dir.string(), spec);
+  EXPECT_EQ(hang_summary(dir.string()), "");  // finished normally: nothing hung
+  for (int r : {0, 1, 2}) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / ("rank-0000" + std::to_string(r) + ".sqlite")).c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "INSERT INTO calls_in_flight VALUES(1, 1, 80, 1, 1048576, 0, 4194304, 0, NULL, "
+                               "2000000000000, 2008000000000)", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_EQ(hang_summary(dir.string()), "hang: rank(s) 3 never made allreduce #80 on MPI_COMM_WORLD; rank(s) 0,1,2 wait in it");
+  EXPECT_EQ(hang_summary((dir / "missing").string()), "");  // no trace at all: no summary, no exception
+  fs::remove_all(dir);
 }

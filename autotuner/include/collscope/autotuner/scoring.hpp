@@ -31,4 +31,9 @@ struct Score {
 // batch_size: samples per rank per step (resolved from the objective's batch_size and the knob values).
 Score score_trial(const Objective& objective, double batch_size, const std::string& run_dir, const std::string& output);
 
+// Where a trial that was killed (time limit) hung: the analyzer's hang finding from the calls in flight its rank
+// files kept ("hang: rank(s) 3 never made allreduce #80 on ..."), or "" when none hung in a collective or the
+// files cannot be read.
+std::string hang_summary(const std::string& run_dir);
+
 }  // namespace collscope::autotuner
