@@ -349,6 +349,7 @@ std::vector<Finding> detect_exposed_communication(const Run& run, const StepSumm
   const double share = steps.mean_exposed_ns / steps.mean_step_ns;
   if (share < 0.2) return out;
   const bool has_gpu = std::any_of(run.ranks.begin(), run.ranks.end(), [](const auto& r) { return !r.gpu_activities.empty(); });
+  const bool has_cpu_compute = steps.cpu_compute_ranges;
   Finding f;
   f.kind = FindingKind::ExposedCommunication;
   f.severity = share >= 0.4 ? Severity::Warning : Severity::Info;
@@ -360,7 +361,9 @@ std::vector<Finding> detect_exposed_communication(const Run& run, const StepSumm
   f.evidence_text = fmt::format(
       "per step {} in collectives, of which {} waiting for other ranks and {} transfer not hidden behind {}; step {}.",
       ms(steps.mean_comm_ns), ms(steps.mean_wait_ns), ms(steps.mean_exposed_ns),
-      has_gpu ? "GPU kernels" : "compute (no GPU activity recorded: all of it counts as exposed)", ms(steps.mean_step_ns));
+      has_gpu ? "GPU kernels" : has_cpu_compute ? "compute (NVTX ranges such as forward/backward that hold no call of their own thread)"
+                                                : "compute (no GPU activity or NVTX compute ranges recorded: all of it counts as exposed)",
+      ms(steps.mean_step_ns));
   f.suggestion = "Overlap communication with the backward pass: start gradient allreduces as buckets become ready "
                  "(Horovod/DDP do this), use non-blocking collectives, or a larger batch per step.";
   out.push_back(std::move(f));

@@ -158,6 +158,7 @@ void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
       c.root = r.root ? *r.root : (r.peer ? *r.peer : -1);
       c.status = r.status;
       c.op = r.op;
+      c.thread = static_cast<std::uint16_t>(std::clamp<std::int64_t>(r.thread, 0, 0xffff));
       t.collectives.push_back(c);
     });
     for (const auto& r : reader.calls_in_flight()) {

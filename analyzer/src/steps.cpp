@@ -13,6 +13,34 @@ struct Window {
   std::int64_t start_ns, end_ns;  // raw, rank clock
 };
 
+// CPU compute of `rank`: its innermost NVTX ranges other than steps that hold no collective call of their own
+// thread (a range around a blocking call does not hide it; forward/backward on the main thread while a
+// background thread communicates does).
+std::vector<Window> cpu_compute_windows(const Run& run, const RankTrace& rank) {
+  const int step_name = run.string_id("step");
+  std::vector<const NvtxRange*> ranges;
+  for (const auto& n : rank.nvtx_ranges)
+    if (n.end_ns > n.start_ns && n.name != step_name) ranges.push_back(&n);
+  if (ranges.empty()) return {};
+  std::sort(ranges.begin(), ranges.end(), [](auto* a, auto* b) {
+    return a->thread != b->thread ? a->thread < b->thread : a->start_ns < b->start_ns;
+  });
+  std::vector<std::pair<std::int64_t, std::int64_t>> calls;  // (thread, start), sorted
+  calls.reserve(rank.collectives.size());
+  for (const auto& c : rank.collectives) calls.emplace_back(c.thread, c.start_ns);
+  std::sort(calls.begin(), calls.end());
+  std::vector<Window> out;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto& r = *ranges[i];
+    const bool has_child = i + 1 < ranges.size() && ranges[i + 1]->thread == r.thread && ranges[i + 1]->start_ns < r.end_ns;
+    if (has_child) continue;
+    const auto call = std::lower_bound(calls.begin(), calls.end(), std::pair(r.thread, r.start_ns));
+    if (call != calls.end() && call->first == r.thread && call->second < r.end_ns) continue;
+    out.push_back({r.start_ns, r.end_ns});
+  }
+  return out;
+}
+
 // Per rank index, the step windows from NVTX ranges named "step" (outermost ranges only).
 std::vector<std::vector<Window>> nvtx_windows(const Run& run) {
   std::vector<std::vector<Window>> out(run.ranks.size());
@@ -109,13 +137,20 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       st.start_ns = std::min(st.start_ns, clocks.aligned(static_cast<int>(r), w[k].start_ns));
       st.end_ns = std::max(st.end_ns, clocks.aligned(static_cast<int>(r), w[k].end_ns));
     }
-    // GPU compute (kernels that are not NCCL's) overlapping communication hides it.
+    // Compute overlapping communication hides it: GPU kernels that are not NCCL's, and the innermost NVTX ranges
+    // (other than steps) of threads that make no collectives, as a Horovod-style job's forward/backward on the
+    // main thread while a background thread communicates. Ranges on a thread that makes collectives do not
+    // count: a blocking call inside one is not hidden by it.
     std::vector<Window> compute;
     for (const auto& g : rank.gpu_activities) {
       if (g.kind != store::GpuActivityKind::Kernel) continue;
       const auto& name = run.strings[g.name];
       if (name.find("nccl") != std::string::npos) continue;
       compute.push_back({g.start_ns, g.end_ns});
+    }
+    for (const auto& w : cpu_compute_windows(run, rank)) {
+      compute.push_back(w);
+      out.cpu_compute_ranges = true;
     }
     std::sort(compute.begin(), compute.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     std::vector<Window> merged;
@@ -157,7 +192,11 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       out.steps[k].rank_wait_ns[r] += static_cast<double>(wait);
       if (b <= a) continue;
       comm[k * nranks + r] += static_cast<double>(b - a);
-      exposed[k * nranks + r] += static_cast<double>(std::max<std::int64_t>(0, b - a - overlap_with_compute(a, b)));
+      // Exposed: the transfer part of the call (after the last arrival) that no compute overlaps. Waiting is
+      // counted on its own, whether or not compute ran meanwhile.
+      const std::int64_t transfer_a = std::max(a, call.start_ns + wait);
+      if (b > transfer_a)
+        exposed[k * nranks + r] += static_cast<double>(std::max<std::int64_t>(0, b - transfer_a - overlap_with_compute(transfer_a, b)));
     }
   }
   double sum_step = 0, sum_comm = 0, sum_exposed = 0, sum_wait = 0;
@@ -170,7 +209,6 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       st.wait_ns += st.rank_wait_ns[r] / nranks;
       st.exposed_comm_ns += exposed[k * nranks + r] / nranks;
     }
-    st.exposed_comm_ns = std::max(0.0, st.exposed_comm_ns - st.wait_ns);
     sum_step += st.duration_ns;
     sum_comm += st.comm_ns;
     sum_exposed += st.exposed_comm_ns;

@@ -31,7 +31,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   const std::int64_t kMonotonicBase = 1'000'000'000'000LL;     // 1000 s after boot
   const std::int64_t kRealtimeBase = 1'780'000'000'000'000'000LL;  // 2026
   std::vector<std::unique_ptr<store::TraceWriter>> writers;
-  std::vector<std::int64_t> float_type(n), sum_op(n), step_name(n);
+  std::vector<std::int64_t> float_type(n), sum_op(n), step_name(n), backward_name(n);
   const std::uint64_t world_key = 0x5eed000000000001ULL;
   const std::uint64_t set_key[2] = {0x5eed000000000002ULL, 0x5eed000000000003ULL};
   auto shift = [&](int r) { return r < static_cast<int>(spec.clock_shift_ns.size()) ? spec.clock_shift_ns[r] : 0; };
@@ -47,6 +47,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
     w->set_meta("env.HOROVOD_FUSION_THRESHOLD", std::to_string(spec.fusion_threshold));
     w->set_meta("env.HOROVOD_CYCLE_TIME", fmt::format("{}", spec.cycle_time_ms));
     w->add_thread({1, 1000 + r, "main"});
+    if (spec.compute_thread_ranges) w->add_thread({2, 3000 + r, "compute"});
     store::CommunicatorRow world;
     world.id = 1;
     world.key = world_key;
@@ -72,6 +73,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
     float_type[r] = w->intern("MPI_FLOAT");
     sum_op[r] = w->intern("MPI_SUM");
     step_name[r] = w->intern("step");
+    backward_name[r] = w->intern("backward");
     writers.push_back(std::move(w));
   }
 
@@ -136,6 +138,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
       if (r == spec.slow_rank) compute += spec.slow_ms * 1e6;
       ready[r] += static_cast<std::int64_t>(compute);
     }
+    const std::vector<std::int64_t> compute_end = ready;
     if (step == spec.degraded_from_step && spec.degraded_link_gbps > 0) link_gbps = spec.degraded_link_gbps;
     for (int k = 0; k < spec.allreduces_per_step; ++k) {
       for (int r = 0; r < n; ++r) ready[r] += static_cast<std::int64_t>(spec.idle_before_allreduce_ms * 1e6);
@@ -159,6 +162,15 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
         hung = true;
       }
     }
+    if (spec.compute_thread_ranges)
+      for (int r = 0; r < n; ++r) {
+        store::NvtxRangeRow range;
+        range.name = backward_name[r];
+        range.start_ns = step_start[r] + shift(r);
+        range.end_ns = (spec.compute_thread_ranges >= 2 ? ready[r] : compute_end[r]) + shift(r);
+        range.thread = spec.compute_thread_ranges == 3 ? 1 : 2;
+        writers[r]->add_nvtx_range(range);
+      }
     if (spec.nvtx_steps)
       for (int r = 0; r < n; ++r) {
         store::NvtxRangeRow range;

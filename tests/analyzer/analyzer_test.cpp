@@ -221,6 +221,36 @@ TEST(Analyzer, CycleTimeStallAndUnderfilledFusion) {
   EXPECT_EQ(find(c, FindingKind::UnderfilledFusion), nullptr);
 }
 
+TEST(Analyzer, ExposedCommunicationCountsComputeOnOtherThreads) {
+  // 2 ms of compute and 4 allreduces of 4 MiB (~0.65 ms each) a step: communication is most of the step.
+  SyntheticRunSpec spec;
+  spec.steps = 20;
+  spec.compute_ms = 2;
+  auto exposed_share = [&](int compute_thread_ranges, const std::string& name) {
+    spec.compute_thread_ranges = compute_thread_ranges;
+    auto dir = temp_dir(name);
+    write_synthetic_run(dir.string(), spec);
+    const Analysis a = analyze_run(dir.string());
+    return std::pair(a.steps.mean_exposed_ns / a.steps.mean_step_ns, find(a, FindingKind::ExposedCommunication) != nullptr);
+  };
+  // No compute recorded: all of it counts as exposed.
+  const auto [none, none_found] = exposed_share(0, "exposed-none");
+  EXPECT_GT(none, 0.5);
+  EXPECT_TRUE(none_found);
+  // Backward on another thread, ending before the allreduces: still exposed, the same share.
+  const auto [after, after_found] = exposed_share(1, "exposed-after");
+  EXPECT_NEAR(after, none, 0.01);
+  EXPECT_TRUE(after_found);
+  // Backward still running while the allreduces go (Horovod's overlap): hidden, no finding.
+  const auto [overlapped, overlapped_found] = exposed_share(2, "exposed-overlapped");
+  EXPECT_LT(overlapped, 0.01);
+  EXPECT_FALSE(overlapped_found);
+  // The same long range on the thread that makes the (blocking) allreduces hides nothing.
+  const auto [same_thread, same_thread_found] = exposed_share(3, "exposed-same-thread");
+  EXPECT_NEAR(same_thread, none, 0.01);
+  EXPECT_TRUE(same_thread_found);
+}
+
 TEST(Analyzer, ProcessSetImbalanceNamesTheSlowSet) {
   // Two process sets {0,2} and {1,3} make the same calls; set 1 moves its data 8x slower.
   SyntheticRunSpec spec;

@@ -225,7 +225,7 @@ void TraceReader::for_each_collective(const std::function<void(const CollectiveR
 
 void TraceReader::for_each_collective_summary(const std::function<void(const CollectiveSummary&)>& fn) const {
   Query q(db_, path_,
-          "SELECT comm, seq, op, count, datatype, bytes, root, peer, start_ns, end_ns, status FROM collectives "
+          "SELECT comm, seq, op, count, datatype, bytes, root, peer, start_ns, end_ns, status, thread FROM collectives "
           "ORDER BY id");
   CollectiveSummary r;
   while (q.step()) {
@@ -241,6 +241,7 @@ void TraceReader::for_each_collective_summary(const std::function<void(const Col
     r.start_ns = q.i(8);
     r.end_ns = q.i(9);
     r.status = static_cast<Status>(q.i(10));
+    r.thread = q.i(11);
     fn(r);
   }
 }

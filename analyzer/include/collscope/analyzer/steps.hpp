@@ -17,7 +17,8 @@ struct Step {
   double duration_ns = 0;     // mean over ranks
   double comm_ns = 0;         // mean over ranks: time inside collectives (union of calls)
   double wait_ns = 0;         // mean over ranks: waiting for the last arriver
-  double exposed_comm_ns = 0; // mean over ranks: communication not overlapped with GPU compute, minus waiting
+  double exposed_comm_ns = 0; // mean over ranks: communication not overlapped with compute (GPU kernels, NVTX
+                              // ranges of threads without collectives), minus waiting
   std::vector<double> rank_duration_ns;  // per rank index
   std::vector<double> rank_wait_ns;      // per rank index
 };
@@ -29,6 +30,7 @@ struct StepSummary {
   double mean_step_ns = 0, median_step_ns = 0;
   double mean_comm_ns = 0, mean_exposed_ns = 0, mean_wait_ns = 0;
   double throughput_samples_per_s = 0;  // batch_size × ranks / mean step (0 when batch size unknown)
+  bool cpu_compute_ranges = false;      // NVTX compute ranges (not GPU kernels) hid communication
 };
 
 class StepDetector {

@@ -32,6 +32,10 @@ struct SyntheticRunSpec {
   int degraded_from_step = -1;     // from this step on, world allreduces move data at degraded_link_gbps
   double degraded_link_gbps = 0;   //   (a link falling back to a slower transport)
   double idle_before_allreduce_ms = 0;  // every rank idles this long before each world allreduce (a cycle wait)
+  // 1: a "backward" NVTX range on a second thread over each step's compute; 2: the same range lasting until the
+  // step's world allreduces end (Horovod-style overlap: the background thread communicates during backward);
+  // 3: that long range on the thread that makes the allreduces (blocking calls inside it: no overlap).
+  int compute_thread_ranges = 0;
   int slow_set_parity = -1;        // with process_sets: that set moves its data slow_set_factor times slower
   double slow_set_factor = 1;
 };

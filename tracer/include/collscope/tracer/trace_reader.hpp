@@ -33,6 +33,7 @@ struct CollectiveSummary {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   Status status = 0;
+  std::int64_t thread = 0;  // threads.id
 };
 
 class TraceReader {
