@@ -1,11 +1,12 @@
 // A small MPI program with a known set of calls, the ground truth for the tracer's tests.
 //   mpi_probe [--iterations N] [--sleep-ms-after-each N] [--fork-child] [--hang-rank R --hang-iteration K]
-//             [--late-rank R --late-ms N]
+//             [--late-rank R --late-ms N] [--hang-nonblocking]
 // Per iteration: Allreduce (world, 1024 floats), Bcast (world, 256 ints, root 0), Allreduce on the split
 // communicator (color = rank % 2, 10 doubles), Iallreduce + Wait (world, 64 floats), Barrier (world).
 // Once: Comm_dup + Allgather on it + Comm_free; Reduce, Gather, Scatter, Alltoall, Reduce_scatter_block on world.
 // --hang-rank R: all ranks first dup the world communicator; at iteration K rank R calls a Barrier on that dup
 // instead of the world Allreduce, so R waits in the barrier and the others in the allreduce: a deadlock.
+// --hang-nonblocking: the others make that allreduce an Iallreduce and wait for it in MPI_Wait.
 // --late-rank R: rank R sleeps N ms before the first Allreduce of iteration 1 (says "late" on stdout first).
 #include <mpi.h>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   int hang_rank = -1, hang_iteration = 0;
   int late_rank = -1, late_ms = 0;
+  bool hang_nonblocking = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sleep-ms-after-each") && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--hang-iteration") && i + 1 < argc) hang_iteration = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--late-rank") && i + 1 < argc) late_rank = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--late-ms") && i + 1 < argc) late_ms = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--hang-nonblocking")) hang_nonblocking = true;
   }
   if (fork_child) {
     // A child forked before MPI_Init that never calls MPI (a data-loader worker): must write nothing.
@@ -83,7 +86,13 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
     }
     auto t0 = std::chrono::steady_clock::now();
-    MPI_Allreduce(f.data(), g.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (hang_nonblocking && hang_rank >= 0 && it == hang_iteration) {
+      MPI_Request hung;
+      MPI_Iallreduce(f.data(), g.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &hung);
+      MPI_Wait(&hung, MPI_STATUS_IGNORE);  // never returns: rank hang_rank is in a barrier elsewhere
+    } else {
+      MPI_Allreduce(f.data(), g.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     t_sum += took;
     own_ns += (own_ns.empty() ? "" : ",") + std::to_string(static_cast<long long>(took * 1e9));

@@ -315,6 +315,27 @@ TEST(Preload, HungCallsStayInTheFileWhenTheJobIsKilled) {
   }
 }
 
+TEST(Preload, WaitingForANonBlockingCollectiveIsItsCallInFlight) {
+  // The same deadlock, but ranks 0 and 2 start the world allreduce with MPI_Iallreduce and hang in MPI_Wait.
+  const auto dir = fresh_dir("hang-nonblocking");
+  const auto r = run_process(
+      cmd({"timeout", "-s", "TERM", "4", kCollscope, "trace", "-o", dir.string(), "--"},
+          cmd(mpirun(3), {kProbe, "--iterations", "6", "--hang-rank", "1", "--hang-iteration", "3", "--hang-nonblocking"})),
+      {{"COLLSCOPE_HANG_MS", "200"}}, 60);
+  EXPECT_FALSE(r.timed_out);
+  for (int rank : {0, 2}) {
+    TraceReader reader((dir / rank_file_name(rank)).string());
+    const auto v = load(dir / rank_file_name(rank));
+    const auto in_flight = reader.calls_in_flight();
+    ASSERT_EQ(in_flight.size(), 1u) << "rank " << rank;
+    EXPECT_EQ(in_flight[0].op, Op::Iallreduce);
+    EXPECT_EQ(in_flight[0].comm, v.comm_named("MPI_COMM_WORLD").id);
+    EXPECT_EQ(in_flight[0].seq, 12);
+    EXPECT_EQ(in_flight[0].bytes, 4096);
+  }
+  EXPECT_EQ(TraceReader((dir / rank_file_name(1)).string()).calls_in_flight().at(0).op, Op::Barrier);
+}
+
 TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
   // Rank 2 arrives 1.5 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
   // appears while the job runs), then the call returns (the row goes) and the job ends normally.

@@ -311,6 +311,35 @@ void pending_complete(MPI_Request r, std::uint64_t t1, int rc) {
 
 bool any_pending() { return g_pending_count.load(std::memory_order_relaxed) > 0; }
 
+// The pending collective of request `r` (still pending: only the thread that waits on it completes it), or null.
+const Event* pending_find(MPI_Request r) {
+  if (r == nullptr || r == request_null()) return nullptr;
+  for (std::size_t i = pending_bucket(r), n = 0; n < kPendingProbe; i = (i + 1) & (kPendingSize - 1), ++n)
+    if (g_pending[i].request.load(std::memory_order_acquire) == r) return &g_pending[i].event;
+  return nullptr;
+}
+
+// While a thread waits for a non-blocking collective, that collective is its call in flight (a hang shows in the
+// wait; the row's start is when the waiting began).
+class WaitingFor {
+ public:
+  WaitingFor(const MPI_Request* requests, int n) {
+    for (int i = 0; i < n && !tb_; ++i)
+      if (const Event* e = pending_find(requests[i])) {
+        tb_ = &this_thread_buffer();
+        tb_->enter_call(ticks(), e->comm_slot, e->op, e->root, e->seq, e->count, e->bytes, e->datatype, e->reduce_op);
+      }
+  }
+  ~WaitingFor() {
+    if (tb_) tb_->leave_call();
+  }
+  WaitingFor(const WaitingFor&) = delete;
+  WaitingFor& operator=(const WaitingFor&) = delete;
+
+ private:
+  ThreadBuffer* tb_ = nullptr;
+};
+
 // Copies of request handles taken before a Wait/Test (MPI overwrites completed ones with MPI_REQUEST_NULL).
 class RequestSnapshot {
  public:
@@ -563,7 +592,11 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   if (!any_pending()) return REAL(MPI_Wait)(request, status);
   const MPI_Request r = *request;
-  const int rc = REAL(MPI_Wait)(request, status);
+  int rc;
+  {
+    WaitingFor waiting(&r, 1);
+    rc = REAL(MPI_Wait)(request, status);
+  }
   pending_complete(r, ticks(), rc);
   return rc;
 }
@@ -579,7 +612,11 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (!any_pending()) return REAL(MPI_Waitall)(count, requests, statuses);
   RequestSnapshot before(count, requests);
-  const int rc = REAL(MPI_Waitall)(count, requests, statuses);
+  int rc;
+  {
+    WaitingFor waiting(requests, count);
+    rc = REAL(MPI_Waitall)(count, requests, statuses);
+  }
   const std::uint64_t t1 = ticks();
   for (int i = 0; i < before.size(); ++i) pending_complete(before[i], t1, rc);
   return rc;
