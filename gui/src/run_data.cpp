@@ -20,9 +20,7 @@ std::size_t RunData::memory_bytes() const {
 }
 
 std::uint32_t RunData::first_ending_after(const Lane& lane, std::int64_t t) const {
-  const auto& ends = max_end(lane.kind);
-  auto it = std::upper_bound(ends.begin() + lane.begin, ends.begin() + lane.end, t);
-  return static_cast<std::uint32_t>(it - ends.begin());
+  return first_ending_after(lane, t, lane.begin, lane.end);
 }
 
 std::uint32_t RunData::first_ending_after(const Lane& lane, std::int64_t t, std::uint32_t from, std::uint32_t to) const {

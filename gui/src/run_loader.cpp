@@ -138,24 +138,13 @@ void read_rank(const fs::path& file, int world_rank_from_name, RankPart& part) {
   part.comm_keys.reserve(rows);
   part.seqs.reserve(rows);
   part.comm_sizes.reserve(rows);
+  // A call of `thread` on file communicator `comm`: on its thread's lane, with the matching key (communicator
+  // key, seq) kept beside it. Consecutive calls mostly share a communicator, so the last lookup is kept.
   std::int64_t last_comm = -1;
   std::pair<std::uint64_t, std::uint16_t> comm_info{0, 0};
-  table.each("SELECT id, comm, seq, op, bytes, sendbuf, thread, start_ns, end_ns FROM collectives ORDER BY id",
-             [&](sqlite3_stmt* q) {
-    CollectiveEvent e;
-    e.row_id = static_cast<std::uint32_t>(sqlite3_column_int64(q, 0));
-    const std::int64_t comm = sqlite3_column_int64(q, 1);
-    const std::int64_t op = sqlite3_column_int64(q, 3);
-    e.op = op >= 0 && op < store::kOpCount ? static_cast<store::Op>(op) : store::Op::Unknown;
-    e.bytes = sqlite3_column_int64(q, 4);
-    const auto sendbuf = static_cast<std::uint64_t>(sqlite3_column_int64(q, 5));
-    const std::int64_t thread = sqlite3_column_int64(q, 6);
-    e.start_ns = sqlite3_column_int64(q, 7);
-    e.end_ns = std::max<std::int64_t>(sqlite3_column_int64(q, 8), e.start_ns);
+  auto add_call = [&](CollectiveEvent e, std::int64_t thread, std::int64_t comm, std::int64_t seq) {
+    e.end_ns = std::max(e.end_ns, e.start_ns);
     e.lane = lanes.get(LaneKind::Collectives, thread, [&] { return "MPI/NCCL " + thread_label(thread); });
-    if (!fusion_capacity.empty())
-      if (auto it = fusion_capacity.find(sendbuf); it != fusion_capacity.end() && it->second > 0)
-        e.fusion_fill_percent = static_cast<std::uint8_t>(std::clamp<std::int64_t>((e.bytes * 100 + it->second - 1) / it->second, 1, 100));
     if (comm != last_comm) {
       auto it = comms.find(comm);
       comm_info = it != comms.end() ? it->second : std::pair<std::uint64_t, std::uint16_t>{static_cast<std::uint64_t>(comm), 0};
@@ -163,31 +152,35 @@ void read_rank(const fs::path& file, int world_rank_from_name, RankPart& part) {
     }
     part.comm_keys.push_back(comm_info.first);
     part.comm_sizes.push_back(comm_info.second);
-    part.seqs.push_back(sqlite3_column_int64(q, 2));
+    part.seqs.push_back(seq);
     part.min_start_ns = std::min(part.min_start_ns, e.start_ns);
     part.collectives.push_back(e);
+  };
+  table.each("SELECT id, comm, seq, op, bytes, sendbuf, thread, start_ns, end_ns FROM collectives ORDER BY id",
+             [&](sqlite3_stmt* q) {
+    CollectiveEvent e;
+    e.row_id = static_cast<std::uint32_t>(sqlite3_column_int64(q, 0));
+    const std::int64_t op = sqlite3_column_int64(q, 3);
+    e.op = op >= 0 && op < store::kOpCount ? static_cast<store::Op>(op) : store::Op::Unknown;
+    e.bytes = sqlite3_column_int64(q, 4);
+    const auto sendbuf = static_cast<std::uint64_t>(sqlite3_column_int64(q, 5));
+    e.start_ns = sqlite3_column_int64(q, 7);
+    e.end_ns = sqlite3_column_int64(q, 8);
+    if (!fusion_capacity.empty())
+      if (auto it = fusion_capacity.find(sendbuf); it != fusion_capacity.end() && it->second > 0)
+        e.fusion_fill_percent = static_cast<std::uint8_t>(std::clamp<std::int64_t>((e.bytes * 100 + it->second - 1) / it->second, 1, 100));
+    add_call(e, sqlite3_column_int64(q, 6), sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2));
   });
-  // Calls the job hung in (schema 1.1): drawn as collectives that never returned.
-  if (reader.schema_version().major > 1 || reader.schema_version().minor >= 1)
-    table.each("SELECT thread, comm, seq, op, bytes, start_ns, seen_ns FROM calls_in_flight", [&](sqlite3_stmt* q) {
-      CollectiveEvent e;
-      const std::int64_t thread = sqlite3_column_int64(q, 0);
-      const std::int64_t comm = sqlite3_column_int64(q, 1);
-      const std::int64_t op = sqlite3_column_int64(q, 3);
-      e.op = op >= 0 && op < store::kOpCount ? static_cast<store::Op>(op) : store::Op::Unknown;
-      e.bytes = sqlite3_column_int64(q, 4);
-      e.start_ns = sqlite3_column_int64(q, 5);
-      e.end_ns = std::max<std::int64_t>(sqlite3_column_int64(q, 6), e.start_ns);
-      e.flags = kCallInFlight;
-      e.lane = lanes.get(LaneKind::Collectives, thread, [&] { return "MPI/NCCL " + thread_label(thread); });
-      auto it = comms.find(comm);
-      const auto info = it != comms.end() ? it->second : std::pair<std::uint64_t, std::uint16_t>{static_cast<std::uint64_t>(comm), 0};
-      part.comm_keys.push_back(info.first);
-      part.comm_sizes.push_back(info.second);
-      part.seqs.push_back(sqlite3_column_int64(q, 2));
-      part.min_start_ns = std::min(part.min_start_ns, e.start_ns);
-      part.collectives.push_back(e);
-    });
+  // Calls the job hung in (schema 1.1; a few rows at most): drawn as collectives that never returned.
+  for (const auto& c : reader.calls_in_flight()) {
+    CollectiveEvent e;
+    e.op = c.op;
+    e.bytes = c.bytes;
+    e.start_ns = c.start_ns;
+    e.end_ns = c.seen_ns;
+    e.flags = kCallInFlight;
+    add_call(e, c.thread, c.comm, c.seq);
+  }
   part.nvtx.reserve(reader.row_count("nvtx_ranges"));
   table.each("SELECT name, kind, start_ns, end_ns, thread, depth FROM nvtx_ranges ORDER BY id", [&](sqlite3_stmt* q) {
     SpanEvent s;
@@ -410,7 +403,10 @@ std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn
   std::vector<Block> blocks(good.size());
   std::size_t n_coll = 0, n_nvtx = 0, n_gpu = 0;
   for (std::size_t r : rank_order) {
-    blocks[r] = {n_coll, n_nvtx, n_gpu, *std::min_element(lane_map[r].begin(), lane_map[r].end())};
+    // A rank without events has no lanes (and no events to place).
+    const auto& lanes_of_rank = lane_map[r];
+    blocks[r] = {n_coll, n_nvtx, n_gpu,
+                 lanes_of_rank.empty() ? std::uint16_t{0} : *std::min_element(lanes_of_rank.begin(), lanes_of_rank.end())};
     n_coll += good[r]->collectives.size(), n_nvtx += good[r]->nvtx.size(), n_gpu += good[r]->gpu.size();
   }
   if (n_coll >= kNoInstance) throw InputError(fmt::format("{}: too many collectives for the viewer", dir));

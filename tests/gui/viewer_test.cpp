@@ -5,6 +5,7 @@
 #include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
+#include <collscope/tracer/trace_writer.hpp>
 
 #include "synthetic_run.hpp"
 
@@ -332,6 +333,21 @@ class ViewerTest : public QObject {
     QVERIFY(window.run() && window.run()->ranks.size() == 1);
     QVERIFY2(window.message().contains("rank-00000.sqlite"), qPrintable(window.message()));
     QVERIFY2(window.message().contains("1 of 3 ranks"), qPrintable(window.message()));
+
+    // A rank whose file holds no event (it traced nothing before the job ended): a rank without lanes.
+    auto quiet = scratch("quiet-rank");
+    for (const char* f : {"rank-00000.sqlite", "rank-00001.sqlite", "rank-00002.sqlite"}) fs::copy_file(run_dir_ / f, quiet / f);
+    {
+      collscope::store::TraceWriter w((quiet / "rank-00003.sqlite").string());
+      w.begin();
+      w.set_meta(collscope::store::meta_key::kWorldRank, "3");
+      w.set_meta(collscope::store::meta_key::kHost, "node1");
+      w.commit();
+    }
+    auto run = load_run(quiet.string());
+    QCOMPARE(run->ranks.size(), std::size_t(4));
+    QCOMPARE(run->lanes.size(), std::size_t(9));
+    QCOMPARE(run->collectives.size(), std::size_t(3 * spec_.steps * spec_.collectives_per_step));
   }
 
   void closingWhileLoadingDoesNotWaitOrCrash() {
