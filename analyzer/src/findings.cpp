@@ -600,7 +600,7 @@ std::string call_text(const Run& run, const CollectiveCall& c) {
 // cause. When every missing member is waiting elsewhere the ranks wait for each other in a cycle: one finding
 // describes it, blaming the rank the step evidence names (`step_evidence`), else the ranks of the smallest group
 // (the odd ones out).
-std::vector<Finding> detect_hangs(const Run& run, const std::vector<Mismatch>& step_evidence) {
+std::vector<Finding> detect_hangs(const Run& run, const MatchedRun& m, const std::vector<Mismatch>& step_evidence) {
   struct Group {
     int comm;
     std::int32_t seq;
@@ -619,11 +619,8 @@ std::vector<Finding> detect_hangs(const Run& run, const std::vector<Mismatch>& s
       waiting_anywhere.insert(run.ranks[ri].world_rank);
     }
   if (by_call.empty()) return {};
-  auto calls_made = [&](int ri, int comm) {  // calls of rank index `ri` on `comm` that returned
-    std::int64_t n = 0;
-    for (const auto& c : run.ranks[ri].collectives)
-      if (c.comm == comm) n = std::max<std::int64_t>(n, c.seq + 1);
-    return n;
+  auto calls_made = [&](int ri, int comm) {  // calls of rank index `ri` on `comm` that returned (highest seq + 1)
+    return static_cast<std::int64_t>(m.call_index[ri][comm].size());
   };
   std::vector<Group> groups;
   for (auto& [key, g] : by_call) {
@@ -752,7 +749,7 @@ std::vector<Finding> detect_mismatches(const Run& run, const MatchedRun& m) {
   // The step evidence names a rank that skipped a call; calls in flight at the kill say who waited where. Count
   // differences on a communicator already explained are only the symptom.
   auto mismatches = skipped_calls_from_steps(run);
-  std::vector<Finding> out = detect_hangs(run, mismatches);
+  std::vector<Finding> out = detect_hangs(run, m, mismatches);
   std::set<std::uint64_t> explained;
   for (const auto& f : out)
     if (f.comm_key) explained.insert(*f.comm_key);

@@ -141,41 +141,36 @@ void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
     t.buffers = reader.buffers();
     t.collectives.reserve(static_cast<std::size_t>(reader.row_count("collectives")));
     std::int64_t unknown_comm = 0;
-    reader.for_each_collective_summary([&](const store::CollectiveSummary& r) {
+    // A row of collectives or calls_in_flight (they share these columns) as a call on a run-wide communicator;
+    // false when the file does not define the row's communicator.
+    auto to_call = [&](const auto& r, std::int64_t end_ns, std::int32_t root, CollectiveCall& c) {
       auto it = comm_map.find(r.comm);
-      if (it == comm_map.end()) {
-        ++unknown_comm;
-        return;
-      }
-      CollectiveCall c;
+      if (it == comm_map.end()) return false;
       c.start_ns = r.start_ns;
-      c.end_ns = std::max(r.end_ns, r.start_ns);
+      c.end_ns = std::max(end_ns, r.start_ns);
       c.bytes = r.bytes;
       c.count = r.count;
       c.seq = static_cast<std::int32_t>(r.seq);
       c.comm = it->second;
       c.datatype = global_string(r.datatype);
-      c.root = r.root ? *r.root : (r.peer ? *r.peer : -1);
-      c.status = r.status;
+      c.root = root;
       c.op = r.op;
       c.thread = static_cast<std::uint16_t>(std::clamp<std::int64_t>(r.thread, 0, 0xffff));
+      return true;
+    };
+    reader.for_each_collective_summary([&](const store::CollectiveSummary& r) {
+      CollectiveCall c;
+      if (!to_call(r, r.end_ns, r.root ? *r.root : (r.peer ? *r.peer : -1), c)) {
+        ++unknown_comm;
+        return;
+      }
+      c.status = r.status;
       t.collectives.push_back(c);
     });
     for (const auto& r : reader.calls_in_flight()) {
-      auto it = comm_map.find(r.comm);
-      if (it == comm_map.end()) continue;
       CallInFlight f;
       f.thread = r.thread;
-      f.call.start_ns = r.start_ns;
-      f.call.end_ns = std::max(r.seen_ns, r.start_ns);
-      f.call.bytes = r.bytes;
-      f.call.count = r.count;
-      f.call.seq = static_cast<std::int32_t>(r.seq);
-      f.call.comm = it->second;
-      f.call.datatype = global_string(r.datatype);
-      f.call.root = r.root ? *r.root : -1;
-      f.call.op = r.op;
-      t.calls_in_flight.push_back(f);
+      if (to_call(r, r.seen_ns, r.root ? *r.root : -1, f.call)) t.calls_in_flight.push_back(f);
     }
     reader.for_each_nvtx_range([&](const store::NvtxRangeRow& r) {
       NvtxRange n;

@@ -1,7 +1,7 @@
 // Trial scores: NVTX "step" ranges straight from the rank files (SQLite, read-only, WAL-safe), or a regex.
 #include <collscope/autotuner/scoring.hpp>
 
-#include <collscope/analyzer/findings.hpp>
+#include <collscope/analyzer/analysis.hpp>
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -101,8 +101,8 @@ Score score_trial(const Objective& objective, double batch_size, const std::stri
 
 std::string hang_summary(const std::string& run_dir) {
   try {
-    const auto run = analyzer::load_run(run_dir);
-    const auto hangs = analyzer::detect_hangs(run, {});
+    const auto a = analyzer::analyze_run(run_dir);
+    const auto hangs = analyzer::detect_hangs(a.run, a.matched, {});
     return hangs.empty() ? std::string() : hangs.front().title;
   } catch (const std::exception&) {
     return {};  // no readable trace: the timeout alone is the reason

@@ -234,9 +234,8 @@ void Writer::write_calls_in_flight(WriterContext& ctx) {
   for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
     ThreadBuffer::CallSnapshot c;
     auto it = calls_in_flight.find(tb->index());
-    const bool hung = tb->call_in_flight(c) && now - clock.to_ns(c.since) >= hang_ns;
-    if (hung) {
-      const std::int64_t start = clock.to_ns(c.since);
+    const std::int64_t start = tb->call_in_flight(c) ? clock.to_ns(c.since) : now;
+    if (now - start >= hang_ns) {
       if (it != calls_in_flight.end() && it->second.since == c.since && now - it->second.written_ns < 1'000'000'000)
         continue;
       store::CallInFlightRow row;

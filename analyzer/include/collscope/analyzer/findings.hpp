@@ -57,7 +57,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run&, const MatchedRun&,
 std::vector<Finding> detect_process_set_imbalance(const Run&, const MatchedRun&);
 // From the calls in flight when a hung job was killed (part of detect_mismatches); step_evidence names the
 // culprit of a deadlock cycle when the NVTX steps show one.
-std::vector<Finding> detect_hangs(const Run&, const std::vector<Mismatch>& step_evidence);
+std::vector<Finding> detect_hangs(const Run&, const MatchedRun&, const std::vector<Mismatch>& step_evidence);
 std::vector<Finding> detect_mismatches(const Run&, const MatchedRun&);
 
 // All detectors, ordered by cost (mismatches first: they hang jobs).
