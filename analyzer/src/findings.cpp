@@ -715,6 +715,8 @@ std::vector<Finding> detect_hangs(const Run& run, const MatchedRun& m, const std
   }
   if (!out.empty()) return out;
 
+  // Every member inside its call (a long collective the job was killed in): nobody is missing, no hang to name.
+  if (std::all_of(groups.begin(), groups.end(), [](const Group& g) { return g.missing.empty(); })) return out;
   // A cycle: everyone that others wait for waits itself.
   std::string cycle;
   for (const auto& g : groups) cycle += (cycle.empty() ? "" : "; ") + group_text(g);

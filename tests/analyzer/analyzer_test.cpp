@@ -336,6 +336,11 @@ TEST(Analyzer, HangWhereOneRankNeverCameNamesIt) {
   auto clean = temp_dir("hang-none");
   write_synthetic_run(clean.string(), spec);
   EXPECT_EQ(find(analyze_run(clean.string()), FindingKind::Mismatch), nullptr);
+  // All four inside the same call when the job was killed (a long collective, not a mismatch): nothing either.
+  auto together = temp_dir("hang-together");
+  write_synthetic_run(together.string(), spec);
+  for (int r : {0, 1, 2, 3}) add_call_in_flight(together, r, "allreduce", 80, 1 << 20);
+  EXPECT_EQ(find(analyze_run(together.string()), FindingKind::Mismatch), nullptr);
 }
 
 TEST(Analyzer, HangInDifferentCollectivesNamesTheMinority) {
