@@ -129,6 +129,32 @@ std::vector<double> phase_lag_per_step(const Run& run, std::size_t steps) {
   return lag;
 }
 
+// Per rank index: the median over steps of what the rank held the others up in that step's synchronising
+// collectives (ns). A straggler is late step after step; one long stall (a descheduled process on a busy host)
+// can outweigh that in the run's total but not in the median. Empty when the run has no steps.
+std::vector<double> median_blame_per_step(const Run& run, const MatchedRun& m, const StepSummary& steps) {
+  const std::size_t n = run.ranks.size(), nsteps = steps.steps.size();
+  if (nsteps == 0) return {};
+  std::vector<std::vector<double>> per_step(n, std::vector<double>(nsteps, 0));
+  std::map<int, std::size_t> index_of;  // world rank → rank index
+  for (std::size_t r = 0; r < n; ++r) index_of[run.ranks[r].world_rank] = r;
+  for (const auto& i : m.instances) {
+    if (i.ranks < 2 || !store::is_synchronising(i.op)) continue;
+    auto it = std::upper_bound(steps.steps.begin(), steps.steps.end(), i.last_arrival_ns,
+                               [](std::int64_t t, const Step& s) { return t < s.start_ns; });
+    if (it == steps.steps.begin()) continue;
+    --it;
+    if (i.last_arrival_ns >= it->end_ns) continue;
+    const auto r = index_of.find(i.last_arriver);
+    if (r == index_of.end()) continue;
+    per_step[r->second][static_cast<std::size_t>(it - steps.steps.begin())] +=
+        double(i.last_arrival_ns - i.second_last_arrival_ns);
+  }
+  std::vector<double> out(n);
+  for (std::size_t r = 0; r < n; ++r) out[r] = detail::median_of(per_step[r]);
+  return out;
+}
+
 }  // namespace
 
 std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, const StepSummary& steps) {
@@ -173,6 +199,11 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
   // need a larger share of the step than the waiting measured inside collectives.
   const double min_share = from_phases ? 0.15 : 0.05;
   if (step_ns <= 0 || per_step < min_share * step_ns || per_step < 200e3) return out;
+  if (!from_phases) {
+    // The phase lag is already a median over steps; the collectives' blame must be repeated too.
+    const auto typical = median_blame_per_step(run, m, steps);
+    if (!typical.empty() && typical[top] < std::max(min_share * step_ns, 200e3)) return out;
+  }
   Finding f;
   f.kind = FindingKind::Straggler;
   f.severity = per_step >= 0.2 * step_ns ? Severity::Critical : Severity::Warning;

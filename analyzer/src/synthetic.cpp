@@ -135,7 +135,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
     for (int r = 0; r < n; ++r) {
       step_start[r] = ready[r];
       double compute = spec.compute_ms * 1e6 * (0.98 + 0.04 * noise(spec.seed + 3, r, step));
-      if (r == spec.slow_rank) compute += spec.slow_ms * 1e6;
+      if (r == spec.slow_rank && (spec.slow_only_step < 0 || step == spec.slow_only_step)) compute += spec.slow_ms * 1e6;
       ready[r] += static_cast<std::int64_t>(compute);
     }
     const std::vector<std::int64_t> compute_end = ready;

@@ -62,6 +62,31 @@ TEST(Analyzer, LoadsEveryRankAndMatchesEveryInstance) {
   EXPECT_NEAR(inst.busbw_gbps, 10 * (1 - 20e3 / (20e3 + (4 << 20) * 1.5 / 10)), 0.3);
 }
 
+TEST(Analyzer, OneLongStallIsNotAStraggler) {
+  // Rank 1 stalls 60 ms once in 20 steps of about 12 ms: more than 5 % of the run in total, as a busy host's
+  // descheduled process can be, but a straggler is late step after step.
+  auto dir = temp_dir("stall");
+  SyntheticRunSpec spec;
+  spec.ranks = 2;
+  spec.steps = 20;
+  spec.slow_rank = 1;
+  spec.slow_ms = 60;
+  spec.slow_only_step = 7;
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  EXPECT_GT(a.matched.blame_ns_by_rank.at(1), 50e6);  // the stall is there, held up the other rank
+  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  // The same delay spread over every step is one.
+  auto spread = temp_dir("spread");
+  spec.slow_ms = 3;
+  spec.slow_only_step = -1;
+  write_synthetic_run(spread.string(), spec);
+  const Analysis b = analyze_run(spread.string());
+  const Finding* f = find(b, FindingKind::Straggler);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, std::vector<int>{1});
+}
+
 TEST(Analyzer, StragglerNamedWithInjectedDelay) {
   auto dir = temp_dir("slow");
   SyntheticRunSpec spec;

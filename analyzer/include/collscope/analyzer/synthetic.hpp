@@ -18,6 +18,7 @@ struct SyntheticRunSpec {
   double latency_us = 20;          // per collective
   int slow_rank = -1;              // extra compute per step on this world rank
   double slow_ms = 0;
+  int slow_only_step = -1;         // with slow_rank: the delay comes in this step only (a one-off stall)
   bool process_sets = false;       // add one allreduce per step on split(parity) communicators
   int skip_rank = -1;              // this rank skips the process-set allreduce of `skip_step` (and stops after)
   int skip_step = -1;
