@@ -205,15 +205,7 @@ void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
 }  // namespace
 
 Run RunLoader::load(const std::string& run_dir) const {
-  std::error_code ec;
-  if (!fs::is_directory(run_dir, ec)) throw InputError(fmt::format("{}: not a run directory", run_dir));
-  std::vector<std::string> paths;
-  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.starts_with("rank-") && name.ends_with(".sqlite")) paths.push_back(entry.path().string());
-  }
-  std::sort(paths.begin(), paths.end());
-  if (paths.empty()) throw InputError(fmt::format("{}: no rank-*.sqlite trace files", run_dir));
+  const std::vector<std::string> paths = store::rank_files(run_dir);
 
   SharedTables shared;
   std::vector<LoadedFile> loaded(paths.size());

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <charconv>
+#include <algorithm>
 #include <filesystem>
 
 namespace collscope::store {
@@ -86,6 +87,19 @@ void read_call_columns(const Query& q, int first, Row& r) {
 }  // namespace
 
 std::string rank_file_name(int world_rank) { return fmt::format("rank-{:05d}.sqlite", world_rank); }
+
+std::vector<std::string> rank_files(const std::string& run_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(run_dir, ec)) throw InputError(fmt::format("{}: not a run directory", run_dir));
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.starts_with("rank-") && name.ends_with(".sqlite")) paths.push_back(entry.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) throw InputError(fmt::format("{}: no rank-*.sqlite trace files", run_dir));
+  return paths;
+}
 
 TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
   std::error_code ec;

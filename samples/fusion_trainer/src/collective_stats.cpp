@@ -76,6 +76,13 @@ void CollectiveCaller::bcast(void* buffer, int count, MPI_Datatype type, int roo
   stats_.record("bcast", role, payload_bytes(count, type), CollectiveStats::Clock::now() - start);
 }
 
+void CollectiveCaller::allgather(const void* send, int count, MPI_Datatype type, void* recv,
+                                 MPI_Comm comm, CommunicatorRole role) {
+  const auto start = CollectiveStats::Clock::now();
+  check(MPI_Allgather(send, count, type, recv, count, type, comm), "MPI_Allgather");
+  stats_.record("allgather", role, payload_bytes(count, type), CollectiveStats::Clock::now() - start);
+}
+
 void CollectiveCaller::barrier(MPI_Comm comm, CommunicatorRole role) {
   const auto start = CollectiveStats::Clock::now();
   check(MPI_Barrier(comm), "MPI_Barrier");

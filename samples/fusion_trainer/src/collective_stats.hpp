@@ -54,6 +54,8 @@ class CollectiveCaller {
   void bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
              CommunicatorRole role);
   void barrier(MPI_Comm comm, CommunicatorRole role);
+  void allgather(const void* send, int count, MPI_Datatype type, void* recv, MPI_Comm comm,
+                 CommunicatorRole role);
 
  private:
   CollectiveStats& stats_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "collective_stats.hpp"
+#include "horovod_timeline.hpp"
 
 #include <mpi.h>
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,6 +23,14 @@ struct FusionConfig {
   double cycle_time_ms;           // time between two negotiations
   double op_overhead_us;          // fixed CPU work per gradient allreduce (Horovod's response)
   double cycle_overhead_us;       // fixed CPU work per negotiation (Horovod's coordinator)
+};
+
+// A Horovod Timeline: every rank negotiates by allgather (each rank's ready tensors reach rank 0, as in
+// Horovod's coordinator) and rank 0, which has the writer, records negotiation ticks and activities.
+struct TimelineConfig {
+  bool gather_readiness = false;
+  HorovodTimeline* writer = nullptr;      // rank 0 only
+  std::vector<std::string> tensor_names;  // per gradient, for the writer
 };
 
 // What the background thread did, for the report.
@@ -37,7 +47,7 @@ class FusionEngine {
   // `gradients` are the model's gradient tensors in forward order; they must outlive the engine.
   // `horovod_comm` is this engine's own communicator (MPI_Comm_dup of the world).
   FusionEngine(std::vector<std::span<float>> gradients, FusionConfig config, MPI_Comm horovod_comm,
-               CollectiveCaller& caller);
+               CollectiveCaller& caller, TimelineConfig timeline = {});
   ~FusionEngine();
   FusionEngine(const FusionEngine&) = delete;
   FusionEngine& operator=(const FusionEngine&) = delete;
@@ -57,12 +67,20 @@ class FusionEngine {
   void run();
   void reduce_agreed(const std::vector<std::size_t>& agreed);
   void flush_fusion_buffer(std::vector<std::size_t>& packed, std::size_t fill_bytes);
+  // Rank 0 with a timeline: ticks for ranks newly ready for a tensor, negotiation ends for agreed ones.
+  void record_negotiation(const std::vector<std::uint64_t>& all, const std::vector<std::uint64_t>& agreed,
+                          std::size_t words);
+  std::string shape_of(std::size_t index) const;
 
   std::vector<std::span<float>> gradients_;
   FusionConfig config_;
   MPI_Comm comm_;
   CollectiveCaller& caller_;
+  TimelineConfig timeline_;
+  int world_size_ = 1;
   float world_size_inverse_ = 1.0f;
+  std::vector<std::vector<bool>> ticked_;  // [tensor][rank]: reported ready in this negotiation (rank 0)
+  std::vector<bool> negotiating_;          // [tensor]: NEGOTIATE_ALLREDUCE begun, not ended (rank 0)
   // Allocated once (threshold bytes, rounded up to whole floats) and reused by every cycle, so the
   // tracer sees one address with many sizes. Left uninitialised: pages are touched only as filled.
   std::unique_ptr<float[]> fusion_buffer_;

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <span>
 #include <thread>
@@ -163,10 +164,21 @@ int train(const TrainerOptions& options) {
                  CommunicatorRole::world);
 
   std::vector<std::span<float>> gradient_views(model.gradients.begin(), model.gradients.end());
+  // Horovod writes its timeline on rank 0 only.
+  std::unique_ptr<HorovodTimeline> timeline;
+  TimelineConfig timeline_config;
+  if (!options.timeline_path.empty()) {
+    timeline_config.gather_readiness = true;
+    if (world_rank == 0) {
+      timeline = std::make_unique<HorovodTimeline>(options.timeline_path);
+      timeline_config.writer = timeline.get();
+      for (const auto& spec : model.specs) timeline_config.tensor_names.push_back(spec.name);
+    }
+  }
   FusionEngine engine(std::move(gradient_views),
                       {options.fusion_threshold_bytes, options.cycle_time_ms, options.op_overhead_us,
                        options.cycle_overhead_us}, horovod_comm,
-                      caller);
+                      caller, std::move(timeline_config));
 
   const long forward = forward_passes(options);
   const long backward = backward_passes(options);

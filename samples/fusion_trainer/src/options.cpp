@@ -35,6 +35,7 @@ TrainerOptions parse_options(int argc, char** argv) {
     options.fusion_threshold_bytes = parse_env_bytes("HOROVOD_FUSION_THRESHOLD", env);
   if (const char* env = std::getenv("HOROVOD_CYCLE_TIME"); env && *env)
     options.cycle_time_ms = parse_env_ms("HOROVOD_CYCLE_TIME", env);
+  if (const char* env = std::getenv("HOROVOD_TIMELINE"); env && *env) options.timeline_path = env;
 
   CLI::App app{
       "fusion_trainer: data-parallel training loop over MPI with Horovod-style tensor fusion.\n"
@@ -81,6 +82,8 @@ TrainerOptions parse_options(int argc, char** argv) {
   app.add_option("--hang-after-step", options.hang_after_step, "sleep forever once this many steps are done")
       ->check(CLI::NonNegativeNumber);
 
+  app.add_option("--timeline", options.timeline_path,
+                 "write a Horovod Timeline (Chrome-trace JSON) on rank 0 (overrides HOROVOD_TIMELINE)");
   app.add_flag("--keep-mpi-binding", options.keep_mpi_binding,
                "keep mpirun's binding of each rank to one core (by default the rank's threads may "
                "use every core: its compute and background threads must not share one core)");

@@ -29,7 +29,10 @@ struct TrainerOptions {
   std::optional<int> mismatch_rank;
   int mismatch_step = 2;
   std::optional<int> hang_after_step;
-  bool keep_mpi_binding = false;  // keep mpirun's core binding (default: float over all cores)
+  bool keep_mpi_binding = false;
+  // HOROVOD_TIMELINE: rank 0 writes a Horovod Timeline there; every rank then negotiates by allgather so that
+  // rank 0 sees when each rank reported each tensor ready (as Horovod's coordinator does).
+  std::string timeline_path;  // keep mpirun's core binding (default: float over all cores)
 };
 
 // Bad command line or environment: main prints "fusion_trainer: <what>" and exits 2.

@@ -81,5 +81,8 @@ class TraceReader {
 
 // "rank-00003.sqlite" for world rank 3.
 std::string rank_file_name(int world_rank);
+// The rank-*.sqlite files of a run directory, sorted. Throws InputError when `run_dir` is not a directory or
+// holds none.
+std::vector<std::string> rank_files(const std::string& run_dir);
 
 }  // namespace collscope::store

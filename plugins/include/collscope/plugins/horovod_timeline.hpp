@@ -1,0 +1,36 @@
+#pragma once
+// Horovod Timeline import: the JSON file HOROVOD_TIMELINE makes rank 0 write becomes a collscope run directory
+// (one rank-NNNNN.sqlite per rank, the same schema as the tracer's), so `collscope analyze`, `compare` and `view`
+// work on jobs that were never traced by collscope.
+//
+// What the timeline holds and how it maps (rank 0's clock throughout; see docs/plugins.md):
+// - each fused operation (tensors whose MPI_/NCCL_/GLOO_ activity ran together) is one collective, seq in order,
+//   on one world communicator; its bytes are the sum of its tensors' shape × dtype;
+// - a rank arrives at it when it had reported the last of its tensors ready (the negotiation ticks), and leaves
+//   when the communication activity ends; tensors answered from Horovod's response cache have no ticks, so every
+//   rank arrives when the operation starts;
+// - when every tensor has the same number of operations, round k of them is training step k: an NVTX "step"
+//   range on every rank;
+// - rank 0 also gets the activities (QUEUE, MEMCPY_IN_FUSION_BUFFER, MPI_ALLREDUCE, ...) as NVTX ranges of
+//   domain "horovod", one per fused operation, and CYCLE_START marks.
+#include <cstdint>
+#include <string>
+
+namespace collscope::plugins {
+
+struct HorovodImportCounts {
+  std::int64_t ranks = 0;
+  std::int64_t tensors = 0;            // distinct tensor names
+  std::int64_t tensor_operations = 0;  // one tensor's ALLREDUCE (etc.), as Horovod's top-level event
+  std::int64_t collectives = 0;        // fused operations (rows per rank)
+  std::int64_t ticks = 0;              // negotiation ticks (a rank reporting a tensor ready)
+  std::int64_t steps = 0;              // rounds in which every tensor was reduced once (0: not inferable)
+  bool truncated = false;              // the file ended mid-event (the job was killed); what was complete is kept
+};
+
+// Reads `timeline_path`, writes `run_dir` (created; existing rank files in it are replaced). `world_size` 0: the
+// highest rank seen in a tick + 1. Throws InputError naming the file and the problem.
+HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, const std::string& run_dir,
+                                            int world_size = 0);
+
+}  // namespace collscope::plugins

@@ -1,0 +1,240 @@
+// Chrome trace export. Streams each rank's rows straight to the output (a 10 M-row run never sits in memory);
+// only the flow points (32 B per collective) are kept until the end, to chain each collective across ranks.
+#include <collscope/plugins/chrome_trace.hpp>
+#include <collscope/tracer/error.hpp>
+#include <collscope/tracer/trace_reader.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "json_text.hpp"
+
+namespace collscope::plugins {
+namespace {
+
+using detail::json_quote;
+
+// GPU streams get thread ids far above any kernel thread id, so the two never share a track.
+constexpr std::int64_t kGpuLaneBase = 1'000'000'000;
+
+struct FlowPoint {
+  std::uint64_t key = 0;  // communicator key: the same on every member rank
+  std::int64_t seq = 0;
+  std::int64_t ts_ns = 0;
+  std::int32_t pid = 0;
+  std::int64_t tid = 0;
+  bool operator<(const FlowPoint& o) const {
+    return std::tie(key, seq, ts_ns, pid) < std::tie(o.key, o.seq, o.ts_ns, o.pid);
+  }
+};
+
+// Buffers formatted events and writes them in 1 MiB pieces.
+class EventStream {
+ public:
+  explicit EventStream(std::ostream& out) : out_(out) {}
+  ~EventStream() { flush(); }
+  template <typename... Args>
+  void event(fmt::format_string<Args...> format, Args&&... args) {
+    if (!first_) buf_.push_back(',');
+    first_ = false;
+    buf_.push_back('\n');
+    fmt::format_to(std::back_inserter(buf_), format, std::forward<Args>(args)...);
+    if (buf_.size() > (1u << 20)) flush();
+  }
+  void raw(std::string_view text) {
+    buf_.append(text.data(), text.data() + text.size());
+  }
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  std::ostream& out_;
+  fmt::memory_buffer buf_;
+  bool first_ = true;
+};
+
+// CLOCK_REALTIME − CLOCK_MONOTONIC of a file's host, ns (0 when the anchors are missing).
+std::int64_t realtime_offset(const store::TraceReader& reader) {
+  const auto mono = reader.meta_int(store::meta_key::kMonotonicStart);
+  const auto real = reader.meta_int(store::meta_key::kRealtimeStart);
+  return mono && real ? *real - *mono : 0;
+}
+
+// Microseconds with nanosecond digits, as the format wants.
+std::string micros(std::int64_t ns) { return fmt::format("{:.3f}", double(ns) / 1e3); }
+
+class RankExporter {
+ public:
+  RankExporter(const std::string& path, std::int64_t origin_ns, EventStream& out, std::vector<FlowPoint>* flows,
+               ChromeExportCounts& counts)
+      : reader_(path), out_(out), flows_(flows), counts_(counts) {
+    offset_ = realtime_offset(reader_) - origin_ns;
+    pid_ = static_cast<std::int32_t>(reader_.meta_int(store::meta_key::kWorldRank).value_or(counts.ranks));
+    strings_ = reader_.strings();
+    for (const auto& c : reader_.communicators()) comms_[c.id] = c;
+    for (const auto& t : reader_.threads()) tids_[t.id] = t.tid;
+  }
+
+  void run() {
+    const std::string host = reader_.meta_value(store::meta_key::kHost).value_or("");
+    out_.event(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})", pid_,
+               json_quote(host.empty() ? fmt::format("rank {}", pid_) : fmt::format("rank {} ({})", pid_, host)));
+    out_.event(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", pid_, pid_);
+    for (const auto& t : reader_.threads())
+      out_.event(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", pid_, t.tid,
+                 json_quote(t.name.empty() ? fmt::format("thread {}", t.tid) : t.name));
+    reader_.for_each_collective([&](const store::CollectiveRow& r) { collective(r); });
+    reader_.for_each_nvtx_range([&](const store::NvtxRangeRow& r) { nvtx(r); });
+    reader_.for_each_gpu_activity([&](const store::GpuActivityRow& r) { gpu(r); });
+    for (const auto& r : reader_.calls_in_flight()) in_flight(r);
+    ++counts_.ranks;
+  }
+
+ private:
+  std::string str(std::int64_t id) const {
+    return id > 0 && static_cast<std::size_t>(id) < strings_.size() ? strings_[static_cast<std::size_t>(id)] : "";
+  }
+  std::int64_t tid(std::int64_t thread) const {
+    auto it = tids_.find(thread);
+    return it == tids_.end() ? thread : it->second;
+  }
+  std::string ts(std::int64_t ns) const { return micros(ns + offset_); }
+  std::string comm_name(std::int64_t id) const {
+    auto it = comms_.find(id);
+    return it == comms_.end() ? fmt::format("comm {}", id) : it->second.name;
+  }
+
+  // The track of a GPU stream, named once when first used.
+  std::int64_t gpu_lane(std::optional<std::int32_t> device, std::uint64_t stream) {
+    auto [it, added] = gpu_lanes_.try_emplace(stream, kGpuLaneBase + static_cast<std::int64_t>(gpu_lanes_.size()));
+    if (added)
+      out_.event(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", pid_, it->second,
+                 json_quote(device ? fmt::format("GPU {} stream {:#x}", *device, stream)
+                                   : fmt::format("GPU stream {:#x}", stream)));
+    return it->second;
+  }
+
+  void collective(const store::CollectiveRow& r) {
+    const std::string op(store::op_name(r.op));
+    std::string args = fmt::format(R"("communicator":{},"seq":{},"bytes":{},"count":{},"datatype":{},"status":{})",
+                                   json_quote(comm_name(r.comm)), r.seq, r.bytes, r.count, json_quote(str(r.datatype)),
+                                   r.status);
+    if (r.reduce_op) args += fmt::format(R"(,"reduce_op":{})", json_quote(str(r.reduce_op)));
+    if (r.root) args += fmt::format(R"(,"root":{})", *r.root);
+    if (r.peer) args += fmt::format(R"(,"peer":{})", *r.peer);
+    if (r.sendbuf) args += fmt::format(R"(,"sendbuf":"{:#x}")", r.sendbuf);
+    if (r.recvbuf) args += fmt::format(R"(,"recvbuf":"{:#x}")", r.recvbuf);
+    const std::int64_t thread_tid = tid(r.thread);
+    out_.event(R"({{"ph":"X","cat":"collective","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
+               json_quote(op), pid_, thread_tid, ts(r.start_ns), micros(std::max<std::int64_t>(0, r.end_ns - r.start_ns)),
+               args);
+    if (r.gpu_start_ns && r.gpu_end_ns && r.stream)
+      out_.event(R"({{"ph":"X","cat":"collective_gpu","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"seq":{}}}}})",
+                 json_quote(op), pid_, gpu_lane(std::nullopt, *r.stream), ts(*r.gpu_start_ns),
+                 micros(std::max<std::int64_t>(0, *r.gpu_end_ns - *r.gpu_start_ns)), r.seq);
+    if (flows_) {
+      auto c = comms_.find(r.comm);
+      if (c != comms_.end() && c->second.size > 1)
+        flows_->push_back({c->second.key, r.seq, r.start_ns + offset_, pid_, thread_tid});
+    }
+    ++counts_.collectives;
+  }
+
+  void nvtx(const store::NvtxRangeRow& r) {
+    const std::string name = json_quote(str(r.name));
+    const std::string domain = json_quote(str(r.domain));
+    if (r.kind == store::NvtxKind::Mark || !r.end_ns) {
+      out_.event(R"({{"ph":"i","s":"t","cat":"nvtx","name":{},"pid":{},"tid":{},"ts":{},"args":{{"domain":{}}}}})", name,
+                 pid_, tid(r.thread), ts(r.start_ns), domain);
+    } else {
+      out_.event(R"({{"ph":"X","cat":"nvtx","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"domain":{}}}}})", name,
+                 pid_, tid(r.thread), ts(r.start_ns), micros(std::max<std::int64_t>(0, *r.end_ns - r.start_ns)), domain);
+    }
+    ++counts_.nvtx_ranges;
+  }
+
+  void gpu(const store::GpuActivityRow& r) {
+    out_.event(
+        R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"bytes":{},"correlation":{}}}}})",
+        json_quote(store::gpu_activity_kind_name(r.kind)), json_quote(str(r.name)), pid_, gpu_lane(r.device, r.stream),
+        ts(r.start_ns), micros(std::max<std::int64_t>(0, r.end_ns - r.start_ns)), r.bytes, r.correlation);
+    ++counts_.gpu_activities;
+  }
+
+  void in_flight(const store::CallInFlightRow& r) {
+    out_.event(
+        R"({{"ph":"X","cat":"in_flight","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"communicator":{},"seq":{},"bytes":{},"state":"still inside the call when last written"}}}})",
+        json_quote(fmt::format("{} (in flight)", store::op_name(r.op))), pid_, tid(r.thread), ts(r.start_ns),
+        micros(std::max<std::int64_t>(0, r.seen_ns - r.start_ns)), json_quote(comm_name(r.comm)), r.seq, r.bytes);
+    ++counts_.calls_in_flight;
+  }
+
+  store::TraceReader reader_;
+  EventStream& out_;
+  std::vector<FlowPoint>* flows_;
+  ChromeExportCounts& counts_;
+  std::int64_t offset_ = 0;
+  std::int32_t pid_ = 0;
+  std::vector<std::string> strings_;
+  std::map<std::int64_t, store::CommunicatorRow> comms_;
+  std::map<std::int64_t, std::int64_t> tids_;
+  std::map<std::uint64_t, std::int64_t> gpu_lanes_;
+};
+
+// One arrow chain per collective seen on two or more ranks: s on the first to arrive, t on the middle ones,
+// f on the last, each bound to the collective's slice on that rank.
+void write_flows(std::vector<FlowPoint>& points, EventStream& out, ChromeExportCounts& counts) {
+  std::sort(points.begin(), points.end());
+  std::uint64_t id = 0;
+  for (std::size_t i = 0; i < points.size();) {
+    std::size_t j = i;
+    while (j < points.size() && points[j].key == points[i].key && points[j].seq == points[i].seq) ++j;
+    if (j - i >= 2) {
+      ++id;
+      for (std::size_t k = i; k < j; ++k) {
+        const char* ph = k == i ? "s" : k + 1 == j ? "f" : "t";
+        out.event(R"({{"ph":"{}","cat":"match","name":"collective","id":{},"pid":{},"tid":{},"ts":{}{}}})", ph, id,
+                  points[k].pid, points[k].tid, micros(points[k].ts_ns), k == i ? "" : R"(,"bp":"e")");
+      }
+      ++counts.flows;
+    }
+    i = j;
+  }
+}
+
+}  // namespace
+
+ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream& out,
+                                       const ChromeExportOptions& options) {
+  const auto paths = store::rank_files(run_dir);
+  // The earliest start on the common clock is time 0: microsecond doubles keep their nanoseconds that way.
+  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+  for (const auto& p : paths) {
+    store::TraceReader reader(p);
+    if (auto mono = reader.meta_int(store::meta_key::kMonotonicStart)) origin = std::min(origin, *mono + realtime_offset(reader));
+  }
+  if (origin == std::numeric_limits<std::int64_t>::max()) origin = 0;
+
+  ChromeExportCounts counts;
+  std::vector<FlowPoint> flows;
+  {
+    EventStream events(out);
+    events.raw(fmt::format(R"({{"displayTimeUnit":"ns","otherData":{{"producer":"collscope","run":{},"clock_realtime_origin_ns":{}}},"traceEvents":[)",
+                           json_quote(std::filesystem::absolute(run_dir).string()), origin));
+    for (const auto& p : paths) RankExporter(p, origin, events, options.flows ? &flows : nullptr, counts).run();
+    write_flows(flows, events, counts);
+    events.raw("\n]}\n");
+  }
+  if (!out) throw InputError(fmt::format("{}: writing the Chrome trace failed", run_dir));
+  return counts;
+}
+
+}  // namespace collscope::plugins

@@ -1,0 +1,433 @@
+// Horovod Timeline import. Horovod's writer (horovod/common/timeline.cc) keeps, per tensor "process", one state
+// machine: NEGOTIATE_<OP> begin, a tick ("X", name = rank) per rank reporting the tensor ready, end; then the
+// operation begin (name = response type), nested activity begin/end pairs, and the operation end carrying dtype
+// and shape. This file replays that state machine per tensor, groups the tensors whose communication activity
+// ran together into one fused collective, and writes the run with the store's TraceWriter.
+#include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/tracer/error.hpp>
+#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/tracer/trace_writer.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+namespace collscope::plugins {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+constexpr std::uint64_t kHorovodCommKey = 0x686f726f766f6400ULL;  // "horovod\0": one world communicator
+
+struct Activity {
+  std::string name;
+  std::int64_t start_us = 0, end_us = 0;
+};
+
+// One tensor's operation: Horovod's top-level event of a tensor process, with the negotiation before it.
+struct TensorOperation {
+  std::string type;  // "ALLREDUCE", "ALLGATHER", "BROADCAST", ...
+  std::int64_t tensor_pid = 0;
+  std::map<int, std::int64_t> ready_us;  // rank -> first negotiation tick
+  std::int64_t negotiation_start_us = kNone, negotiation_end_us = kNone;
+  std::int64_t start_us = 0, end_us = kNone;
+  std::vector<Activity> activities;
+  std::int64_t elements = 0, element_bytes = 0;
+  std::string dtype;
+  std::int64_t comm_start_us = 0, comm_end_us = 0;  // the communication activity, else the whole operation
+  bool has_comm_activity = false;
+  bool nccl = false;
+};
+
+// Per tensor "process": what is open.
+struct TensorState {
+  bool negotiating = false;
+  std::map<int, std::int64_t> ticks;
+  std::int64_t negotiation_start_us = kNone, negotiation_end_us = kNone;
+  std::optional<std::size_t> open_op;                        // index into the operations
+  std::vector<std::pair<std::string, std::int64_t>> open;   // activities begun, not ended
+};
+
+bool is_comm_activity(const std::string& name) {
+  for (const char* prefix : {"MPI_", "NCCL_", "GLOO_", "CCL_", "DDL_", "MLSL_", "ADASUM_"})
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
+
+std::optional<store::Op> op_of(const std::string& type) {
+  static const std::map<std::string, store::Op> ops = {
+      {"ALLREDUCE", store::Op::Allreduce}, {"ADASUM", store::Op::Allreduce},  {"ALLGATHER", store::Op::Allgather},
+      {"BROADCAST", store::Op::Bcast},     {"ALLTOALL", store::Op::Alltoall}, {"REDUCESCATTER", store::Op::ReduceScatter},
+      {"BARRIER", store::Op::Barrier}};
+  auto it = ops.find(type);
+  return it == ops.end() ? std::nullopt : std::optional(it->second);
+}
+
+// Bytes per element of Horovod's DataType_Name ("HOROVOD_FLOAT32") or a framework's name ("float32").
+std::int64_t element_size(std::string dtype) {
+  for (auto& c : dtype) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (dtype.find("64") != std::string::npos) return 8;
+  if (dtype.find("32") != std::string::npos) return 4;
+  if (dtype.find("16") != std::string::npos) return 2;
+  if (dtype.find("8") != std::string::npos || dtype.find("BOOL") != std::string::npos) return 1;
+  return 0;
+}
+
+// "[1000, 2048]" -> 2048000; "[]" -> 1 (a scalar); nullopt when not a shape.
+std::optional<std::int64_t> elements_of(const std::string& shape) {
+  if (shape.size() < 2 || shape.front() != '[' || shape.back() != ']') return std::nullopt;
+  std::int64_t n = 1;
+  std::string digits;
+  for (char c : shape.substr(1)) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digits += c;
+    } else if (c == ',' || c == ']') {
+      if (!digits.empty()) n *= std::stoll(digits);
+      digits.clear();
+    }
+  }
+  return n;
+}
+
+std::int64_t micros_of(const json& e, const std::string& path) {
+  auto it = e.find("ts");
+  if (it == e.end() || !it->is_number()) throw InputError(fmt::format("{}: an event has no numeric \"ts\"", path));
+  return static_cast<std::int64_t>(it->get<double>());
+}
+
+// The events of a complete file, or of the complete events of a file whose writer was killed mid-event.
+json parse_events(const std::string& path, bool& truncated) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw InputError(fmt::format("{}: empty file", path));
+  json doc = json::parse(text, nullptr, false);
+  truncated = false;
+  // Horovod ends every event with "]" only in newer versions; a killed job leaves a partial last event.
+  for (int attempt = 0; doc.is_discarded() && attempt < 4; ++attempt) {
+    const auto last = text.rfind('}');
+    if (last == std::string::npos || text.find_first_not_of(" \t\r\n") != text.find('[')) break;
+    text.resize(last + 1);
+    doc = json::parse(text + "]", nullptr, false);
+    if (doc.is_discarded()) text.resize(last);  // that '}' closed an args object inside the partial event
+    truncated = true;
+  }
+  if (doc.is_discarded()) throw InputError(fmt::format("{}: not JSON (a Horovod timeline is a JSON array of trace events)", path));
+  if (doc.is_object() && doc.contains("traceEvents")) doc = doc["traceEvents"];
+  if (!doc.is_array()) throw InputError(fmt::format("{}: not a Horovod timeline (expected a JSON array of trace events)", path));
+  return doc;
+}
+
+struct Timeline {
+  std::int64_t origin_us = 0;  // start_time_since_epoch_in_micros: CLOCK_REALTIME of ts 0
+  std::map<std::int64_t, std::string> tensor_names;  // pid -> name
+  std::vector<TensorOperation> operations;
+  std::vector<std::int64_t> cycle_starts_us;
+  std::int64_t last_us = 0;
+  std::int64_t ticks = 0;
+  int max_rank = -1;
+};
+
+Timeline read_timeline(const json& events, const std::string& path) {
+  Timeline t;
+  std::map<std::int64_t, TensorState> states;
+  for (const auto& e : events) {
+    if (!e.is_object()) throw InputError(fmt::format("{}: an array element is not an event object", path));
+    const std::string ph = e.value("ph", "");
+    const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    const std::int64_t pid = e.contains("pid") && e["pid"].is_number_integer() ? e["pid"].get<std::int64_t>() : -1;
+    if (ph == "M") {
+      if (name == "process_name" && e.contains("args") && e["args"].is_object()) {
+        const auto& args = e["args"];
+        if (args.contains("start_time_since_epoch_in_micros") && args["start_time_since_epoch_in_micros"].is_number())
+          t.origin_us = args["start_time_since_epoch_in_micros"].get<std::int64_t>();
+        if (args.contains("name") && args["name"].is_string()) t.tensor_names[pid] = args["name"].get<std::string>();
+      }
+      continue;
+    }
+    if (ph.empty()) continue;
+    const std::int64_t ts = micros_of(e, path);
+    t.last_us = std::max(t.last_us, ts);
+    if (ph == "i" || ph == "I") {
+      if (name == "CYCLE_START") t.cycle_starts_us.push_back(ts);
+      continue;
+    }
+    if (pid < 0) continue;
+    auto& s = states[pid];
+    if (ph == "B") {
+      if (!s.open_op && name.starts_with("NEGOTIATE_")) {
+        s.negotiating = true;
+        s.ticks.clear();
+        s.negotiation_start_us = ts;
+      } else if (!s.open_op) {
+        TensorOperation op;
+        op.type = name;
+        op.start_us = ts;
+        op.ready_us = std::move(s.ticks);
+        op.tensor_pid = pid;
+        op.negotiation_start_us = s.negotiation_start_us;
+        op.negotiation_end_us = s.negotiation_end_us;
+        s.ticks.clear();
+        s.negotiation_start_us = s.negotiation_end_us = kNone;
+        s.negotiating = false;
+        s.open_op = t.operations.size();
+        t.operations.push_back(std::move(op));
+      } else {
+        s.open.emplace_back(name, ts);
+      }
+    } else if (ph == "X" && s.negotiating) {
+      int rank = -1;
+      try {
+        std::size_t used = 0;
+        rank = std::stoi(name, &used);
+        if (used != name.size()) rank = -1;
+      } catch (const std::exception&) {
+      }
+      if (rank < 0) continue;
+      s.ticks.try_emplace(rank, ts);  // the first report counts, as in Horovod
+      t.max_rank = std::max(t.max_rank, rank);
+      ++t.ticks;
+    } else if (ph == "E") {
+      if (!s.open_op) {
+        if (s.negotiating) s.negotiating = false, s.negotiation_end_us = ts;
+        continue;
+      }
+      auto& op = t.operations[*s.open_op];
+      if (!s.open.empty()) {
+        op.activities.push_back({s.open.back().first, s.open.back().second, ts});
+        s.open.pop_back();
+        continue;
+      }
+      op.end_us = ts;
+      if (e.contains("args") && e["args"].is_object()) {
+        const auto& args = e["args"];
+        if (args.contains("dtype") && args["dtype"].is_string()) op.dtype = args["dtype"].get<std::string>();
+        if (args.contains("shape") && args["shape"].is_string())
+          if (auto n = elements_of(args["shape"].get<std::string>())) op.elements = *n;
+        op.element_bytes = element_size(op.dtype);
+      }
+      s.open_op.reset();
+    }
+  }
+  // Operations still open when the file ends (a hung or killed job) end at the last event.
+  for (auto& op : t.operations)
+    if (op.end_us == kNone) op.end_us = t.last_us;
+  for (auto& op : t.operations) {
+    op.comm_start_us = op.start_us;
+    op.comm_end_us = op.end_us;
+    for (const auto& a : op.activities) {
+      if (!is_comm_activity(a.name)) continue;
+      if (!op.has_comm_activity) op.comm_start_us = a.start_us, op.comm_end_us = a.end_us;
+      op.comm_start_us = std::min(op.comm_start_us, a.start_us);
+      op.comm_end_us = std::max(op.comm_end_us, a.end_us);
+      op.has_comm_activity = true;
+      op.nccl = op.nccl || a.name.starts_with("NCCL_");
+    }
+  }
+  return t;
+}
+
+// Tensors whose communication ran together (same type, overlapping communication activity): one collective.
+struct FusedCollective {
+  store::Op op = store::Op::Unknown;
+  std::vector<std::size_t> members;  // operation indexes
+  std::int64_t comm_start_us = 0, comm_end_us = 0;
+  std::int64_t bytes = 0, elements = 0;
+  std::string dtype;
+};
+
+std::vector<FusedCollective> fuse(const Timeline& t) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < t.operations.size(); ++i)
+    if (op_of(t.operations[i].type)) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
+    return t.operations[a].comm_start_us < t.operations[b].comm_start_us;
+  });
+  std::vector<FusedCollective> out;
+  for (std::size_t i : order) {
+    const auto& op = t.operations[i];
+    const bool joins = !out.empty() && op.has_comm_activity && t.operations[out.back().members.front()].has_comm_activity &&
+                       t.operations[out.back().members.front()].type == op.type &&
+                       op.comm_start_us < out.back().comm_end_us;
+    if (!joins) {
+      FusedCollective c;
+      c.op = *op_of(op.type);
+      c.comm_start_us = op.comm_start_us;
+      c.comm_end_us = op.comm_end_us;
+      c.dtype = op.dtype;
+      out.push_back(std::move(c));
+    }
+    auto& c = out.back();
+    c.members.push_back(i);
+    c.comm_end_us = std::max(c.comm_end_us, op.comm_end_us);
+    c.elements += op.elements;
+    c.bytes += op.elements * op.element_bytes;
+  }
+  return out;
+}
+
+// Training steps: Horovod reduces every gradient once per step, so when every tensor has the same number of
+// operations, round k (each tensor's k-th operation, from its negotiation to its end) is step k. Empty otherwise.
+std::vector<std::pair<std::int64_t, std::int64_t>> infer_steps(const Timeline& t) {
+  std::map<std::int64_t, std::vector<const TensorOperation*>> by_tensor;
+  for (const auto& op : t.operations) by_tensor[op.tensor_pid].push_back(&op);
+  std::size_t rounds = std::numeric_limits<std::size_t>::max(), most = 0;
+  for (const auto& [pid, ops] : by_tensor) rounds = std::min(rounds, ops.size()), most = std::max(most, ops.size());
+  if (by_tensor.empty() || rounds < 2 || rounds != most) return {};
+  std::vector<std::pair<std::int64_t, std::int64_t>> steps(rounds, {std::numeric_limits<std::int64_t>::max(), kNone});
+  for (const auto& [pid, ops] : by_tensor)
+    for (std::size_t k = 0; k < rounds; ++k) {
+      const auto* op = ops[k];
+      steps[k].first = std::min(steps[k].first, op->negotiation_start_us != kNone ? op->negotiation_start_us : op->start_us);
+      steps[k].second = std::max(steps[k].second, op->end_us);
+    }
+  return steps;
+}
+
+// When rank `r` was ready for operation `op`: its tick; with ticks from others only, the end of the
+// negotiation; with no ticks at all (a response cache hit), the operation's start.
+std::int64_t ready_at(const TensorOperation& op, int r) {
+  if (auto it = op.ready_us.find(r); it != op.ready_us.end()) return it->second;
+  if (!op.ready_us.empty() && op.negotiation_end_us != kNone) return op.negotiation_end_us;
+  return op.start_us;
+}
+
+}  // namespace
+
+HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, const std::string& run_dir,
+                                            int world_size) {
+  HorovodImportCounts counts;
+  const json events = parse_events(timeline_path, counts.truncated);
+  const Timeline t = read_timeline(events, timeline_path);
+  const auto fused = fuse(t);
+  const auto steps = infer_steps(t);
+  if (fused.empty())
+    throw InputError(fmt::format("{}: no Horovod operations (NEGOTIATE_*/ALLREDUCE/... events per tensor) found",
+                                 timeline_path));
+  const int ranks = world_size > 0 ? world_size : std::max(1, t.max_rank + 1);
+  if (t.max_rank >= ranks)
+    throw InputError(fmt::format("{}: ticks of rank {} but --world-size {}", timeline_path, t.max_rank, ranks));
+  counts.ranks = ranks;
+  counts.tensors = static_cast<std::int64_t>(t.tensor_names.size());
+  counts.tensor_operations = static_cast<std::int64_t>(t.operations.size());
+  counts.collectives = static_cast<std::int64_t>(fused.size());
+  counts.ticks = t.ticks;
+  counts.steps = static_cast<std::int64_t>(steps.size());
+
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  if (!fs::is_directory(run_dir, ec)) throw InputError(fmt::format("{}: cannot create the run directory", run_dir));
+  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.starts_with("rank-") && (name.ends_with(".sqlite") || name.ends_with(".sqlite-wal") || name.ends_with(".sqlite-shm")))
+      fs::remove(entry.path(), ec);
+  }
+  const bool nccl = std::any_of(t.operations.begin(), t.operations.end(), [](const auto& op) { return op.nccl; });
+  std::vector<std::int32_t> members(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) members[static_cast<std::size_t>(r)] = r;
+  const std::int64_t us = 1000;  // ns per microsecond
+
+  for (int r = 0; r < ranks; ++r) {
+    store::TraceWriter w((fs::path(run_dir) / store::rank_file_name(r)).string());
+    w.begin();
+    w.set_meta(store::meta_key::kWorldRank, std::to_string(r));
+    w.set_meta(store::meta_key::kWorldSize, std::to_string(ranks));
+    w.set_meta(store::meta_key::kHost, "horovod-rank0");
+    w.set_meta(store::meta_key::kLauncher, "horovod");
+    w.set_meta(store::meta_key::kCommandLine, fmt::format("collscope import horovod-timeline {}", timeline_path));
+    w.set_meta(store::meta_key::kMonotonicStart, "0");
+    w.set_meta(store::meta_key::kRealtimeStart, std::to_string(t.origin_us * us));
+    w.set_meta(store::meta_key::kMonotonicEnd, std::to_string(t.last_us * us));
+    w.set_meta(store::meta_key::kRealtimeEnd, std::to_string((t.origin_us + t.last_us) * us));
+    w.set_meta("imported_from", fs::absolute(timeline_path).string());
+    w.set_meta("import_format", "horovod-timeline");
+    w.add_thread({1, 0, "horovod background thread"});
+    store::CommunicatorRow comm;
+    comm.id = 1;
+    comm.key = kHorovodCommKey;
+    comm.backend = nccl ? store::Backend::Nccl : store::Backend::Mpi;
+    comm.size = ranks;
+    comm.rank = r;
+    comm.members = members;
+    comm.name = "horovod world (imported)";
+    w.add_communicator(comm);
+    const std::int64_t sum = w.intern(nccl ? "ncclSum" : "MPI_SUM");
+    for (const auto& [start, end] : steps) {
+      store::NvtxRangeRow step;
+      step.name = w.intern("step");
+      step.start_ns = start * us;
+      step.end_ns = end * us;
+      step.thread = 1;
+      w.add_nvtx_range(step);
+    }
+    std::int64_t previous_end = kNone;
+    for (std::size_t k = 0; k < fused.size(); ++k) {
+      const auto& c = fused[k];
+      // Ready for all its tensors, and done with the previous operation: Horovod's background thread runs one
+      // operation at a time, so a rank ready long ago still waits behind the operation before.
+      std::int64_t arrival = previous_end;
+      for (std::size_t i : c.members) arrival = std::max(arrival, ready_at(t.operations[i], r));
+      arrival = std::min(arrival, c.comm_start_us);
+      previous_end = c.comm_end_us;
+      store::CollectiveRow row;
+      row.comm = 1;
+      row.seq = static_cast<std::int64_t>(k);
+      row.op = c.op;
+      row.count = c.elements;
+      row.datatype = c.dtype.empty() ? 0 : w.intern(c.dtype);
+      row.bytes = c.bytes;
+      row.reduce_op = c.op == store::Op::Allreduce || c.op == store::Op::ReduceScatter ? sum : 0;
+      if (c.op == store::Op::Bcast) row.root = 0;
+      row.thread = 1;
+      row.start_ns = arrival * us;
+      row.end_ns = c.comm_end_us * us;
+      w.add_collective(row);
+      if (r == 0) {
+        // The activities of the fused operation, one range per activity name across its tensors.
+        std::map<std::string, std::pair<std::int64_t, std::int64_t>> spans;
+        for (std::size_t i : c.members)
+          for (const auto& a : t.operations[i].activities) {
+            auto [it, added] = spans.try_emplace(a.name, a.start_us, a.end_us);
+            if (!added) it->second.first = std::min(it->second.first, a.start_us), it->second.second = std::max(it->second.second, a.end_us);
+          }
+        for (const auto& [name, span] : spans) {
+          store::NvtxRangeRow range;
+          range.domain = w.intern("horovod");
+          range.name = w.intern(name);
+          range.start_ns = span.first * us;
+          range.end_ns = span.second * us;
+          range.thread = 1;
+          w.add_nvtx_range(range);
+        }
+      }
+      if (k % 20000 == 19999) w.commit(), w.begin();
+    }
+    if (r == 0)
+      for (std::int64_t ts : t.cycle_starts_us) {
+        store::NvtxRangeRow mark;
+        mark.domain = w.intern("horovod");
+        mark.name = w.intern("CYCLE_START");
+        mark.kind = store::NvtxKind::Mark;
+        mark.start_ns = ts * us;
+        mark.thread = 1;
+        w.add_nvtx_range(mark);
+      }
+    w.commit();
+  }
+  return counts;
+}
+
+}  // namespace collscope::plugins
