@@ -1,0 +1,241 @@
+// Ground truth for the plugins: the fusion trainer writes a Horovod Timeline with a known straggler, and a traced
+// run of it is exported to a Chrome trace whose events are counted against the trace's rows.
+#include <collscope/analyzer/analysis.hpp>
+#include <collscope/analyzer/report.hpp>
+#include <collscope/plugins/chrome_trace.hpp>
+#include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/tracer/error.hpp>
+#include <collscope/tracer/trace_reader.hpp>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace collscope;
+using nlohmann::json;
+
+namespace {
+
+std::string bin_dir() {
+  const char* b = std::getenv("COLLSCOPE_BIN");
+  return b ? b : COLLSCOPE_TEST_BIN_DIR;
+}
+
+fs::path test_root() {
+  auto dir = fs::temp_directory_path() / ("collscope-plugins-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+int shell(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The COLLSCOPE_SAMPLE_REPORT line of `rank` in a job's output.
+json sample_report(const fs::path& log, int rank) {
+  std::istringstream lines(read_text(log));
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find("COLLSCOPE_SAMPLE_REPORT ");
+    if (at == std::string::npos) continue;
+    json r = json::parse(line.substr(at + 24));
+    if (r.value("rank", -1) == rank) return r;
+  }
+  return {};
+}
+
+class PluginsOnSample : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(fs::path(bin_dir()) / "fusion_trainer") || !fs::exists(fs::path(bin_dir()) / "collscope"))
+      GTEST_SKIP() << "fusion_trainer or collscope not built in " << bin_dir();
+    for (const auto& [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                               {"OMPI_MCA_rmaps_base_oversubscribe", "1"}, {"OMPI_MCA_btl", "self,vader"}})
+      setenv(k, v, 0);
+  }
+  // Runs the trainer on `ranks` ranks with a Horovod Timeline; returns the job's exit code.
+  int run_with_timeline(const fs::path& timeline, int ranks, const std::string& args) {
+    return shell(fmt::format("timeout 60 mpirun -np {} {}/fusion_trainer {} --timeline {} > {}.log 2>&1", ranks,
+                             bin_dir(), args, timeline.string(), timeline.string()));
+  }
+};
+
+const analyzer::Finding* find(const analyzer::Analysis& a, analyzer::FindingKind k) {
+  for (const auto& f : a.findings)
+    if (f.kind == k) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_F(PluginsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
+  const auto timeline = test_root() / "slow-timeline.json";
+  const double slow_ms = 40;
+  ASSERT_EQ(run_with_timeline(timeline, 3, fmt::format("--steps 12 --model-scale 0.02 --slow-rank 1 --slow-ms {}", slow_ms)), 0);
+  const auto run = test_root() / "slow-imported";
+  const auto counts = plugins::import_horovod_timeline(timeline.string(), run.string());
+  // What the trainer says it did (rank 0's report): 161 tensors, each reduced once per step, on 3 ranks.
+  const json report = sample_report(timeline.string() + ".log", 0);
+  ASSERT_FALSE(report.is_null());
+  const std::int64_t tensors = report["tensors"], steps = report["steps"];
+  EXPECT_EQ(counts.ranks, 3);
+  EXPECT_EQ(counts.tensors, tensors);
+  EXPECT_EQ(counts.tensor_operations, tensors * steps);
+  EXPECT_EQ(counts.ticks, tensors * steps * 3);
+  EXPECT_EQ(counts.steps, steps);
+  EXPECT_EQ(counts.collectives, report["fusion"]["fused_allreduces"].get<std::int64_t>() +
+                                    report["fusion"]["unfused_allreduces"].get<std::int64_t>());
+  EXPECT_FALSE(counts.truncated);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(store::TraceReader((run / store::rank_file_name(r)).string()).row_count("collectives"), counts.collectives);
+
+  const auto a = analyzer::analyze_run(run.string());
+  EXPECT_EQ(a.steps.steps.size(), static_cast<std::size_t>(steps));
+  const auto* f = find(a, analyzer::FindingKind::Straggler);
+  ASSERT_NE(f, nullptr) << analyzer::text_report(a);
+  EXPECT_EQ(f->ranks, std::vector<int>{1});
+  // The timeline sees a rank only when it reports gradients ready: the others' backward pass hides part of the
+  // delay, so the figure is a lower bound of what the tracer measures (about the injected delay).
+  const double per_step = f->evidence.at("delay_per_step_ns");
+  EXPECT_GE(per_step, 0.5 * slow_ms * 1e6) << analyzer::text_report(a);
+  EXPECT_LE(per_step, 1.2 * slow_ms * 1e6) << analyzer::text_report(a);
+}
+
+TEST_F(PluginsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
+  const auto timeline = test_root() / "plain-timeline.json";
+  ASSERT_EQ(run_with_timeline(timeline, 3, "--steps 12 --model-scale 0.02"), 0);
+  const auto run = test_root() / "plain-imported";
+  plugins::import_horovod_timeline(timeline.string(), run.string());
+  const auto a = analyzer::analyze_run(run.string());
+  // Rank 0 writes the timeline on its background thread, so it may be a little late: never by much.
+  if (const auto* f = find(a, analyzer::FindingKind::Straggler)) {
+    EXPECT_NE(f->severity, analyzer::Severity::Critical) << analyzer::text_report(a);
+    EXPECT_LT(f->evidence.at("delay_per_step_ns"), 2e6) << analyzer::text_report(a);
+  }
+}
+
+TEST_F(PluginsOnSample, TruncatedTimelineKeepsItsCompleteEvents) {
+  const auto timeline = test_root() / "full-timeline.json";
+  ASSERT_EQ(run_with_timeline(timeline, 2, "--steps 6 --model-scale 0.02"), 0);
+  const auto full = plugins::import_horovod_timeline(timeline.string(), (test_root() / "full-imported").string());
+  // A job killed while rank 0 wrote: the file stops inside an event, without the closing bracket.
+  std::string text = read_text(timeline);
+  const auto cut = text.find("\"args\": {\"dtype\"", text.size() / 2);
+  ASSERT_NE(cut, std::string::npos);
+  const auto truncated = test_root() / "truncated-timeline.json";
+  std::ofstream(truncated, std::ios::binary) << text.substr(0, cut + 12);
+  const auto part = plugins::import_horovod_timeline(truncated.string(), (test_root() / "truncated-imported").string());
+  EXPECT_TRUE(part.truncated);
+  EXPECT_GT(part.tensor_operations, 0);
+  EXPECT_LT(part.tensor_operations, full.tensor_operations);
+  EXPECT_GT(part.collectives, 0);
+  EXPECT_NO_THROW(analyzer::analyze_run((test_root() / "truncated-imported").string()));
+}
+
+TEST(HorovodTimelineImport, BadFilesGiveOneLineNamingTheFile) {
+  const auto dir = test_root() / "bad";
+  fs::create_directories(dir);
+  const std::map<std::string, std::string> files = {
+      {"empty.json", ""},
+      {"not-json.json", "this is not json"},
+      {"object.json", "{\"a\": 1}"},
+      {"no-operations.json", "[{\"ph\": \"i\", \"name\": \"CYCLE_START\", \"ts\": 5, \"s\": \"g\"}]"},
+      {"bad-ts.json", "[{\"ph\": \"B\", \"name\": \"ALLREDUCE\", \"ts\": \"soon\", \"pid\": 1}]"},
+  };
+  for (const auto& [name, content] : files) {
+    const auto path = dir / name;
+    std::ofstream(path, std::ios::binary) << content;
+    try {
+      plugins::import_horovod_timeline(path.string(), (dir / (name + ".run")).string());
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(path.string()), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+  EXPECT_THROW(plugins::import_horovod_timeline((dir / "missing.json").string(), (dir / "m.run").string()), InputError);
+}
+
+TEST_F(PluginsOnSample, ChromeTraceHoldsEveryRowAndLinksEveryMatchedCollective) {
+  const auto run = test_root() / "traced";
+  ASSERT_EQ(shell(fmt::format("timeout 60 {0}/collscope trace -o {1} -- mpirun -np 3 {0}/fusion_trainer --steps 4 "
+                              "--model-scale 0.02 > {1}.log 2>&1",
+                              bin_dir(), run.string())),
+            0);
+  const auto out = test_root() / "traced.json";
+  ASSERT_EQ(shell(fmt::format("{}/collscope export {} -o {} 2> {}.err", bin_dir(), run.string(), out.string(), out.string())), 0);
+  const json trace = json::parse(read_text(out));  // throws (fails the test) if not valid JSON
+  ASSERT_TRUE(trace.contains("traceEvents"));
+
+  std::int64_t rows = 0, nvtx_rows = 0;
+  for (const auto& p : store::rank_files(run.string())) {
+    store::TraceReader r(p);
+    rows += r.row_count("collectives");
+    nvtx_rows += r.row_count("nvtx_ranges");
+  }
+  std::int64_t collectives = 0, nvtx = 0, processes = 0, flow_starts = 0, flow_ends = 0;
+  std::set<std::tuple<int, std::int64_t, std::string>> slice_starts;  // pid, tid, ts of each collective slice
+  std::map<std::int64_t, int> chain_length;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string ph = e["ph"], cat = e.value("cat", "");
+    if (ph == "M" && e["name"] == "process_name") ++processes;
+    if (ph != "M") EXPECT_GE(e["ts"].get<double>(), 0.0);
+    if (ph == "X" && cat == "collective") {
+      ++collectives;
+      slice_starts.insert({e["pid"].get<int>(), e["tid"].get<std::int64_t>(), fmt::format("{:.3f}", e["ts"].get<double>())});
+    }
+    if (cat == "nvtx") ++nvtx;
+    if (cat == "match") {
+      ++chain_length[e["id"].get<std::int64_t>()];
+      flow_starts += ph == "s";
+      flow_ends += ph == "f";
+    }
+  }
+  EXPECT_EQ(processes, 3);
+  EXPECT_EQ(collectives, rows);
+  EXPECT_EQ(nvtx, nvtx_rows);
+  // Every collective the analyzer matches on 2+ ranks is one arrow chain through all its ranks.
+  const auto a = analyzer::analyze_run(run.string());
+  std::int64_t matched = 0;
+  std::map<int, std::int64_t> by_length;
+  for (const auto& i : a.matched.instances)
+    if (i.ranks >= 2) ++matched, ++by_length[i.ranks];
+  EXPECT_EQ(flow_starts, matched);
+  EXPECT_EQ(flow_ends, matched);
+  std::map<int, std::int64_t> chains_by_length;
+  for (const auto& [id, n] : chain_length) ++chains_by_length[n];
+  EXPECT_EQ(chains_by_length, by_length);
+  // Each arrow point sits at the start of a collective slice on its rank and thread (what binds it).
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("cat", "") == "match")
+      EXPECT_TRUE(slice_starts.count({e["pid"].get<int>(), e["tid"].get<std::int64_t>(), fmt::format("{:.3f}", e["ts"].get<double>())}))
+          << e.dump();
+  EXPECT_NE(read_text(out.string() + ".err").find(fmt::format("{} collectives", rows)), std::string::npos);
+}
+
+TEST_F(PluginsOnSample, CommandLineErrorsAreOneLineAndExitTwo) {
+  const auto err = test_root() / "cli.err";
+  for (const std::string& args : {std::string("export /nonexistent/run -o x.json"), std::string("import /nonexistent.json -o r"),
+                                  std::string("export")}) {
+    EXPECT_EQ(shell(fmt::format("{}/collscope {} 2> {}", bin_dir(), args, err.string())), 2) << args;
+    const std::string text = read_text(err);
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << args << ": " << text;
+  }
+}
