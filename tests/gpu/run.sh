@@ -55,8 +55,8 @@ if [[ -z "${COLLSCOPE_BIN:-}" ]]; then
   echo "gpu check: building collscope and the preload in $build"
   cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLSCOPE_BUILD_TESTS=OFF \
     -DCOLLSCOPE_BUILD_BENCHMARKS=OFF -DCOLLSCOPE_BUILD_GUI=OFF -DCOLLSCOPE_WITH_AUTOTUNER=OFF \
-    -DCOLLSCOPE_WITH_PLUGINS=OFF >"$work/cmake.log"
-  cmake --build "$build" --target collscope collscope-preload -j"$(nproc)" >"$work/build.log"
+    >"$work/cmake.log"
+  cmake --build "$build" --target collscope collscope-preload collscope-nccl-tuner -j"$(nproc)" >"$work/build.log"
   COLLSCOPE_BIN="$build/bin"
 fi
 
@@ -75,3 +75,24 @@ if ! grep -q '^result 2.0$' "$work/job.out"; then
   echo "gpu check: FAILED: the job computed a wrong result under the tracer"; exit 1
 fi
 python3 "$here/check_trace.py" "$run/rank-00000.sqlite" "$work/job.out"
+
+# The NCCL tuner plugin: NCCL must load it, read the rules and still compute the right result.
+tuner="$COLLSCOPE_BIN/../lib/libcollscope-nccl-tuner.so"
+if [[ ! -e "$tuner" ]]; then
+  echo "gpu check: FAILED: $tuner not built"; exit 1
+fi
+printf 'allreduce 0 inf ring simple 2\n' >"$work/tuner.rules"
+echo "gpu check: running with NCCL_TUNER_PLUGIN=$tuner"
+set +e
+NCCL_TUNER_PLUGIN="$tuner" COLLSCOPE_NCCL_TUNER_RULES="$work/tuner.rules" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
+  timeout 180 "$work/nccl_gpu_check" >"$work/tuner.out" 2>&1
+rc=$?
+set -e
+if (( rc != 0 )) || ! grep -q '^result 2.0$' "$work/tuner.out"; then
+  echo "gpu check: FAILED: the job under the tuner plugin exited $rc or computed a wrong result"; tail -20 "$work/tuner.out"; exit 1
+fi
+if ! grep -q 'collscope tuner: 1 rules' "$work/tuner.out"; then
+  echo "gpu check: FAILED: NCCL did not load the collscope tuner (no 'collscope tuner: 1 rules' in its log)"
+  grep -i tuner "$work/tuner.out" | head; exit 1
+fi
+echo "gpu check: tuner plugin loaded by NCCL and its rules applied: OK"
