@@ -91,9 +91,11 @@ class RankExporter {
     for (const auto& t : reader_.threads())
       out_.event(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", pid_, t.tid,
                  json_quote(t.name.empty() ? fmt::format("thread {}", t.tid) : t.name));
+    // GPU activities first: they carry the device, so each stream's track is named with it before an NCCL
+    // collective's GPU span (which knows only the stream) uses the track.
+    reader_.for_each_gpu_activity([&](const store::GpuActivityRow& r) { gpu(r); });
     reader_.for_each_collective([&](const store::CollectiveRow& r) { collective(r); });
     reader_.for_each_nvtx_range([&](const store::NvtxRangeRow& r) { nvtx(r); });
-    reader_.for_each_gpu_activity([&](const store::GpuActivityRow& r) { gpu(r); });
     for (const auto& r : reader_.calls_in_flight()) in_flight(r);
     ++counts_.ranks;
   }

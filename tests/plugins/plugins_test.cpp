@@ -6,6 +6,7 @@
 #include <collscope/plugins/horovod_timeline.hpp>
 #include <collscope/tracer/error.hpp>
 #include <collscope/tracer/trace_reader.hpp>
+#include <collscope/tracer/trace_writer.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -246,4 +247,68 @@ TEST_F(PluginsOnSample, CommandLineErrorsAreOneLineAndExitTwo) {
     const std::string text = read_text(err);
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << args << ": " << text;
   }
+}
+
+// The parts a CPU run does not have: a GPU kernel and copy on a stream, an NCCL collective with its GPU span, an
+// NVTX mark and a call still in flight, written with the tracer's own writer.
+TEST(ChromeExport, GpuActivitiesMarksAndCallsInFlightBecomeTheirOwnEvents) {
+  const auto run = test_root() / "gpu-run";
+  fs::create_directories(run);
+  {
+    store::TraceWriter w((run / store::rank_file_name(0)).string());
+    w.begin();
+    w.set_meta(store::meta_key::kWorldRank, "0");
+    w.set_meta(store::meta_key::kWorldSize, "1");
+    w.set_meta(store::meta_key::kHost, "gpu-host");
+    w.set_meta(store::meta_key::kMonotonicStart, "1000000");
+    w.set_meta(store::meta_key::kRealtimeStart, "5001000000");
+    w.add_thread({1, 4242, "train \"main\""});
+    store::CommunicatorRow c;
+    c.id = 1, c.key = 77, c.backend = store::Backend::Nccl, c.size = 1, c.rank = 0, c.members = {0}, c.name = "nccl#0";
+    w.add_communicator(c);
+    store::CollectiveRow call;
+    call.comm = 1, call.op = store::Op::Allreduce, call.bytes = 4096, call.thread = 1, call.stream = 0xabc;
+    call.start_ns = 2000000, call.end_ns = 2000500, call.gpu_start_ns = 2001000, call.gpu_end_ns = 2003000;
+    w.add_collective(call);
+    store::GpuActivityRow k;
+    k.kind = store::GpuActivityKind::Kernel, k.name = w.intern("ncclDevKernel_AllReduce"), k.device = 0, k.stream = 0xabc;
+    k.start_ns = 2001000, k.end_ns = 2003000, k.correlation = 9;
+    w.add_gpu_activity(k);
+    store::GpuActivityRow m = k;
+    m.kind = store::GpuActivityKind::Memcpy, m.name = w.intern("HtoD"), m.stream = 0xdef, m.bytes = 1 << 20;
+    w.add_gpu_activity(m);
+    store::NvtxRangeRow mark;
+    mark.kind = store::NvtxKind::Mark, mark.name = w.intern("checkpoint"), mark.start_ns = 2500000, mark.thread = 1;
+    w.add_nvtx_range(mark);
+    store::CallInFlightRow hung;
+    hung.thread = 1, hung.comm = 1, hung.seq = 1, hung.op = store::Op::Allreduce, hung.bytes = 4096;
+    hung.start_ns = 3000000, hung.seen_ns = 5000000;
+    w.set_call_in_flight(hung);
+    w.commit();
+  }
+  std::ostringstream out;
+  const auto counts = plugins::export_chrome_trace(run.string(), out);
+  EXPECT_EQ(counts.collectives, 1);
+  EXPECT_EQ(counts.gpu_activities, 2);
+  EXPECT_EQ(counts.calls_in_flight, 1);
+  EXPECT_EQ(counts.flows, 0);  // a one-rank communicator links nothing
+  const json trace = json::parse(out.str());
+  std::map<std::string, json> by_cat;
+  std::set<std::string> thread_names;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") thread_names.insert(e["args"]["name"].get<std::string>());
+    if (e.contains("cat")) by_cat[e["cat"].get<std::string>() + (e.contains("name") ? "/" + e["name"].get<std::string>() : "")] = e;
+  }
+  EXPECT_TRUE(thread_names.count("train \"main\""));  // escaped in the file, intact after parsing
+  EXPECT_TRUE(thread_names.count("GPU 0 stream 0xabc"));
+  EXPECT_TRUE(thread_names.count("GPU 0 stream 0xdef"));
+  // Times: microseconds from the start (monotonic 1 ms), so the call at 2 ms is at 1000 us.
+  EXPECT_DOUBLE_EQ(by_cat.at("collective/allreduce")["ts"].get<double>(), 1000.0);
+  EXPECT_DOUBLE_EQ(by_cat.at("collective/allreduce")["dur"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(by_cat.at("collective_gpu/allreduce")["ts"].get<double>(), 1001.0);
+  EXPECT_EQ(by_cat.at("collective_gpu/allreduce")["tid"], by_cat.at("kernel/ncclDevKernel_AllReduce")["tid"]);
+  EXPECT_EQ(by_cat.at("memcpy/HtoD")["args"]["bytes"], 1 << 20);
+  EXPECT_EQ(by_cat.at("nvtx/checkpoint")["ph"], "i");
+  EXPECT_DOUBLE_EQ(by_cat.at("in_flight/allreduce (in flight)")["dur"].get<double>(), 2000.0);
+  EXPECT_EQ(trace["otherData"]["clock_realtime_origin_ns"], 5001000000LL);
 }
