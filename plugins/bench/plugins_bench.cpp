@@ -18,6 +18,10 @@
 #include <sstream>
 #include <streambuf>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace fs = std::filesystem;
 using namespace collscope;
 
@@ -70,6 +74,27 @@ void write_timeline(const std::string& path, int ranks, int steps, int tensors) 
   f << "\n]\n";
 }
 
+// Runs `f` in a child process; returns the child's peak RSS (KiB) and passes back the seconds `f` stored.
+template <typename F>
+long in_child(F&& f, double& seconds_out) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    f();
+    (void)!write(fds[1], &seconds_out, sizeof seconds_out);
+    _exit(0);
+  }
+  close(fds[1]);
+  (void)!read(fds[0], &seconds_out, sizeof seconds_out);
+  close(fds[0]);
+  int status = 0;
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
+  return usage.ru_maxrss;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,18 +140,26 @@ int main(int argc, char** argv) {
 
   const std::string timeline = fmt::format("{}/timeline-{}.json", dir, ranks);
   write_timeline(timeline, ranks, 200, 160);
-  const double parse_s = seconds([&] {
-    std::ifstream in(timeline);
-    std::stringstream s;
-    s << in.rdbuf();
-    (void)nlohmann::json::parse(s.str());
-  });
+  double parse_s = 0, import_s = 0;
+  long parse_kib = 0, import_kib = 0;
   plugins::HorovodImportCounts imported;
-  const double import_s = seconds([&] { imported = plugins::import_horovod_timeline(timeline, dir + "/imported"); });
+  // Each in its own process: peak RSS (ru_maxrss) is per process and never goes down.
+  parse_kib = in_child([&] {
+    parse_s = seconds([&] {
+      std::ifstream in(timeline);
+      std::stringstream s;
+      s << in.rdbuf();
+      [[maybe_unused]] const auto document = nlohmann::json::parse(s.str());
+    });
+  }, parse_s);
+  import_kib = in_child([&] { import_s = seconds([&] { imported = plugins::import_horovod_timeline(timeline, dir + "/imported"); }); },
+                        import_s);
+  imported = plugins::import_horovod_timeline(timeline, dir + "/imported");
   fmt::print("horovod import: {:.1f} MiB, {} tensor operations, {} ticks -> {} collectives x {} ranks\n",
              double(fs::file_size(timeline)) / (1 << 20), imported.tensor_operations, imported.ticks, imported.collectives,
              imported.ranks);
-  fmt::print("  parse JSON only (baseline) {:.2f} s\n  import                     {:.2f} s, {:.2f}x the baseline's time\n",
-             parse_s, import_s, import_s / parse_s);
+  fmt::print("  parse JSON into a document (baseline) {:.2f} s, peak RSS {} MiB\n", parse_s, parse_kib / 1024);
+  fmt::print("  import (streaming)                    {:.2f} s, peak RSS {} MiB; {:.2f}x the baseline's time, {:.2f}x its memory\n",
+             import_s, import_kib / 1024, import_s / parse_s, double(import_kib) / double(parse_kib));
   return 0;
 }

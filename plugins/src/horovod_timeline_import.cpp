@@ -18,7 +18,7 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
+#include <iterator>
 #include <vector>
 
 namespace collscope::plugins {
@@ -106,31 +106,6 @@ std::int64_t micros_of(const json& e, const std::string& path) {
   return static_cast<std::int64_t>(it->get<double>());
 }
 
-// The events of a complete file, or of the complete events of a file whose writer was killed mid-event.
-json parse_events(const std::string& path, bool& truncated) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw InputError(fmt::format("{}: empty file", path));
-  json doc = json::parse(text, nullptr, false);
-  truncated = false;
-  // Horovod ends every event with "]" only in newer versions; a killed job leaves a partial last event.
-  for (int attempt = 0; doc.is_discarded() && attempt < 4; ++attempt) {
-    const auto last = text.rfind('}');
-    if (last == std::string::npos || text.find_first_not_of(" \t\r\n") != text.find('[')) break;
-    text.resize(last + 1);
-    doc = json::parse(text + "]", nullptr, false);
-    if (doc.is_discarded()) text.resize(last);  // that '}' closed an args object inside the partial event
-    truncated = true;
-  }
-  if (doc.is_discarded()) throw InputError(fmt::format("{}: not JSON (a Horovod timeline is a JSON array of trace events)", path));
-  if (doc.is_object() && doc.contains("traceEvents")) doc = doc["traceEvents"];
-  if (!doc.is_array()) throw InputError(fmt::format("{}: not a Horovod timeline (expected a JSON array of trace events)", path));
-  return doc;
-}
-
 struct Timeline {
   std::int64_t origin_us = 0;  // start_time_since_epoch_in_micros: CLOCK_REALTIME of ts 0
   std::map<std::int64_t, std::string> tensor_names;  // pid -> name
@@ -141,11 +116,20 @@ struct Timeline {
   int max_rank = -1;
 };
 
-Timeline read_timeline(const json& events, const std::string& path) {
+// Replays the file's events through each tensor's state machine as the parser meets them: one event object is
+// in memory at a time, never the whole document (Horovod timelines of long jobs are gigabytes). A file whose
+// writer was killed mid-event keeps every complete event before the break (`truncated`).
+Timeline read_timeline(const std::string& path, bool& truncated) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(fmt::format("{}: no such file", path));
+  if (fs::file_size(path, ec) == 0) throw InputError(fmt::format("{}: empty file", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open", path));
   Timeline t;
   std::map<std::int64_t, TensorState> states;
-  for (const auto& e : events) {
-    if (!e.is_object()) throw InputError(fmt::format("{}: an array element is not an event object", path));
+  std::int64_t seen = 0;
+  auto handle = [&](const json& e) {
+    ++seen;
     const std::string ph = e.value("ph", "");
     const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
     const std::int64_t pid = e.contains("pid") && e["pid"].is_number_integer() ? e["pid"].get<std::int64_t>() : -1;
@@ -156,16 +140,16 @@ Timeline read_timeline(const json& events, const std::string& path) {
           t.origin_us = args["start_time_since_epoch_in_micros"].get<std::int64_t>();
         if (args.contains("name") && args["name"].is_string()) t.tensor_names[pid] = args["name"].get<std::string>();
       }
-      continue;
+      return;
     }
-    if (ph.empty()) continue;
+    if (ph.empty()) return;
     const std::int64_t ts = micros_of(e, path);
     t.last_us = std::max(t.last_us, ts);
     if (ph == "i" || ph == "I") {
       if (name == "CYCLE_START") t.cycle_starts_us.push_back(ts);
-      continue;
+      return;
     }
-    if (pid < 0) continue;
+    if (pid < 0) return;
     auto& s = states[pid];
     if (ph == "B") {
       if (!s.open_op && name.starts_with("NEGOTIATE_")) {
@@ -196,20 +180,20 @@ Timeline read_timeline(const json& events, const std::string& path) {
         if (used != name.size()) rank = -1;
       } catch (const std::exception&) {
       }
-      if (rank < 0) continue;
+      if (rank < 0) return;
       s.ticks.try_emplace(rank, ts);  // the first report counts, as in Horovod
       t.max_rank = std::max(t.max_rank, rank);
       ++t.ticks;
     } else if (ph == "E") {
       if (!s.open_op) {
         if (s.negotiating) s.negotiating = false, s.negotiation_end_us = ts;
-        continue;
+        return;
       }
       auto& op = t.operations[*s.open_op];
       if (!s.open.empty()) {
         op.activities.push_back({s.open.back().first, s.open.back().second, ts});
         s.open.pop_back();
-        continue;
+        return;
       }
       op.end_us = ts;
       if (e.contains("args") && e["args"].is_object()) {
@@ -221,7 +205,29 @@ Timeline read_timeline(const json& events, const std::string& path) {
       }
       s.open_op.reset();
     }
-  }
+  };
+  // Events are the objects of the root array (Horovod), or of the root object's "traceEvents" array.
+  int event_depth = -1;
+  bool in_trace_events = false;
+  auto on_parse = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::array_start && depth == 0) event_depth = 1;
+    if (event == json::parse_event_t::key && depth == 1 && event_depth < 0) in_trace_events = parsed == "traceEvents";
+    if (event == json::parse_event_t::array_start && depth == 1 && in_trace_events && event_depth < 0) event_depth = 2;
+    if (depth != event_depth) return true;
+    if (event == json::parse_event_t::value)
+      throw InputError(fmt::format("{}: an array element is not an event object", path));
+    if (event == json::parse_event_t::object_end) {
+      handle(parsed);
+      return false;  // processed: not kept in the document
+    }
+    return true;
+  };
+  const json rest = json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), on_parse, false);
+  truncated = rest.is_discarded() && seen > 0;
+  if (rest.is_discarded() && seen == 0)
+    throw InputError(fmt::format("{}: not JSON (a Horovod timeline is a JSON array of trace events)", path));
+  if (event_depth < 0)
+    throw InputError(fmt::format("{}: not a Horovod timeline (expected a JSON array of trace events)", path));
   // Operations still open when the file ends (a hung or killed job) end at the last event.
   for (auto& op : t.operations)
     if (op.end_us == kNone) op.end_us = t.last_us;
@@ -310,8 +316,7 @@ std::int64_t ready_at(const TensorOperation& op, int r) {
 HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, const std::string& run_dir,
                                             int world_size) {
   HorovodImportCounts counts;
-  const json events = parse_events(timeline_path, counts.truncated);
-  const Timeline t = read_timeline(events, timeline_path);
+  const Timeline t = read_timeline(timeline_path, counts.truncated);
   const auto fused = fuse(t);
   const auto steps = infer_steps(t);
   if (fused.empty())
