@@ -1,12 +1,13 @@
 // A small MPI program with a known set of calls, the ground truth for the tracer's tests.
 //   mpi_probe [--iterations N] [--sleep-ms-after-each N] [--fork-child] [--hang-rank R --hang-iteration K]
-//             [--late-rank R --late-ms N] [--hang-nonblocking]
+//             [--late-rank R --late-ms N] [--hang-nonblocking [--polling]]
 // Per iteration: Allreduce (world, 1024 floats), Bcast (world, 256 ints, root 0), Allreduce on the split
 // communicator (color = rank % 2, 10 doubles), Iallreduce + Wait (world, 64 floats), Barrier (world).
 // Once: Comm_dup + Allgather on it + Comm_free; Reduce, Gather, Scatter, Alltoall, Reduce_scatter_block on world.
 // --hang-rank R: all ranks first dup the world communicator; at iteration K rank R calls a Barrier on that dup
 // instead of the world Allreduce, so R waits in the barrier and the others in the allreduce: a deadlock.
-// --hang-nonblocking: the others make that allreduce an Iallreduce and wait for it in MPI_Wait.
+// --hang-nonblocking: the others make that allreduce an Iallreduce and wait for it in MPI_Wait (with --polling:
+// in a loop of MPI_Test and 1 ms sleeps, inside no MPI call most of the time).
 // --late-rank R: rank R sleeps N ms before the first Allreduce of iteration 1 (says "late" on stdout first).
 #include <mpi.h>
 #include <sys/wait.h>
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   int hang_rank = -1, hang_iteration = 0;
   int late_rank = -1, late_ms = 0;
-  bool hang_nonblocking = false;
+  bool hang_nonblocking = false, polling = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sleep-ms-after-each") && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--late-rank") && i + 1 < argc) late_rank = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--late-ms") && i + 1 < argc) late_ms = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--hang-nonblocking")) hang_nonblocking = true;
+    else if (!std::strcmp(argv[i], "--polling")) polling = true;
   }
   if (fork_child) {
     // A child forked before MPI_Init that never calls MPI (a data-loader worker): must write nothing.
@@ -89,7 +91,15 @@ int main(int argc, char** argv) {
     if (hang_nonblocking && hang_rank >= 0 && it == hang_iteration) {
       MPI_Request hung;
       MPI_Iallreduce(f.data(), g.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &hung);
-      MPI_Wait(&hung, MPI_STATUS_IGNORE);  // never returns: rank hang_rank is in a barrier elsewhere
+      // Never completes: rank hang_rank is in a barrier elsewhere.
+      if (polling) {
+        for (int done = 0; !done;) {
+          MPI_Test(&hung, &done, MPI_STATUS_IGNORE);
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      } else {
+        MPI_Wait(&hung, MPI_STATUS_IGNORE);
+      }
     } else {
       MPI_Allreduce(f.data(), g.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }

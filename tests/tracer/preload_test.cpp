@@ -336,6 +336,35 @@ TEST(Preload, WaitingForANonBlockingCollectiveIsItsCallInFlight) {
   EXPECT_EQ(TraceReader((dir / rank_file_name(1)).string()).calls_in_flight().at(0).op, Op::Barrier);
 }
 
+TEST(Preload, PollingForANonBlockingCollectiveKeepsItInFlight) {
+  // The same deadlock; ranks 0 and 2 poll for their Iallreduce with MPI_Test and sleep in between, inside no MPI
+  // call most of the time. The pending collective is still their call in flight, from when it started.
+  const auto dir = fresh_dir("hang-polling");
+  const auto r = run_process(
+      cmd({"timeout", "-s", "TERM", "4", kCollscope, "trace", "-o", dir.string(), "--"},
+          cmd(mpirun(3), {kProbe, "--iterations", "6", "--hang-rank", "1", "--hang-iteration", "3", "--hang-nonblocking",
+                          "--polling"})),
+      {{"COLLSCOPE_HANG_MS", "200"}}, 60);
+  EXPECT_FALSE(r.timed_out);
+  for (int rank : {0, 2}) {
+    TraceReader reader((dir / rank_file_name(rank)).string());
+    const auto v = load(dir / rank_file_name(rank));
+    const auto in_flight = reader.calls_in_flight();
+    ASSERT_EQ(in_flight.size(), 1u) << "rank " << rank;
+    EXPECT_EQ(in_flight[0].op, Op::Iallreduce);
+    EXPECT_EQ(in_flight[0].comm, v.comm_named("MPI_COMM_WORLD").id);
+    EXPECT_EQ(in_flight[0].seq, 12);
+    EXPECT_EQ(in_flight[0].bytes, 4096);
+    // From the Iallreduce itself: the previous call (iteration 2's barrier) ended just before it.
+    std::int64_t last_end = 0;
+    for (const auto& c : v.colls) last_end = std::max(last_end, c.end_ns);
+    EXPECT_GE(in_flight[0].start_ns, last_end);
+    EXPECT_LT(in_flight[0].start_ns - last_end, 100'000'000);
+    EXPECT_GE(in_flight[0].seen_ns - in_flight[0].start_ns, 200'000'000);
+  }
+  EXPECT_EQ(TraceReader((dir / rank_file_name(1)).string()).calls_in_flight().at(0).op, Op::Barrier);
+}
+
 TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
   // Rank 2 arrives 1.5 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
   // appears while the job runs), then the call returns (the row goes) and the job ends normally.

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstring>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -266,8 +268,13 @@ std::int64_t sum_counts(const int* counts, int n) {
 
 // ---- non-blocking collectives: the event is completed by the Wait/Test that finishes its request ----------
 
+// A slot: claimed by CAS of `request` (null -> ~0 while the event is copied in), published by storing the
+// handle, freed by storing null. `version` changes on every publish and free, so the writer thread's scan (a
+// seqlock read: version, request, copy, version, request) never takes a torn copy, even when MPI reuses the
+// handle value for the next request in the same slot.
 struct PendingRequest {
   std::atomic<MPI_Request> request{nullptr};
+  std::atomic<std::uint32_t> version{0};
   Event event;
 };
 constexpr std::size_t kPendingSize = 4096;
@@ -286,7 +293,9 @@ void pending_add(MPI_Request r, const Event& e) {
     if (g_pending[i].request.load(std::memory_order_relaxed) == nullptr &&
         g_pending[i].request.compare_exchange_strong(expected, reinterpret_cast<MPI_Request>(~std::uintptr_t{0}))) {
       g_pending[i].event = e;
+      g_pending[i].event.thread = this_thread_buffer().index();
       g_pending[i].request.store(r, std::memory_order_release);
+      g_pending[i].version.fetch_add(1, std::memory_order_release);
       g_pending_count.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -300,6 +309,7 @@ void pending_complete(MPI_Request r, std::uint64_t t1, int rc) {
   for (std::size_t i = pending_bucket(r), n = 0; n < kPendingProbe; i = (i + 1) & (kPendingSize - 1), ++n) {
     if (g_pending[i].request.load(std::memory_order_acquire) != r) continue;
     Event e = g_pending[i].event;
+    g_pending[i].version.fetch_add(1, std::memory_order_acq_rel);
     g_pending[i].request.store(nullptr, std::memory_order_release);
     g_pending_count.fetch_sub(1, std::memory_order_relaxed);
     e.t1 = t1;
@@ -310,6 +320,22 @@ void pending_complete(MPI_Request r, std::uint64_t t1, int rc) {
 }
 
 bool any_pending() { return g_pending_count.load(std::memory_order_relaxed) > 0; }
+
+// Writer thread: every published pending collective (see PendingRequest for why the copy is consistent).
+void scan_pending(const std::function<void(const Event&)>& fn) {
+  if (!any_pending()) return;
+  const MPI_Request claimed = reinterpret_cast<MPI_Request>(~std::uintptr_t{0});
+  for (auto& slot : g_pending) {
+    const std::uint32_t v1 = slot.version.load(std::memory_order_acquire);
+    const MPI_Request r1 = slot.request.load(std::memory_order_acquire);
+    if (r1 == nullptr || r1 == claimed) continue;
+    Event copy;
+    std::memcpy(static_cast<void*>(&copy), static_cast<const void*>(&slot.event), sizeof copy);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (slot.version.load(std::memory_order_relaxed) != v1 || slot.request.load(std::memory_order_relaxed) != r1) continue;
+    fn(copy);
+  }
+}
 
 // The pending collective of request `r` (still pending: only the thread that waits on it completes it), or null.
 const Event* pending_find(MPI_Request r) {
@@ -383,6 +409,7 @@ void after_init() {
   // Registered before the writer starts, so they are the first rows of `communicators`.
   register_comm(comm_world(), "MPI_COMM_WORLD", std::nullopt, std::nullopt);
   register_comm(comm_self(), "MPI_COMM_SELF", std::nullopt, std::nullopt, static_cast<std::uint64_t>(g_world_rank));
+  set_pending_scan(scan_pending);
   runtime_start(info);
   // One-off costs (the thread's ring, the reduction-op table) are paid here, not inside the job's first collective.
   this_thread_buffer();

@@ -87,6 +87,7 @@ class Writer {
   std::vector<std::pair<std::string, std::string>> pending_meta;  // guarded by mutex
   std::vector<DrainHook> drain_hooks;
   std::vector<CollectiveHook> collective_hooks;
+  PendingScan pending_scan = nullptr;
   std::array<EventHandler, 32> handlers;
   std::unordered_map<std::uint32_t, std::int64_t> string_ids;  // pool id -> strings.id
   std::set<std::uint32_t> threads_written;
@@ -167,6 +168,7 @@ void warn_once(std::string_view what) {
 }
 
 void add_drain_hook(DrainHook hook) { writer().drain_hooks.push_back(std::move(hook)); }
+void set_pending_scan(PendingScan scan) { writer().pending_scan = scan; }
 void set_event_handler(EventKind kind, EventHandler handler) {
   writer().handlers[static_cast<std::size_t>(kind) & 31] = std::move(handler);
 }
@@ -228,13 +230,30 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
 }
 
 // Threads inside a blocking collective for longer than hang_ns: one row each, its seen_ns refreshed about once a
-// second, removed when the call returns. A job killed while hung keeps the rows of its last commit.
+// second, removed when the call returns. A thread inside no call but with a non-blocking collective pending that
+// long (it polls with MPI_Test, or went on without waiting) gets a row for its oldest one. A job killed while hung
+// keeps the rows of its last commit.
 void Writer::write_calls_in_flight(WriterContext& ctx) {
   const std::int64_t now = monotonic_ns();
+  std::unordered_map<std::uint32_t, Event> oldest_pending;  // thread index -> its oldest pending collective
+  if (pending_scan)
+    pending_scan([&](const Event& e) {
+      auto [it, added] = oldest_pending.try_emplace(e.thread, e);
+      if (!added && e.t0 < it->second.t0) it->second = e;
+    });
   for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
     ThreadBuffer::CallSnapshot c;
     auto it = calls_in_flight.find(tb->index());
-    const std::int64_t start = tb->call_in_flight(c) ? clock.to_ns(c.since) : now;
+    bool inside = tb->call_in_flight(c);
+    if (!inside) {
+      if (auto p = oldest_pending.find(tb->index()); p != oldest_pending.end()) {
+        const Event& e = p->second;
+        c.since = e.t0, c.comm_slot = e.comm_slot, c.op = e.op, c.root = e.root, c.seq = e.seq, c.count = e.count;
+        c.bytes = e.bytes, c.datatype = e.datatype, c.reduce_op = e.reduce_op;
+        inside = true;
+      }
+    }
+    const std::int64_t start = inside ? clock.to_ns(c.since) : now;
     if (now - start >= hang_ns) {
       if (it != calls_in_flight.end() && it->second.since == c.since && now - it->second.written_ns < 1'000'000'000)
         continue;

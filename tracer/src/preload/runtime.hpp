@@ -56,6 +56,11 @@ using CollectiveHook = std::function<void(const Event&, std::int64_t row_id, Wri
 void add_drain_hook(DrainHook hook);                   // runs at every drain and the final one
 void set_event_handler(EventKind kind, EventHandler handler);  // for kinds the core writer does not know
 void add_collective_hook(CollectiveHook hook);         // after each collectives row is inserted
+// Non-blocking collectives started and not completed: the scan calls fn(event) for each (event.thread = the
+// starting thread, event.t0 = its start). A thread that polls for one (MPI_Test loops) is inside no call, so this
+// is how such a collective becomes the thread's call in flight.
+using PendingScan = void (*)(const std::function<void(const Event&)>& fn);
+void set_pending_scan(PendingScan scan);
 
 // World rank of this process from the launcher's environment (OMPI, PMI, Slurm, torchrun), or -1.
 int world_rank_from_env();
