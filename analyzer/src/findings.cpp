@@ -381,6 +381,11 @@ std::vector<Finding> detect_exposed_communication(const Run& run, const StepSumm
   if (share < 0.2) return out;
   const bool has_gpu = std::any_of(run.ranks.begin(), run.ranks.end(), [](const auto& r) { return !r.gpu_activities.empty(); });
   const bool has_cpu_compute = steps.cpu_compute_ranges;
+  // A run imported from a Horovod Timeline records Horovod's own activities, never the framework's compute: the
+  // timeline cannot tell whether compute hid the communication, so no claim either way.
+  const bool imported = std::any_of(run.ranks.begin(), run.ranks.end(),
+                                    [](const auto& r) { return r.meta_value("import_format").has_value(); });
+  if (imported && !has_gpu) return out;
   Finding f;
   f.kind = FindingKind::ExposedCommunication;
   f.severity = share >= 0.4 ? Severity::Warning : Severity::Info;
