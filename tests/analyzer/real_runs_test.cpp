@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include "test_support.hpp"
 #include <iostream>
 
 namespace fs = std::filesystem;
@@ -18,17 +20,10 @@ using namespace collscope::analyzer;
 
 namespace {
 
-// COLLSCOPE_BIN from the test environment, else the build tree this test was built in.
-std::string bin_dir() {
-  const char* b = std::getenv("COLLSCOPE_BIN");
-  return b ? b : COLLSCOPE_TEST_BIN_DIR;
-}
+using collscope::test::bin_dir;
+using collscope::test::shell;
 
-fs::path run_root() {
-  auto dir = fs::temp_directory_path() / ("collscope-analyzer-real-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path run_root() { return collscope::test::temp_root("collscope-analyzer-real"); }
 
 // Traces `ranks` ranks of the fusion trainer with `args`; returns the exit code of `collscope trace`.
 int trace_trainer(const fs::path& run_dir, int ranks, const std::string& args, const std::string& env = "",
@@ -51,11 +46,7 @@ class RealRuns : public ::testing::Test {
     const char* preload = std::getenv("COLLSCOPE_PRELOAD");
     if (!fs::exists(preload ? std::string(preload) : std::string(COLLSCOPE_TEST_PRELOAD)))
       GTEST_SKIP() << "preload tracer not built";
-    // What COLLSCOPE_TEST_ENV sets, for runs outside ctest: Open MPI as root, shared memory only.
-    for (const auto& [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-                               {"OMPI_MCA_rmaps_base_oversubscribe", "1"}, {"OMPI_MCA_btl", "self,vader"},
-                               {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}})
-      setenv(k, v, 0);
+    collscope::test::set_mpi_test_env();
   }
 };
 

@@ -14,14 +14,13 @@
 #include <sstream>
 #include <thread>
 
+#include "test_support.hpp"
+
 namespace fs = std::filesystem;
 using namespace collscope::autotuner;
 
 namespace {
-std::string bin_dir() {
-  const char* b = std::getenv("COLLSCOPE_BIN");
-  return b && *b ? b : COLLSCOPE_TEST_BIN_DIR;
-}
+using collscope::test::bin_dir;
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("collscope-autotuner-" + name + "-" + std::to_string(::getpid()));

@@ -21,27 +21,18 @@
 #include <set>
 #include <sstream>
 
+#include "test_support.hpp"
+
 namespace fs = std::filesystem;
 using namespace collscope;
 using nlohmann::json;
 
 namespace {
 
-std::string bin_dir() {
-  const char* b = std::getenv("COLLSCOPE_BIN");
-  return b ? b : COLLSCOPE_TEST_BIN_DIR;
-}
+using collscope::test::bin_dir;
+using collscope::test::shell;
 
-fs::path test_root() {
-  auto dir = fs::temp_directory_path() / ("collscope-plugins-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-int shell(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
+fs::path test_root() { return collscope::test::temp_root("collscope-plugins"); }
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -67,9 +58,7 @@ class PluginsOnSample : public ::testing::Test {
   void SetUp() override {
     if (!fs::exists(fs::path(bin_dir()) / "fusion_trainer") || !fs::exists(fs::path(bin_dir()) / "collscope"))
       GTEST_SKIP() << "fusion_trainer or collscope not built in " << bin_dir();
-    for (const auto& [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-                               {"OMPI_MCA_rmaps_base_oversubscribe", "1"}, {"OMPI_MCA_btl", "self,vader"}})
-      setenv(k, v, 0);
+    collscope::test::set_mpi_test_env();
   }
   // Runs the trainer on `ranks` ranks with a Horovod Timeline; returns the job's exit code.
   int run_with_timeline(const fs::path& timeline, int ranks, const std::string& args) {

@@ -1,0 +1,42 @@
+#pragma once
+// What the tests that run built programs (the trainer, collscope, mpirun) share. Header-only; a test target that
+// includes it defines COLLSCOPE_TEST_BIN_DIR (its build tree's bin/).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+namespace collscope::test {
+
+// The built executables: $COLLSCOPE_BIN (ctest sets it), else the build tree this test was built in.
+inline std::string bin_dir() {
+  const char* b = std::getenv("COLLSCOPE_BIN");
+  return b && *b ? b : COLLSCOPE_TEST_BIN_DIR;
+}
+
+// <tmp>/<prefix>-<pid>, created: one per test process, so parallel ctest runs never share files.
+inline std::filesystem::path temp_root(const std::string& prefix) {
+  auto dir = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Runs `cmd` with /bin/sh; its exit code, 128 + signal when killed.
+inline int shell(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 128;
+}
+
+// What COLLSCOPE_TEST_ENV sets under ctest, for runs outside it: Open MPI as root, shared memory only.
+inline void set_mpi_test_env() {
+  for (const auto& [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                             {"OMPI_MCA_rmaps_base_oversubscribe", "1"}, {"OMPI_MCA_btl", "self,vader"},
+                             {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}})
+    setenv(k, v, 0);
+}
+
+}  // namespace collscope::test
