@@ -33,8 +33,7 @@ int trace_trainer(const fs::path& run_dir, int ranks, const std::string& args, c
       "{} timeout -s TERM {} {}/collscope trace -o {} -- mpirun -np {} --oversubscribe --mca btl self,vader "
       "{}/fusion_trainer {} > {}/job.log 2>&1",
       env, timeout_s, bin_dir(), run_dir.string(), ranks, bin_dir(), args, run_dir.string());
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+  return shell(cmd);
 }
 
 class RealRuns : public ::testing::Test {
