@@ -11,6 +11,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "json_text.hpp"
@@ -73,9 +74,9 @@ std::string micros(std::int64_t ns) { return fmt::format("{:.3f}", double(ns) / 
 
 class RankExporter {
  public:
-  RankExporter(const std::string& path, std::int64_t origin_ns, EventStream& out, std::vector<FlowPoint>* flows,
-               ChromeExportCounts& counts)
-      : reader_(path), out_(out), flows_(flows), counts_(counts) {
+  RankExporter(const std::string& path, std::int64_t origin_ns, const ChromeExportOptions& options, EventStream& out,
+               std::vector<FlowPoint>* flows, ChromeExportCounts& counts)
+      : reader_(path), out_(out), flows_(flows), counts_(counts), from_(options.from_ns), to_(options.to_ns) {
     offset_ = realtime_offset(reader_) - origin_ns;
     pid_ = static_cast<std::int32_t>(reader_.meta_int(store::meta_key::kWorldRank).value_or(counts.ranks));
     strings_ = reader_.strings();
@@ -109,6 +110,10 @@ class RankExporter {
     return it == tids_.end() ? thread : it->second;
   }
   std::string ts(std::int64_t ns) const { return micros(ns + offset_); }
+  // Overlaps the window asked for (times on this file's clock).
+  bool visible(std::int64_t start_ns, std::int64_t end_ns) const {
+    return end_ns + offset_ >= from_ && start_ns + offset_ <= to_;
+  }
   std::string comm_name(std::int64_t id) const {
     auto it = comms_.find(id);
     return it == comms_.end() ? fmt::format("comm {}", id) : it->second.name;
@@ -125,6 +130,7 @@ class RankExporter {
   }
 
   void collective(const store::CollectiveRow& r) {
+    if (!visible(r.start_ns, r.end_ns)) return;
     const std::string op(store::op_name(r.op));
     std::string args = fmt::format(R"("communicator":{},"seq":{},"bytes":{},"count":{},"datatype":{},"status":{})",
                                    json_quote(comm_name(r.comm)), r.seq, r.bytes, r.count, json_quote(str(r.datatype)),
@@ -151,6 +157,7 @@ class RankExporter {
   }
 
   void nvtx(const store::NvtxRangeRow& r) {
+    if (!visible(r.start_ns, r.end_ns.value_or(r.start_ns))) return;
     const std::string name = json_quote(str(r.name));
     const std::string domain = json_quote(str(r.domain));
     if (r.kind == store::NvtxKind::Mark || !r.end_ns) {
@@ -164,6 +171,7 @@ class RankExporter {
   }
 
   void gpu(const store::GpuActivityRow& r) {
+    if (!visible(r.start_ns, r.end_ns)) return;
     out_.event(
         R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"bytes":{},"correlation":{}}}}})",
         json_quote(store::gpu_activity_kind_name(r.kind)), json_quote(str(r.name)), pid_, gpu_lane(r.device, r.stream),
@@ -172,6 +180,7 @@ class RankExporter {
   }
 
   void in_flight(const store::CallInFlightRow& r) {
+    if (!visible(r.start_ns, r.seen_ns)) return;
     out_.event(
         R"({{"ph":"X","cat":"in_flight","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"communicator":{},"seq":{},"bytes":{},"state":"still inside the call when last written"}}}})",
         json_quote(fmt::format("{} (in flight)", store::op_name(r.op))), pid_, tid(r.thread), ts(r.start_ns),
@@ -189,6 +198,7 @@ class RankExporter {
   std::map<std::int64_t, store::CommunicatorRow> comms_;
   std::map<std::int64_t, std::int64_t> tids_;
   std::map<std::uint64_t, std::int64_t> gpu_lanes_;
+  std::int64_t from_, to_;
 };
 
 // One arrow chain per collective seen on two or more ranks: s on the first to arrive, t on the middle ones,
@@ -216,14 +226,23 @@ void write_flows(std::vector<FlowPoint>& points, EventStream& out, ChromeExportC
 
 ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream& out,
                                        const ChromeExportOptions& options) {
-  const auto paths = store::rank_files(run_dir);
+  const auto all_paths = store::rank_files(run_dir);
   // The earliest start on the common clock is time 0: microsecond doubles keep their nanoseconds that way.
   std::int64_t origin = std::numeric_limits<std::int64_t>::max();
-  for (const auto& p : paths) {
+  std::vector<std::string> paths;
+  std::set<int> present;
+  for (const auto& p : all_paths) {
     store::TraceReader reader(p);
     if (auto mono = reader.meta_int(store::meta_key::kMonotonicStart)) origin = std::min(origin, *mono + realtime_offset(reader));
+    const int rank = static_cast<int>(reader.meta_int(store::meta_key::kWorldRank).value_or(-1));
+    present.insert(rank);
+    if (options.ranks.empty() || std::find(options.ranks.begin(), options.ranks.end(), rank) != options.ranks.end())
+      paths.push_back(p);
   }
   if (origin == std::numeric_limits<std::int64_t>::max()) origin = 0;
+  for (int r : options.ranks)
+    if (!present.count(r))
+      throw InputError(fmt::format("{}: no rank {} (the run has {} rank files)", run_dir, r, all_paths.size()));
 
   ChromeExportCounts counts;
   std::vector<FlowPoint> flows;
@@ -231,7 +250,7 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
     EventStream events(out);
     events.raw(fmt::format(R"({{"displayTimeUnit":"ns","otherData":{{"producer":"collscope","run":{},"clock_realtime_origin_ns":{}}},"traceEvents":[)",
                            json_quote(std::filesystem::absolute(run_dir).string()), origin));
-    for (const auto& p : paths) RankExporter(p, origin, events, options.flows ? &flows : nullptr, counts).run();
+    for (const auto& p : paths) RankExporter(p, origin, options, events, options.flows ? &flows : nullptr, counts).run();
     write_flows(flows, events, counts);
     events.raw("\n]}\n");
   }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 namespace collscope::plugins {
 namespace {
@@ -19,6 +20,8 @@ struct ExportArgs {
   std::string output;
   std::string format = "chrome";
   bool no_flows = false;
+  std::string ranks;
+  double from_ms = 0, to_ms = -1;
 };
 
 struct ImportArgs {
@@ -28,23 +31,60 @@ struct ImportArgs {
   int world_size = 0;
 };
 
+// "0,2,4-7" -> {0, 2, 4, 5, 6, 7}.
+std::vector<int> parse_ranks(const std::string& text) {
+  std::vector<int> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, comma - at);
+    try {
+      std::size_t used = 0;
+      const int lo = std::stoi(part, &used);
+      int hi = lo;
+      if (used < part.size()) {
+        if (part[used] != '-') throw std::invalid_argument(part);
+        std::size_t used_hi = 0;
+        hi = std::stoi(part.substr(used + 1), &used_hi);
+        if (used + 1 + used_hi != part.size()) throw std::invalid_argument(part);
+      }
+      if (lo < 0 || hi < lo || hi - lo > 1'000'000) throw std::invalid_argument(part);
+      for (int r = lo; r <= hi; ++r) out.push_back(r);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--ranks {}: '{}' is not a rank or a range like 4-7", text, part));
+    }
+    at = comma + 1;
+  }
+  return out;
+}
+
 int run_export(const ExportArgs& args) {
   if (args.format != "chrome" && args.format != "perfetto")
     throw InputError(fmt::format("--format {}: unknown (chrome)", args.format));
   ChromeExportOptions options;
   options.flows = !args.no_flows;
+  if (!args.ranks.empty()) options.ranks = parse_ranks(args.ranks);
+  if (args.from_ms < 0) throw InputError(fmt::format("--from-ms {}: must not be negative", args.from_ms));
+  if (args.to_ms >= 0 && args.to_ms < args.from_ms)
+    throw InputError(fmt::format("--to-ms {} is before --from-ms {}", args.to_ms, args.from_ms));
+  options.from_ns = static_cast<std::int64_t>(args.from_ms * 1e6);
+  if (args.to_ms >= 0) options.to_ns = static_cast<std::int64_t>(args.to_ms * 1e6);
   ChromeExportCounts counts;
   if (args.output.empty() || args.output == "-") {
     counts = export_chrome_trace(args.run_dir, std::cout, options);
   } else {
     // Written next to the target and renamed: a failed export never leaves half a file under the name asked for.
     const std::string partial = args.output + ".partial";
-    {
+    try {
       std::ofstream out(partial, std::ios::binary);
       if (!out) throw InputError(fmt::format("{}: cannot write", args.output));
       counts = export_chrome_trace(args.run_dir, out, options);
       out.close();
       if (!out) throw InputError(fmt::format("{}: write failed", args.output));
+    } catch (...) {
+      std::error_code ec;
+      std::filesystem::remove(partial, ec);
+      throw;
     }
     std::filesystem::rename(partial, args.output);
   }
@@ -82,6 +122,9 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   exp->add_option("-o,--output", e->output, "Write the trace to FILE (default: stdout)");
   exp->add_option("--format", e->format, "chrome (the Trace Event Format Perfetto also reads)")->capture_default_str();
   exp->add_flag("--no-flows", e->no_flows, "Leave out the arrows linking each collective across its ranks");
+  exp->add_option("--ranks", e->ranks, "Only these world ranks, e.g. 0,3,8-15 (a browser opens ~1 GB of JSON at most)");
+  exp->add_option("--from-ms", e->from_ms, "Only events that end after this time (ms from the run's start)");
+  exp->add_option("--to-ms", e->to_ms, "Only events that start before this time (ms from the run's start)");
   exp->footer("Example: collscope export run1 -o run1.json   # then open run1.json in ui.perfetto.dev");
   exp->callback([&action, e] { action = [e] { return run_export(*e); }; });
 

@@ -231,6 +231,42 @@ TEST_F(PluginsOnSample, ChromeTraceHoldsEveryRowAndLinksEveryMatchedCollective) 
           << e.dump();
     }
   EXPECT_NE(read_text(out.string() + ".err").find(fmt::format("{} collectives", rows)), std::string::npos);
+
+  // A slice: ranks 0 and 2, events overlapping 20-60 ms. Every collective of those ranks that overlaps is there,
+  // nothing else; flows only join what was exported.
+  const auto slice = test_root() / "slice.json";
+  ASSERT_EQ(shell(fmt::format("{}/collscope export {} -o {} --ranks 0,2 --from-ms 20 --to-ms 60 2> /dev/null", bin_dir(),
+                              run.string(), slice.string())),
+            0);
+  const json part = json::parse(read_text(slice));
+  std::int64_t expected = 0;
+  for (int rank : {0, 2}) {
+    store::TraceReader r((run / store::rank_file_name(rank)).string());
+    const auto origin = r.meta_int(store::meta_key::kRealtimeStart).value() - r.meta_int(store::meta_key::kMonotonicStart).value() -
+                        trace["otherData"]["clock_realtime_origin_ns"].get<std::int64_t>();
+    r.for_each_collective([&](const store::CollectiveRow& c) {
+      expected += c.end_ns + origin >= 20'000'000 && c.start_ns + origin <= 60'000'000;
+    });
+  }
+  std::int64_t sliced = 0;
+  std::set<int> pids;
+  for (const auto& e : part["traceEvents"]) {
+    pids.insert(e["pid"].get<int>());
+    if (e.value("cat", "") == "collective") {
+      ++sliced;
+      EXPECT_GE(e["ts"].get<double>() + e["dur"].get<double>(), 20'000.0 - 0.001);
+      EXPECT_LE(e["ts"].get<double>(), 60'000.0 + 0.001);
+    }
+  }
+  EXPECT_GT(sliced, 0);
+  EXPECT_LT(sliced, rows);
+  EXPECT_EQ(sliced, expected);
+  EXPECT_EQ(pids, (std::set<int>{0, 2}));
+  // A rank the run does not have: one line, exit 2, and no file left behind (not even the partial one).
+  const auto missing = test_root() / "missing-rank.json";
+  EXPECT_EQ(shell(fmt::format("{}/collscope export {} -o {} --ranks 9 2> /dev/null", bin_dir(), run.string(), missing.string())), 2);
+  EXPECT_FALSE(fs::exists(missing));
+  EXPECT_FALSE(fs::exists(missing.string() + ".partial"));
 }
 
 TEST_F(PluginsOnSample, CommandLineErrorsAreOneLineAndExitTwo) {

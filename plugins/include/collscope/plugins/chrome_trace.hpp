@@ -5,11 +5,17 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace collscope::plugins {
 
 struct ChromeExportOptions {
   bool flows = true;  // arrows linking the same collective on every rank (costs memory: 32 B per collective)
+  // A slice of a large run (browsers open about 1 GB of JSON at most, some 3 M events): only these world ranks
+  // (empty: all), only events overlapping [from_ns, to_ns] counted from the run's start.
+  std::vector<int> ranks;
+  std::int64_t from_ns = 0;
+  std::int64_t to_ns = INT64_MAX;
 };
 
 struct ChromeExportCounts {
