@@ -342,3 +342,89 @@ TEST(ChromeExport, GpuActivitiesMarksAndCallsInFlightBecomeTheirOwnEvents) {
   EXPECT_DOUBLE_EQ(by_cat.at("in_flight/allreduce (in flight)")["dur"].get<double>(), 2000.0);
   EXPECT_EQ(trace["otherData"]["clock_realtime_origin_ns"], 5001000000LL);
 }
+
+// What the sample does not produce: NCCL activities, a broadcast, a tensor answered from Horovod's response
+// cache (no negotiation), dtype/shape sizes, and the {"traceEvents": [...]} wrapping. A small timeline in
+// Horovod's exact form with known answers.
+TEST(HorovodTimelineImport, FusionCacheHitsBroadcastAndNcclFromAHandWrittenTimeline) {
+  const auto dir = test_root() / "handwritten";
+  fs::create_directories(dir);
+  const auto path = dir / "timeline.json";
+  std::ofstream(path) << R"({"traceEvents": [
+{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros":1700000000000000}},
+{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "grad/a"}},
+{"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "grad/b"}},
+{"name": "process_name", "ph": "M", "pid": 3, "args": {"name": "params/c"}},
+{"name": "process_name", "ph": "M", "pid": 4, "args": {"name": "grad/d"}},
+{"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": 100, "pid": 1},
+{"ph": "X", "name": "0", "ts": 100, "pid": 1, "dur": 0},
+{"ph": "X", "name": "1", "ts": 400, "pid": 1, "dur": 0},
+{"ph": "X", "name": "0", "ts": 450, "pid": 1, "dur": 0},
+{"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": 110, "pid": 2},
+{"ph": "X", "name": "0", "ts": 110, "pid": 2, "dur": 0},
+{"ph": "X", "name": "1", "ts": 500, "pid": 2, "dur": 0},
+{"ph": "E", "ts": 500, "pid": 1},
+{"ph": "E", "ts": 500, "pid": 2},
+{"ph": "B", "name": "ALLREDUCE", "ts": 510, "pid": 1},
+{"ph": "B", "name": "ALLREDUCE", "ts": 510, "pid": 2},
+{"ph": "B", "name": "QUEUE", "ts": 510, "pid": 1},
+{"ph": "E", "ts": 520, "pid": 1},
+{"ph": "B", "name": "NCCL_ALLREDUCE", "ts": 520, "pid": 1},
+{"ph": "B", "name": "NCCL_ALLREDUCE", "ts": 521, "pid": 2},
+{"ph": "E", "ts": 700, "pid": 1},
+{"ph": "E", "ts": 701, "pid": 2},
+{"ph": "E", "ts": 710, "pid": 1, "args": {"dtype": "HOROVOD_FLOAT32", "shape": "[1000, 4]"}},
+{"ph": "E", "ts": 710, "pid": 2, "args": {"dtype": "HOROVOD_FLOAT16", "shape": "[8]"}},
+{"ph": "i", "name": "CYCLE_START", "ts": 800, "s": "g"},
+{"ph": "B", "name": "BROADCAST", "ts": 900, "pid": 3},
+{"ph": "B", "name": "NCCL_BCAST", "ts": 905, "pid": 3},
+{"ph": "E", "ts": 950, "pid": 3},
+{"ph": "E", "ts": 960, "pid": 3, "args": {"dtype": "HOROVOD_INT64", "shape": "[]"}},
+{"ph": "B", "name": "ALLREDUCE", "ts": 1000, "pid": 4},
+{"ph": "B", "name": "NCCL_ALLREDUCE", "ts": 1010, "pid": 4},
+{"ph": "E", "ts": 1100, "pid": 4},
+{"ph": "E", "ts": 1110, "pid": 4, "args": {"dtype": "HOROVOD_FLOAT64", "shape": "[2, 3]"}}
+], "displayTimeUnit": "ms"})";
+  const auto run = dir / "run";
+  const auto counts = plugins::import_horovod_timeline(path.string(), run.string());
+  EXPECT_EQ(counts.ranks, 2);
+  EXPECT_EQ(counts.tensors, 4);
+  EXPECT_EQ(counts.tensor_operations, 4);
+  EXPECT_EQ(counts.ticks, 5);       // the repeated report of rank 0 for grad/a counts, the first one is used
+  EXPECT_EQ(counts.collectives, 3); // a+b fused (their NCCL_ALLREDUCE overlap), the broadcast, d alone
+  EXPECT_EQ(counts.steps, 0);       // tensors reduced once each: no repeating rounds
+  for (int rank : {0, 1}) {
+    store::TraceReader r((run / store::rank_file_name(rank)).string());
+    const auto strings = r.strings();
+    const auto rows = r.collectives();
+    ASSERT_EQ(rows.size(), 3u);
+    const auto comms = r.communicators();
+    ASSERT_EQ(comms.size(), 1u);
+    EXPECT_EQ(comms[0].backend, store::Backend::Nccl);
+    EXPECT_EQ(comms[0].members, (std::vector<std::int32_t>{0, 1}));
+    // Fused a (1000 x 4 float32) + b (8 float16): from the rank's last tick to the end of the NCCL activity.
+    EXPECT_EQ(rows[0].op, store::Op::Allreduce);
+    EXPECT_EQ(rows[0].bytes, 16000 + 16);
+    EXPECT_EQ(rows[0].start_ns, rank == 0 ? 110'000 : 500'000);
+    EXPECT_EQ(rows[0].end_ns, 701'000);
+    // Broadcast of a scalar int64 answered without negotiation: every rank arrives when it starts, but not
+    // before the previous operation ended (one operation at a time).
+    EXPECT_EQ(rows[1].op, store::Op::Bcast);
+    EXPECT_EQ(rows[1].bytes, 8);
+    EXPECT_EQ(rows[1].start_ns, 900'000);
+    EXPECT_EQ(rows[1].end_ns, 950'000);
+    EXPECT_EQ(rows[2].bytes, 2 * 3 * 8);
+    EXPECT_EQ(strings.at(static_cast<std::size_t>(rows[2].datatype)), "HOROVOD_FLOAT64");
+    EXPECT_EQ(r.meta_value(store::meta_key::kRealtimeStart), "1700000000000000000");
+    EXPECT_EQ(r.meta_value("import_format"), "horovod-timeline");
+    // Rank 0 alone carries Horovod's activities and cycle marks.
+    const auto nvtx = r.nvtx_ranges();
+    std::set<std::string> names;
+    for (const auto& x : nvtx) names.insert(strings.at(static_cast<std::size_t>(x.name)));
+    if (rank == 0) {
+      EXPECT_EQ(names, (std::set<std::string>{"QUEUE", "NCCL_ALLREDUCE", "NCCL_BCAST", "CYCLE_START"}));
+    } else {
+      EXPECT_TRUE(nvtx.empty());
+    }
+  }
+}
