@@ -78,7 +78,8 @@ int run_demo(const DemoOptions& o) {
 #ifdef COLLSCOPE_HAVE_ANALYZER
   fmt::print("\n{}", collscope::analyzer::text_report_for_run(o.run_dir));
 #endif
-  fmt::print("\nNext: collscope analyze {0}   |   collscope view {0}\n", o.run_dir);
+  fmt::print("\nNext: collscope analyze {0}   |   collscope view {0}   |   collscope export {0} -o {0}.json  (Perfetto)\n",
+             o.run_dir);
   return 0;
 }
 
