@@ -285,21 +285,28 @@ std::vector<FusedCollective> fuse(const Timeline& t) {
   return out;
 }
 
-// Training steps: Horovod reduces every gradient once per step, so when every tensor has the same number of
-// operations, round k (each tensor's k-th operation, from its negotiation to its end) is step k. Empty otherwise.
+// Training steps: Horovod reduces every gradient once per step. The gradients are the tensors sharing the most
+// common operation count (at least 2); tensors seen a different number of times (parameters broadcast once at
+// the start, a metric averaged per epoch) are not part of a step. Round k of the gradients (each one's k-th
+// operation, from its negotiation to its end) is step k. Empty when no such group exists.
 std::vector<std::pair<std::int64_t, std::int64_t>> infer_steps(const Timeline& t) {
   std::map<std::int64_t, std::vector<const TensorOperation*>> by_tensor;
   for (const auto& op : t.operations) by_tensor[op.tensor_pid].push_back(&op);
-  std::size_t rounds = std::numeric_limits<std::size_t>::max(), most = 0;
-  for (const auto& [pid, ops] : by_tensor) rounds = std::min(rounds, ops.size()), most = std::max(most, ops.size());
-  if (by_tensor.empty() || rounds < 2 || rounds != most) return {};
+  std::map<std::size_t, std::size_t> tensors_with_count;
+  for (const auto& [pid, ops] : by_tensor) ++tensors_with_count[ops.size()];
+  std::size_t rounds = 0, tensors = 0;
+  for (const auto& [count, n] : tensors_with_count)
+    if (count >= 2 && n >= tensors) rounds = count, tensors = n;  // ties: the larger count
+  if (rounds < 2) return {};
   std::vector<std::pair<std::int64_t, std::int64_t>> steps(rounds, {std::numeric_limits<std::int64_t>::max(), kNone});
-  for (const auto& [pid, ops] : by_tensor)
+  for (const auto& [pid, ops] : by_tensor) {
+    if (ops.size() != rounds) continue;
     for (std::size_t k = 0; k < rounds; ++k) {
       const auto* op = ops[k];
       steps[k].first = std::min(steps[k].first, op->negotiation_start_us != kNone ? op->negotiation_start_us : op->start_us);
       steps[k].second = std::max(steps[k].second, op->end_us);
     }
+  }
   return steps;
 }
 

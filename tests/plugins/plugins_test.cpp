@@ -428,3 +428,55 @@ TEST(HorovodTimelineImport, FusionCacheHitsBroadcastAndNcclFromAHandWrittenTimel
     }
   }
 }
+
+// A timeline as a real Horovod job writes it: parameters broadcast once at the start, then 6 steps of 3 gradients
+// fused into one MPI allreduce, on 4 ranks; rank 2 reports its gradients 5 ms after the others every step.
+TEST(HorovodTimelineImport, StepsFromTheGradientsDespiteOneOffBroadcasts) {
+  const auto dir = test_root() / "generated";
+  fs::create_directories(dir);
+  const auto path = dir / "timeline.json";
+  {
+    std::ofstream f(path);
+    f << "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"start_time_since_epoch_in_micros\":1}}";
+    int pid = 0;
+    auto event = [&](const std::string& text) { f << ",\n" << text; };
+    // Broadcast of 2 parameter tensors (pids 1, 2), answered without negotiation.
+    for (int p = 1; p <= 2; ++p) {
+      event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": "broadcast.param{}"}}}})", p, p));
+      event(fmt::format(R"({{"ph": "B", "name": "BROADCAST", "ts": {}, "pid": {}}})", 100 * p, p));
+      event(fmt::format(R"({{"ph": "B", "name": "MPI_BCAST", "ts": {}, "pid": {}}})", 100 * p + 10, p));
+      event(fmt::format(R"({{"ph": "E", "ts": {}, "pid": {}}})", 100 * p + 50, p));
+      event(fmt::format(R"({{"ph": "E", "ts": {}, "pid": {}, "args": {{"dtype": "HOROVOD_FLOAT32", "shape": "[64]"}}}})", 100 * p + 60, p));
+    }
+    pid = 2;
+    for (int g = 1; g <= 3; ++g)
+      event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": "allreduce.grad{}"}}}})", pid + g, g));
+    for (int step = 0; step < 6; ++step) {
+      const long t0 = 10'000 + step * 20'000;  // us
+      for (int g = 1; g <= 3; ++g) {
+        event(fmt::format(R"({{"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": {}, "pid": {}}})", t0 + g, pid + g));
+        for (int r = 0; r < 4; ++r)
+          event(fmt::format(R"({{"ph": "X", "name": "{}", "ts": {}, "pid": {}, "dur": 0}})", r, t0 + g + (r == 2 ? 5000 : 0), pid + g));
+        event(fmt::format(R"({{"ph": "E", "ts": {}, "pid": {}}})", t0 + 5010, pid + g));
+      }
+      for (int g = 1; g <= 3; ++g) event(fmt::format(R"({{"ph": "B", "name": "ALLREDUCE", "ts": {}, "pid": {}}})", t0 + 5020, pid + g));
+      for (int g = 1; g <= 3; ++g) event(fmt::format(R"({{"ph": "B", "name": "MPI_ALLREDUCE", "ts": {}, "pid": {}}})", t0 + 5030, pid + g));
+      for (int g = 1; g <= 3; ++g) event(fmt::format(R"({{"ph": "E", "ts": {}, "pid": {}}})", t0 + 6030, pid + g));
+      for (int g = 1; g <= 3; ++g)
+        event(fmt::format(R"({{"ph": "E", "ts": {}, "pid": {}, "args": {{"dtype": "HOROVOD_FLOAT32", "shape": "[1024, 256]"}}}})", t0 + 6040, pid + g));
+    }
+    f << "\n]\n";
+  }
+  const auto run = dir / "run";
+  const auto counts = plugins::import_horovod_timeline(path.string(), run.string());
+  EXPECT_EQ(counts.ranks, 4);
+  EXPECT_EQ(counts.steps, 6);
+  EXPECT_EQ(counts.collectives, 2 + 6);  // two broadcasts, one fused allreduce per step
+  const auto a = analyzer::analyze_run(run.string());
+  ASSERT_EQ(a.steps.steps.size(), 6u);
+  EXPECT_NEAR(a.steps.mean_step_ns, 6.039e6, 0.01e6);  // first negotiation to the end of the last allreduce
+  const auto* f = find(a, analyzer::FindingKind::Straggler);
+  ASSERT_NE(f, nullptr) << analyzer::text_report(a);
+  EXPECT_EQ(f->ranks, std::vector<int>{2});
+  EXPECT_NEAR(f->evidence.at("delay_per_step_ns"), 5e6, 0.05e6) << analyzer::text_report(a);
+}

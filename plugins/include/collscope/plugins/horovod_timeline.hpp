@@ -9,8 +9,8 @@
 // - a rank arrives at it when it had reported the last of its tensors ready (the negotiation ticks), and leaves
 //   when the communication activity ends; tensors answered from Horovod's response cache have no ticks, so every
 //   rank arrives when the operation starts;
-// - when every tensor has the same number of operations, round k of them is training step k: an NVTX "step"
-//   range on every rank;
+// - the tensors sharing the most common operation count (the gradients, reduced once per step) give the steps:
+//   their k-th round of operations is training step k, an NVTX "step" range on every rank;
 // - rank 0 also gets the activities (QUEUE, MEMCPY_IN_FUSION_BUFFER, MPI_ALLREDUCE, ...) as NVTX ranges of
 //   domain "horovod", one per fused operation, and CYCLE_START marks.
 #include <cstdint>
@@ -24,7 +24,7 @@ struct HorovodImportCounts {
   std::int64_t tensor_operations = 0;  // one tensor's ALLREDUCE (etc.), as Horovod's top-level event
   std::int64_t collectives = 0;        // fused operations (rows per rank)
   std::int64_t ticks = 0;              // negotiation ticks (a rank reporting a tensor ready)
-  std::int64_t steps = 0;              // rounds in which every tensor was reduced once (0: not inferable)
+  std::int64_t steps = 0;              // rounds of the gradients (tensors sharing the most common count); 0: none
   bool truncated = false;              // the file ended mid-event (the job was killed); what was complete is kept
 };
 
