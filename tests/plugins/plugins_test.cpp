@@ -277,6 +277,13 @@ TEST_F(PluginsOnSample, CommandLineErrorsAreOneLineAndExitTwo) {
     const std::string text = read_text(err);
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << args << ": " << text;
   }
+  // A timeline given where a run is expected: the line says how to make it a run.
+  const auto timeline = test_root() / "given-as-run.json";
+  std::ofstream(timeline) << "[]";
+  EXPECT_EQ(shell(fmt::format("{}/collscope analyze {} 2> {}", bin_dir(), timeline.string(), err.string())), 2);
+  const std::string text = read_text(err);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("collscope import " + timeline.string()), std::string::npos) << text;
 }
 
 // The parts a CPU run does not have: a GPU kernel and copy on a stream, an NCCL collective with its GPU span, an

@@ -90,7 +90,12 @@ std::string rank_file_name(int world_rank) { return fmt::format("rank-{:05d}.sql
 
 std::vector<std::string> rank_files(const std::string& run_dir) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(run_dir, ec)) throw InputError(fmt::format("{}: not a run directory", run_dir));
+  if (!std::filesystem::is_directory(run_dir, ec)) {
+    if (std::filesystem::is_regular_file(run_dir, ec) && run_dir.ends_with(".json"))
+      throw InputError(fmt::format("{}: a JSON file, not a run directory (a Horovod Timeline becomes a run with "
+                                   "'collscope import {} -o RUN_DIR')", run_dir, run_dir));
+    throw InputError(fmt::format("{}: not a run directory", run_dir));
+  }
   std::vector<std::string> paths;
   for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
     const auto name = entry.path().filename().string();
