@@ -80,7 +80,7 @@ std::int64_t element_size(std::string dtype) {
   if (dtype.find("64") != std::string::npos) return 8;
   if (dtype.find("32") != std::string::npos) return 4;
   if (dtype.find("16") != std::string::npos) return 2;
-  if (dtype.find("8") != std::string::npos || dtype.find("BOOL") != std::string::npos) return 1;
+  if (dtype.find('8') != std::string::npos || dtype.find("BOOL") != std::string::npos) return 1;
   return 0;
 }
 

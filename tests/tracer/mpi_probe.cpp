@@ -1,6 +1,6 @@
 // A small MPI program with a known set of calls, the ground truth for the tracer's tests.
 //   mpi_probe [--iterations N] [--sleep-ms-after-each N] [--fork-child] [--hang-rank R --hang-iteration K]
-//             [--late-rank R --late-ms N] [--hang-nonblocking [--polling]]
+//             [--late-rank R --late-ms N] [--hang-nonblocking [--polling]] [--polling-threads T]
 // Per iteration: Allreduce (world, 1024 floats), Bcast (world, 256 ints, root 0), Allreduce on the split
 // communicator (color = rank % 2, 10 doubles), Iallreduce + Wait (world, 64 floats), Barrier (world).
 // Once: Comm_dup + Allgather on it + Comm_free; Reduce, Gather, Scatter, Alltoall, Reduce_scatter_block on world.
@@ -8,6 +8,8 @@
 // instead of the world Allreduce, so R waits in the barrier and the others in the allreduce: a deadlock.
 // --hang-nonblocking: the others make that allreduce an Iallreduce and wait for it in MPI_Wait (with --polling:
 // in a loop of MPI_Test and 1 ms sleeps, inside no MPI call most of the time).
+// --polling-threads T: only this: T threads (MPI_THREAD_MULTIPLE), each on its own dup of the world, make
+// `iterations` Iallreduce (64 floats) and spin on MPI_Test until each completes; prints "polling done".
 // --late-rank R: rank R sleeps N ms before the first Allreduce of iteration 1 (says "late" on stdout first).
 #include <mpi.h>
 #include <sys/wait.h>
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   int hang_rank = -1, hang_iteration = 0;
   int late_rank = -1, late_ms = 0;
   bool hang_nonblocking = false, polling = false;
+  int polling_threads = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sleep-ms-after-each") && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--late-ms") && i + 1 < argc) late_ms = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--hang-nonblocking")) hang_nonblocking = true;
     else if (!std::strcmp(argv[i], "--polling")) polling = true;
+    else if (!std::strcmp(argv[i], "--polling-threads") && i + 1 < argc) polling_threads = std::atoi(argv[++i]);
   }
   if (fork_child) {
     // A child forked before MPI_Init that never calls MPI (a data-loader worker): must write nothing.
@@ -52,6 +56,33 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       _exit(0);
     }
+  }
+  if (polling_threads > 0) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    if (provided < MPI_THREAD_MULTIPLE) {
+      std::printf("mpi_probe: MPI_THREAD_MULTIPLE not provided\n");
+      MPI_Finalize();
+      return 3;
+    }
+    std::vector<MPI_Comm> comms(static_cast<std::size_t>(polling_threads));
+    for (auto& c : comms) MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    std::vector<std::thread> threads;
+    for (auto& c : comms)
+      threads.emplace_back([&c, iterations] {
+        std::vector<float> x(64, 1.0f), y(64);
+        for (int it = 0; it < iterations; ++it) {
+          MPI_Request req;
+          MPI_Iallreduce(x.data(), y.data(), 64, MPI_FLOAT, MPI_SUM, c, &req);
+          for (int done = 0; !done;) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (auto& c : comms) MPI_Comm_free(&c);
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::printf("mpi_probe: polling done\n");
+    MPI_Finalize();
+    return 0;
   }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;

@@ -369,6 +369,41 @@ TEST(Preload, PollingForANonBlockingCollectiveKeepsItInFlight) {
   }
 }
 
+TEST(Preload, ConcurrentPollingThreadsAreTracedWhileTheWriterScansTheirRequests) {
+  // 4 threads per rank start Iallreduces on their own communicators and spin on MPI_Test, while the writer scans
+  // the pending table at every drain (a 1 ms threshold makes every pending collective a call in flight). Every
+  // collective must arrive whole (its own communicator and seq), and nothing may stay in flight at the end.
+  const auto dir = fresh_dir("polling-threads");
+  const int threads = 4, iterations = 1500;
+  const auto r = run_process(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                                 cmd(mpirun(2), {kProbe, "--polling-threads", std::to_string(threads), "--iterations",
+                                                 std::to_string(iterations)})),
+                             {{"COLLSCOPE_HANG_MS", "1"}, {"COLLSCOPE_FLUSH_MS", "5"}}, 120);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (int rank : {0, 1}) {
+    TraceReader reader((dir / rank_file_name(rank)).string());
+    const auto v = load(dir / rank_file_name(rank));
+    const std::int64_t dropped = std::stoll(v.meta.at("events_dropped"));
+    std::map<std::int64_t, std::set<std::int64_t>> seqs;  // dup communicator -> seqs seen
+    std::int64_t rows = 0;
+    for (const auto& c : v.colls) {
+      if (c.op != Op::Iallreduce) continue;
+      ++rows;
+      EXPECT_EQ(c.bytes, 256);
+      EXPECT_GE(c.end_ns, c.start_ns);
+      seqs[c.comm].insert(c.seq);
+    }
+    EXPECT_EQ(rows + dropped, threads * iterations) << "rank " << rank;
+    EXPECT_EQ(seqs.size(), static_cast<std::size_t>(threads));
+    for (const auto& [comm, s] : seqs) {
+      EXPECT_GE(*s.begin(), 0);
+      EXPECT_LT(*s.rbegin(), iterations);
+    }
+    EXPECT_TRUE(reader.calls_in_flight().empty()) << "rank " << rank;
+  }
+}
+
 TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
   // Rank 2 arrives 1.5 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
   // appears while the job runs), then the call returns (the row goes) and the job ends normally.
