@@ -2,7 +2,7 @@
 #include <collscope/analyzer/cli.hpp>
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 

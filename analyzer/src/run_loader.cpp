@@ -1,7 +1,7 @@
 // Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
 #include <collscope/analyzer/run.hpp>
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // Synthetic runs: a tiny discrete simulation of a data-parallel job, written through the real TraceWriter.
 #include <collscope/analyzer/synthetic.hpp>
-#include <collscope/tracer/trace_reader.hpp>
-#include <collscope/tracer/trace_writer.hpp>
+#include <collscope/store/trace_reader.hpp>
+#include <collscope/store/trace_writer.hpp>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // Text (people), JSON (machines, docs/report-json.md) and Markdown (CI step summaries) reports.
 #include <collscope/analyzer/report.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 #include <collscope/autotuner/cli.hpp>
 #include <collscope/autotuner/report.hpp>
 #include <collscope/autotuner/tuner.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <filesystem>
 #include <iostream>

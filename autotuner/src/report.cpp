@@ -3,7 +3,7 @@
 #include <collscope/autotuner/report.hpp>
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/autotuner/tuner.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 

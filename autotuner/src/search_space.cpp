@@ -1,6 +1,6 @@
 // Search space parsing (yaml-cpp) and the unit-cube <-> value <-> feature maps.
 #include <collscope/autotuner/search_space.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>

@@ -1,6 +1,6 @@
 // Bayesian optimisation and the random / grid baselines.
 #include <collscope/autotuner/strategy.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 #include <nlopt.h>

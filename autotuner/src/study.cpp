@@ -1,6 +1,6 @@
 // Study file: plain SQLite, one row per trial, committed immediately (WAL, synchronous=NORMAL).
 #include <collscope/autotuner/study.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

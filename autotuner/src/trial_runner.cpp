@@ -1,6 +1,6 @@
 // fork/execv of one trial with a wall-clock limit; the whole process tree is killed on timeout.
 #include <collscope/autotuner/trial_runner.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 #include <collscope/autotuner/scoring.hpp>
 #include <collscope/autotuner/trial_runner.hpp>
 #include <collscope/autotuner/tuner.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

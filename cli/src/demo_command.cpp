@@ -1,7 +1,7 @@
 // `collscope demo`: the README's first command ends here. Runs the bundled fusion trainer on 2 MPI ranks under
 // the tracer, rank 1 made slow, then prints what the trace files hold and (when built) the analyzer's report.
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // collscope: one command, subcommands as in nsys/perf/git. Exit codes: 0 ok, 1 gate failed, 2 usage/input error.
 // Each component registers its own subcommands; this file only wires them and maps errors to exit codes.
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

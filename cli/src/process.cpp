@@ -1,4 +1,4 @@
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 #include <signal.h>

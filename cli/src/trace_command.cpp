@@ -1,7 +1,7 @@
 // `collscope trace [-o RUN_DIR] -- CMD...`: runs CMD with the preload tracer, one trace file per rank.
 // Works around a launcher (`collscope trace -- mpirun -np 4 ./app`) and inside one
 // (`mpirun -np 4 collscope trace -- ./app`): either way every process inherits LD_PRELOAD and the run directory.
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 

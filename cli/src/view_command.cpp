@@ -1,5 +1,5 @@
 // `collscope view [RUN_DIR | STUDY.sqlite]`: starts the Qt viewer (a separate program, so the CLI needs no Qt).
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -4,8 +4,8 @@
 // bcast every fourth), each rank's GPU kernels on one stream, NVTX "step" ranges on the main thread.
 // Arrivals are exact: rank `late_rank` arrives `late_ns` late at every collective with seq % late_every == 0,
 // so the wait of every other rank there is exactly late_ns; all ranks leave at last arrival + transfer_ns.
-#include <collscope/tracer/trace_reader.hpp>
-#include <collscope/tracer/trace_writer.hpp>
+#include <collscope/store/trace_reader.hpp>
+#include <collscope/store/trace_writer.hpp>
 
 #include <filesystem>
 #include <string>

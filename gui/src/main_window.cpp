@@ -20,7 +20,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include <collscope/gui/panels.hpp>
 
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include "run_analysis.hpp"
 

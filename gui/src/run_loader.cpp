@@ -3,8 +3,8 @@
 // nesting depth and thread, one per GPU stream; events sorted by start inside each lane.
 #include <collscope/gui/run_loader.hpp>
 
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include "run_analysis.hpp"
 

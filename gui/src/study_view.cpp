@@ -1,7 +1,7 @@
 #include <collscope/gui/study_view.hpp>
 
 #include <collscope/gui/run_data.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <QHeaderView>
 #include <QLabel>

@@ -5,7 +5,7 @@
 #include <collscope/analyzer/synthetic.hpp>
 #include <collscope/plugins/chrome_trace.hpp>
 #include <collscope/plugins/horovod_timeline.hpp>
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,8 @@
 // Chrome trace export. Streams each rank's rows straight to the output (a 10 M-row run never sits in memory);
 // only the flow points (32 B per collective) are kept until the end, to chain each collective across ranks.
 #include <collscope/plugins/chrome_trace.hpp>
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include <collscope/plugins/chrome_trace.hpp>
 #include <collscope/plugins/cli.hpp>
 #include <collscope/plugins/horovod_timeline.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 

@@ -4,9 +4,9 @@
 // and shape. This file replays that state machine per tensor, groups the tensors whose communication activity
 // ran together into one fused collective, and writes the run with the store's TraceWriter.
 #include <collscope/plugins/horovod_timeline.hpp>
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
-#include <collscope/tracer/trace_writer.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
+#include <collscope/store/trace_writer.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

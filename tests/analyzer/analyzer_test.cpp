@@ -3,8 +3,8 @@
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/analyzer/synthetic.hpp>
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

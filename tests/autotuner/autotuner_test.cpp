@@ -4,7 +4,7 @@
 #include <collscope/autotuner/scoring.hpp>
 #include <collscope/autotuner/search_space.hpp>
 #include <collscope/autotuner/strategy.hpp>
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -5,7 +5,7 @@
 #include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
-#include <collscope/tracer/trace_writer.hpp>
+#include <collscope/store/trace_writer.hpp>
 
 #include "synthetic_run.hpp"
 

@@ -4,9 +4,9 @@
 #include <collscope/analyzer/report.hpp>
 #include <collscope/plugins/chrome_trace.hpp>
 #include <collscope/plugins/horovod_timeline.hpp>
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
-#include <collscope/tracer/trace_writer.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
+#include <collscope/store/trace_writer.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The preload tracer on real Open MPI runs of mpi_probe (a program with a known set of calls).
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 // The tracer on the real workload: the fusion trainer reports what it did (COLLSCOPE_SAMPLE_REPORT); the trace
 // must hold exactly those calls, matched across ranks, with the same bytes and (within 5 %) the same durations.
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

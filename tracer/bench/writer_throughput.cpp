@@ -2,8 +2,8 @@
 // (per-thread rings -> writer thread -> SQLite), against a plain prepared-statement insert loop of a 7-integer row
 // measured in the same run. Also prints the bytes on disk per collective event.
 //   writer_throughput [--events-per-thread N]
-#include <collscope/tracer/schema.hpp>
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/schema.hpp>
+#include <collscope/store/trace_reader.hpp>
 #include <fmt/format.h>
 #include <sched.h>
 #include <sqlite3.h>

@@ -2,7 +2,7 @@
 // (exact ranges, nesting, domains, cross-thread start/end, unbalanced pops), the NCCL interposer on its test
 // double (communicators, sequence numbers, groups, errors) and on the real libnccl (which fails without a GPU),
 // and a CUDA job with no device (output and exit code unchanged, one meta line).
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <gtest/gtest.h>
 #include <unistd.h>

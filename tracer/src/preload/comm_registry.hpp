@@ -2,7 +2,7 @@
 // Communicators the tracer has seen (MPI and NCCL). Each gets a slot, never reused, whose index is its id in the
 // trace file; a handle→slot map finds it on the hot path without a lock. Creation and destruction are rare and
 // take a lock. Slot data is written before the CommCreated event is published, so the writer can read it.
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <atomic>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // they launched. No CUPTI library is needed (only its headers): the tests build records by hand.
 #include <cupti_activity.h>
 
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <cstdint>
 #include <optional>

@@ -7,7 +7,7 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <fmt/format.h>
 

@@ -13,7 +13,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <fmt/format.h>
 

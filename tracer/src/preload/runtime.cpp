@@ -1,7 +1,7 @@
 #include "runtime.hpp"
 
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <fmt/format.h>
 #include <pthread.h>

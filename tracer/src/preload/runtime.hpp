@@ -1,7 +1,7 @@
 #pragma once
 // The tracer's process-wide state: when it records, where it writes, and the writer thread that drains the
 // per-thread rings into this rank's trace file.
-#include <collscope/tracer/trace_writer.hpp>
+#include <collscope/store/trace_writer.hpp>
 
 #include <atomic>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // A whole run in memory: every rank file of RUN_DIR read in parallel into compact rows.
 // Times stay in each rank's own CLOCK_MONOTONIC (ns); ClockAligner gives the per-rank offsets
 // that put them on one time line.
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <cstdint>
 #include <map>

@@ -5,7 +5,7 @@
 // Times are ns since RunData::origin_ns on the run's aligned clock (every rank's CLOCK_MONOTONIC
 // shifted by its RankInfo::clock_offset_ns).
 #include <collscope/gui/huge_page_allocator.hpp>
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <cstdint>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 // Writes one rank's trace file (schema v1). Not thread-safe: the preload's single writer thread owns it.
 // Rows are buffered by SQLite inside begin()/commit() batches; a crash loses at most the open batch.
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -1,4 +1,4 @@
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <array>
 

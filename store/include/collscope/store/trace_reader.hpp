@@ -1,7 +1,7 @@
 #pragma once
 // Reads one rank's trace file. Opens read-only (works while the tracer is still writing: WAL mode),
 // checks the schema version and refuses an unknown major version with a one-line collscope::InputError.
-#include <collscope/tracer/schema.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,6 @@
-#include <collscope/tracer/trace_writer.hpp>
+#include <collscope/store/trace_writer.hpp>
 
-#include <collscope/tracer/error.hpp>
+#include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
 #include <sqlite3.h>

@@ -1,7 +1,7 @@
 // The trace store: what the writer puts in, the reader gets back; bad files give one clear line.
-#include <collscope/tracer/error.hpp>
-#include <collscope/tracer/trace_reader.hpp>
-#include <collscope/tracer/trace_writer.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
+#include <collscope/store/trace_writer.hpp>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
