@@ -7,7 +7,6 @@
 #include <map>
 #include <regex>
 
-#include "call_index.hpp"
 
 namespace collscope::analyzer {
 namespace {

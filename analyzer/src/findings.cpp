@@ -9,7 +9,6 @@
 #include <set>
 #include <regex>
 
-#include "call_index.hpp"
 
 namespace collscope::analyzer {
 
@@ -119,11 +118,11 @@ std::vector<double> phase_lag_per_step(const Run& run, std::size_t steps) {
         for (std::size_t o = 0; o < n; ++o)
           if (o != r && per_rank[o][k] >= 0) others.push_back(per_rank[o][k]);
         if (others.empty()) continue;
-        lags.push_back(per_rank[r][k] - detail::median_of(others));
+        lags.push_back(per_rank[r][k] - median_of(others));
       }
       // A phase every rank has in (nearly) every step; a rank-specific range says nothing by its start.
       // Median over steps: one slow step (a page fault, a descheduled thread) is not a straggler.
-      if (!lags.empty() && lags.size() >= steps * 9 / 10) lag[r] = std::max(lag[r], detail::median_of(lags));
+      if (!lags.empty() && lags.size() >= steps * 9 / 10) lag[r] = std::max(lag[r], median_of(lags));
     }
   }
   return lag;
@@ -151,7 +150,7 @@ std::vector<double> median_blame_per_step(const Run& run, const MatchedRun& m, c
         double(i.last_arrival_ns - i.second_last_arrival_ns);
   }
   std::vector<double> out(n);
-  for (std::size_t r = 0; r < n; ++r) out[r] = detail::median_of(per_step[r]);
+  for (std::size_t r = 0; r < n; ++r) out[r] = median_of(per_step[r]);
   return out;
 }
 
@@ -277,7 +276,7 @@ std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, c
   // A threshold that already holds a step's tensors is not what splits them (the cycle time or the job is).
   if (threshold && *threshold >= next_pow2(static_cast<std::int64_t>(bytes_per_step))) return out;
   if (threshold && *threshold > 0) suggested = std::min<std::int64_t>(256 << 20, std::max(suggested, next_pow2(*threshold * 4)));
-  const double latency_ns = detail::median_of(small_durations);
+  const double latency_ns = median_of(small_durations);
   // Fused: about one collective per step carrying the same bytes at the bandwidth of large messages.
   const double fused_ns = nsteps * latency_ns + (best_algbw > 0 ? small_bytes / best_algbw : 0.0);
   Finding f;
@@ -565,7 +564,7 @@ std::vector<Mismatch> skipped_calls_from_steps(const Run& run) {
     }
   }
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
-    const auto members = detail::member_indices(run, run.communicators[c]);
+    const auto members = member_indices(run, run.communicators[c]);
     if (members.size() < 2 || std::count(members.begin(), members.end(), -1) > 0) continue;
     for (int r : members) {
       if (ended[r].size() < 2) continue;

@@ -2,7 +2,7 @@
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 
@@ -15,6 +15,7 @@
 
 namespace fs = std::filesystem;
 using namespace collscope::analyzer;
+using namespace collscope::testing;
 
 namespace {
 

@@ -1,14 +1,14 @@
 #pragma once
 // Training steps: NVTX ranges named "step" when present, else inferred from the repeating pattern of collectives.
-#include <collscope/analyzer/clock_alignment.hpp>
-#include <collscope/analyzer/matching.hpp>
-#include <collscope/analyzer/run.hpp>
+#include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/matching.hpp>
+#include <collscope/run/run.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 struct Step {
   int index = 0;
@@ -43,4 +43,4 @@ class StepDetector {
   std::int64_t batch_size_;
 };
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

@@ -1,5 +1,5 @@
 // Matching calls across ranks by (communicator, seq), per-instance metrics, and mismatch detection.
-#include <collscope/analyzer/matching.hpp>
+#include <collscope/run/matching.hpp>
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <limits>
 #include <map>
 
-#include "call_index.hpp"
+#include <collscope/run/call_index.hpp>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 double InstanceSummary::busbw_gbps() const { return algbw_gbps() * store::bus_bandwidth_factor(op, ranks); }
 
@@ -44,7 +44,7 @@ std::string describe(const Run& run, const Signature& s) {
 }
 
 // The communicator others are measured against for "progress": most members, then most calls.
-int reference_comm(const Run& run, const detail::CallIndex& index) {
+int reference_comm(const Run& run, const CallIndex& index) {
   int best = -1;
   std::size_t best_members = 0, best_calls = 0;
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
@@ -64,7 +64,7 @@ int reference_comm(const Run& run, const detail::CallIndex& index) {
 
 MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks) const {
   MatchedRun out;
-  out.call_index = detail::build_call_index(run);
+  out.call_index = build_call_index(run);
   const auto& index = out.call_index;
   const std::size_t nranks = run.ranks.size();
   out.wait_ns_by_rank.assign(nranks, 0);
@@ -89,7 +89,7 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
     out.comm_first[c] = out.instances.size();
     const auto& comm = run.communicators[c];
-    const auto members = detail::member_indices(run, comm);
+    const auto members = member_indices(run, comm);
     std::size_t max_calls = 0, min_calls = SIZE_MAX;
     for (int m : members) {
       if (m < 0) continue;
@@ -275,4 +275,4 @@ CollectiveInstance MatchedRun::instance(const Run& run, const ClockAlignment& cl
   return out;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

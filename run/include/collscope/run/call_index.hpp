@@ -1,11 +1,11 @@
 #pragma once
-// Internal: per rank, per communicator, the index of each seq's call in RankTrace::collectives (−1 missing).
-#include <collscope/analyzer/run.hpp>
+// Per rank, per communicator, the index of each seq's call in RankTrace::collectives (−1 missing).
+#include <collscope/run/run.hpp>
 
 #include <cstdint>
 #include <vector>
 
-namespace collscope::analyzer::detail {
+namespace collscope::run {
 
 using CallIndex = std::vector<std::vector<std::vector<std::int32_t>>>;
 
@@ -32,14 +32,5 @@ inline std::vector<int> member_indices(const Run& run, const Communicator& comm)
   return out;
 }
 
-template <typename T>
-T median_of(std::vector<T> v) {
-  if (v.empty()) return T{};
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  auto lower = *std::max_element(v.begin(), mid);
-  return static_cast<T>((lower + *mid) / 2);
-}
 
-}  // namespace collscope::analyzer::detail
+}  // namespace collscope::run

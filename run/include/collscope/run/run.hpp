@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 // One rank's call of one collective, 56 bytes (10 M of them fit in ~560 MB).
 struct CollectiveCall {
@@ -116,4 +116,4 @@ class RunLoader {
 
 inline Run load_run(const std::string& run_dir, LoadOptions options = {}) { return RunLoader(options).load(run_dir); }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

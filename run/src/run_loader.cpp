@@ -1,5 +1,5 @@
 // Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
-#include <collscope/analyzer/run.hpp>
+#include <collscope/run/run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 
@@ -12,7 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 namespace fs = std::filesystem;
 
 std::optional<std::string> RankTrace::meta_value(const std::string& key) const {
@@ -257,4 +257,4 @@ Run RunLoader::load(const std::string& run_dir) const {
   return run;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

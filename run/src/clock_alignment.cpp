@@ -1,12 +1,13 @@
 // Clock alignment: realtime anchors first, then the ends of synchronising collectives pull the offsets together.
-#include <collscope/analyzer/clock_alignment.hpp>
+#include <collscope/run/clock_alignment.hpp>
 
 #include <algorithm>
 #include <cmath>
 
-#include "call_index.hpp"
+#include <collscope/run/call_index.hpp>
+#include <collscope/run/statistics.hpp>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 ClockAlignment ClockAligner::align(const Run& run) const {
   const std::size_t n = run.ranks.size();
@@ -28,7 +29,7 @@ ClockAlignment ClockAligner::align(const Run& run) const {
   out.offset_ns = out.anchor_offset_ns;
 
   // Candidate instances: synchronising ops with every member present, on communicators of 2+ ranks.
-  const auto index = detail::build_call_index(run);
+  const auto index = build_call_index(run);
   struct Candidate {
     int comm;
     std::int32_t seq;
@@ -36,7 +37,7 @@ ClockAlignment ClockAligner::align(const Run& run) const {
   std::vector<Candidate> candidates;
   std::vector<std::vector<int>> members(run.communicators.size());
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
-    members[c] = detail::member_indices(run, run.communicators[c]);
+    members[c] = member_indices(run, run.communicators[c]);
     if (members[c].size() < 2 || std::count(members[c].begin(), members[c].end(), -1) > 0) continue;
     std::size_t calls = SIZE_MAX;
     for (int m : members[c]) calls = std::min(calls, index[m][c].size());
@@ -67,7 +68,7 @@ ClockAlignment ClockAligner::align(const Run& run) const {
     for (const auto& cand : sample) {
       ends.clear();
       for (int m : members[cand.comm]) ends.push_back(run.ranks[m].collectives[index[m][cand.comm][cand.seq]].end_ns + out.offset_ns[m]);
-      const std::int64_t mid = detail::median_of(ends);
+      const std::int64_t mid = median_of(ends);
       for (std::size_t k = 0; k < members[cand.comm].size(); ++k)
         residuals[members[cand.comm][k]].push_back(ends[k] - mid);
     }
@@ -77,7 +78,7 @@ ClockAlignment ClockAligner::align(const Run& run) const {
     std::int64_t largest = 0;
     for (std::size_t i = 0; i < n; ++i) {
       if (residuals[i].empty()) continue;
-      const std::int64_t move = detail::median_of(residuals[i]);
+      const std::int64_t move = median_of(residuals[i]);
       out.offset_ns[i] -= move;
       largest = std::max(largest, std::abs(move));
     }
@@ -91,11 +92,11 @@ ClockAlignment ClockAligner::align(const Run& run) const {
   for (std::size_t i = 0; i < n; ++i) {
     std::vector<double> abs_res;
     for (auto r : residuals[i]) abs_res.push_back(std::fabs(static_cast<double>(r)));
-    out.residual_ns[i] = detail::median_of(abs_res);
+    out.residual_ns[i] = median_of(abs_res);
     all.push_back(out.residual_ns[i]);
   }
-  out.residual_p50_ns = detail::median_of(all);
+  out.residual_p50_ns = median_of(all);
   return out;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

@@ -1,5 +1,5 @@
 // Synthetic runs: a tiny discrete simulation of a data-parallel job, written through the real TraceWriter.
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
 
@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::testing {
 namespace {
 
 // Deterministic noise in [0, 1): splitmix64 of (seed, rank, call).
@@ -194,4 +194,4 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   return rows;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::testing

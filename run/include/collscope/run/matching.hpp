@@ -1,13 +1,13 @@
 #pragma once
 // Matching: the k-th call of a communicator on each member rank is one collective instance (key, seq).
-#include <collscope/analyzer/clock_alignment.hpp>
-#include <collscope/analyzer/run.hpp>
+#include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/run.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 // A matched instance with per-rank detail (materialised on demand: MatchedRun keeps only summaries).
 struct CollectiveInstance {
@@ -69,4 +69,4 @@ class CollectiveMatcher {
   MatchedRun match(const Run& run, const ClockAlignment& clocks) const;
 };
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

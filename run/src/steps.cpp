@@ -1,12 +1,13 @@
 // Steps: NVTX "step" ranges, or the period of the collective pattern on the reference communicator.
-#include <collscope/analyzer/steps.hpp>
+#include <collscope/run/steps.hpp>
 
 #include <algorithm>
 #include <numeric>
 
-#include "call_index.hpp"
+#include <collscope/run/call_index.hpp>
+#include <collscope/run/statistics.hpp>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 namespace {
 
 struct Window {
@@ -216,7 +217,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     durations.push_back(st.duration_ns);
   }
   out.mean_step_ns = sum_step / steps;
-  out.median_step_ns = detail::median_of(durations);
+  out.median_step_ns = median_of(durations);
   out.mean_comm_ns = sum_comm / steps;
   out.mean_exposed_ns = sum_exposed / steps;
   out.mean_wait_ns = sum_wait / steps;
@@ -225,4 +226,4 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
   return out;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::testing {
 
 struct SyntheticRunSpec {
   int ranks = 4;
@@ -44,4 +44,4 @@ struct SyntheticRunSpec {
 // Writes dir/rank-NNNNN.sqlite for every rank (creates dir). Returns the number of collective rows written.
 std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec& spec);
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::testing

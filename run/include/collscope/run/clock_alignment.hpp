@@ -2,12 +2,12 @@
 // Puts every rank on one time line. Starts from the realtime anchors in meta, then refines the offsets from the
 // ends of synchronising collectives (allreduce, allgather, barrier ...: they finish within microseconds on all
 // member ranks). aligned_ns = raw CLOCK_MONOTONIC ns of the rank + offset_ns[rank index].
-#include <collscope/analyzer/run.hpp>
+#include <collscope/run/run.hpp>
 
 #include <cstdint>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 struct ClockAlignment {
   std::vector<std::int64_t> offset_ns;         // per Run::ranks index; rank index 0 has the anchor offset
@@ -28,4 +28,4 @@ class ClockAligner {
   int max_instances_;
 };
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run
