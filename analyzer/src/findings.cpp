@@ -60,16 +60,6 @@ double run_wall_ns(const MatchedRun& m) {
   return hi > lo ? double(hi - lo) : 0.0;
 }
 
-int reference_comm(const Run& run, const MatchedRun& m) {
-  int best = -1;
-  std::size_t best_score = 0;
-  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
-    const std::size_t calls = m.comm_first[c + 1] - m.comm_first[c];
-    const std::size_t score = run.communicators[c].members.size() * 1000000000ULL + calls;
-    if (calls > 0 && score > best_score) best_score = score, best = static_cast<int>(c);
-  }
-  return best;
-}
 
 bool carries_payload(store::Op op) { return op != store::Op::Barrier && op != store::Op::Unknown; }
 
@@ -84,18 +74,18 @@ namespace {
 std::vector<double> phase_lag_per_step(const Run& run, std::size_t steps) {
   const std::size_t n = run.ranks.size();
   std::vector<double> lag(n, 0);
-  const int step_name = run.string_id("step");
-  if (step_name < 0 || steps == 0 || n < 2) return lag;
+  const StepNames step_names(run);
+  if (step_names.empty() || steps == 0 || n < 2) return lag;
   // offsets[name][rank][step] = start of the first range of that name in the step − step start (ns), −1 if none
   std::map<int, std::vector<std::vector<double>>> offsets;
   for (std::size_t r = 0; r < n; ++r) {
     std::vector<NvtxRange> windows;
     for (const auto& x : run.ranks[r].nvtx_ranges)
-      if (x.name == step_name && x.end_ns > x.start_ns) windows.push_back(x);
+      if (step_names.contains(x.name) && x.end_ns > x.start_ns) windows.push_back(x);
     std::sort(windows.begin(), windows.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     if (windows.size() < steps) return std::vector<double>(n, 0);
     for (const auto& x : run.ranks[r].nvtx_ranges) {
-      if (x.name == step_name) continue;
+      if (step_names.contains(x.name)) continue;
       auto it = std::upper_bound(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(steps), x.start_ns,
                                  [](std::int64_t v, const NvtxRange& w) { return v < w.start_ns; });
       if (it == windows.begin()) continue;
@@ -423,7 +413,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedR
   for (const auto& r : run.ranks)
     for (const auto& b : r.buffers)
       if (b.uses >= 10 && b.bytes_max > b.bytes_min) fused_bytes += double(b.bytes_total), fused_uses += double(b.uses);
-  const int ref = reference_comm(run, m);
+  const int ref = m.reference_comm;
   if (ref < 0) return out;
   if (fused_uses == 0)
     for (std::size_t i = m.comm_first[ref]; i < m.comm_first[ref + 1]; ++i)
@@ -491,7 +481,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedR
 
 std::vector<Finding> detect_process_set_imbalance(const Run& run, const MatchedRun& m) {
   std::vector<Finding> out;
-  const int ref = reference_comm(run, m);
+  const int ref = m.reference_comm;
   struct Work {
     int comm;
     std::size_t calls;
@@ -549,14 +539,14 @@ namespace {
 // skipping rank ends a step without its usual call on the communicator while a member is still inside that step.
 std::vector<Mismatch> skipped_calls_from_steps(const Run& run) {
   std::vector<Mismatch> out;
-  const int step_name = run.string_id("step");
-  if (step_name < 0) return out;
+  const StepNames step_names(run);
+  if (step_names.empty()) return out;
   const std::size_t n = run.ranks.size();
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> ended(n);  // ended step windows, raw ns
   for (std::size_t r = 0; r < n; ++r) {
     std::vector<NvtxRange> steps;
     for (const auto& x : run.ranks[r].nvtx_ranges)
-      if (x.name == step_name) steps.push_back(x);
+      if (step_names.contains(x.name)) steps.push_back(x);
     std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     for (const auto& x : steps) {
       if (x.end_ns <= x.start_ns) break;  // still open: the rank never finished this step

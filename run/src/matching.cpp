@@ -43,23 +43,6 @@ std::string describe(const Run& run, const Signature& s) {
   return out;
 }
 
-// The communicator others are measured against for "progress": most members, then most calls.
-int reference_comm(const Run& run, const CallIndex& index) {
-  int best = -1;
-  std::size_t best_members = 0, best_calls = 0;
-  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
-    std::size_t calls = 0;
-    for (const auto& per_rank : index) calls = std::max(calls, per_rank[c].size());
-    const std::size_t members = run.communicators[c].members.size();
-    if (members > best_members || (members == best_members && calls > best_calls)) {
-      best = static_cast<int>(c);
-      best_members = members;
-      best_calls = calls;
-    }
-  }
-  return best;
-}
-
 }  // namespace
 
 MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks) const {
@@ -73,7 +56,8 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
 
   // Progress on the reference communicator before each call, per rank: how many reference calls the rank had
   // made when it made this call. Equal across ranks for the same (comm, seq) in a consistent program.
-  const int ref = reference_comm(run, index);
+  const int ref = reference_communicator(run, index);
+  out.reference_comm = ref;
   std::vector<std::vector<std::int32_t>> progress(nranks);
   for (std::size_t r = 0; r < nranks; ++r) {
     progress[r].resize(run.ranks[r].collectives.size());

@@ -29,6 +29,8 @@ using run::Run;
 using run::RunLoader;
 using run::Step;
 using run::StepDetector;
+using run::StepNames;
+using run::StepOptions;
 using run::StepSummary;
 using run::load_run;
 using run::median_of;

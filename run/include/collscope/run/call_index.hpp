@@ -2,6 +2,7 @@
 // Per rank, per communicator, the index of each seq's call in RankTrace::collectives (−1 missing).
 #include <collscope/run/run.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +23,24 @@ inline CallIndex build_call_index(const Run& run) {
     }
   }
   return index;
+}
+
+// The reference communicator (see MatchedRun::reference_comm): most members, then most calls made on one rank.
+inline int reference_communicator(const Run& run, const CallIndex& index) {
+  int best = -1;
+  std::size_t best_members = 0, best_calls = 0;
+  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+    std::size_t calls = 0;
+    for (const auto& per_rank : index) calls = std::max(calls, per_rank[c].size());
+    if (calls == 0) continue;
+    const std::size_t members = run.communicators[c].members.size();
+    if (best < 0 || members > best_members || (members == best_members && calls > best_calls)) {
+      best = static_cast<int>(c);
+      best_members = members;
+      best_calls = calls;
+    }
+  }
+  return best;
 }
 
 // Rank indices (into Run::ranks) of the communicator's members; −1 for members whose file is missing.
