@@ -1,4 +1,5 @@
-// Clock alignment: realtime anchors first, then the ends of synchronising collectives pull the offsets together.
+// Clock alignment per host: realtime anchors first, then the ends of synchronising collectives pull the hosts
+// together.
 #include <collscope/run/clock_alignment.hpp>
 
 #include <algorithm>
@@ -16,19 +17,37 @@ ClockAlignment ClockAligner::align(const Run& run) const {
   out.anchor_offset_ns.assign(n, 0);
   out.residual_ns.assign(n, 0);
   if (n == 0) return out;
-  // realtime − monotonic per rank, relative to rank index 0: puts every rank on rank 0's monotonic clock.
-  auto anchor = [](const RankTrace& r) -> std::int64_t {
-    if (r.realtime_start_ns == 0 || r.monotonic_start_ns == 0) return 0;
-    return r.realtime_start_ns - r.monotonic_start_ns;
-  };
-  const std::int64_t base = anchor(run.ranks[0]);
+  // Hosts: ranks naming the same host share a clock. A rank that names none is its own host.
+  out.host_of_rank.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t a = anchor(run.ranks[i]);
-    out.anchor_offset_ns[i] = (a == 0 || base == 0) ? 0 : a - base;
+    const std::string& host = run.ranks[i].host;
+    const std::string name = host.empty() ? "rank " + std::to_string(run.ranks[i].world_rank) : host;
+    auto it = std::find(out.hosts.begin(), out.hosts.end(), name);
+    out.host_of_rank[i] = static_cast<int>(it - out.hosts.begin());
+    if (it == out.hosts.end()) out.hosts.push_back(name);
   }
+  const std::size_t nhosts = out.hosts.size();
+  // realtime − monotonic per host (median over its ranks: they read it microseconds apart), relative to rank
+  // index 0's host: puts every host on that host's monotonic clock.
+  std::vector<std::int64_t> host_offset(nhosts, 0);
+  {
+    std::vector<std::vector<std::int64_t>> anchors(nhosts);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& r = run.ranks[i];
+      if (r.realtime_start_ns != 0 && r.monotonic_start_ns != 0)
+        anchors[out.host_of_rank[i]].push_back(r.realtime_start_ns - r.monotonic_start_ns);
+    }
+    const int base_host = out.host_of_rank[0];
+    const bool have_base = !anchors[base_host].empty();
+    const std::int64_t base = median_of(anchors[base_host]);
+    for (std::size_t h = 0; h < nhosts; ++h)
+      host_offset[h] = (!have_base || anchors[h].empty() || static_cast<int>(h) == base_host) ? 0 : median_of(anchors[h]) - base;
+  }
+  for (std::size_t i = 0; i < n; ++i) out.anchor_offset_ns[i] = host_offset[out.host_of_rank[i]];
   out.offset_ns = out.anchor_offset_ns;
+  if (nhosts < 2) return out;  // one clock: exact, nothing to refine
 
-  // Candidate instances: synchronising ops with every member present, on communicators of 2+ ranks.
+  // Candidate instances: synchronising ops with every member present, on communicators spanning 2+ hosts.
   const auto index = build_call_index(run);
   struct Candidate {
     int comm;
@@ -39,6 +58,9 @@ ClockAlignment ClockAligner::align(const Run& run) const {
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
     members[c] = member_indices(run, run.communicators[c]);
     if (members[c].size() < 2 || std::count(members[c].begin(), members[c].end(), -1) > 0) continue;
+    const int first_host = out.host_of_rank[members[c][0]];
+    if (std::all_of(members[c].begin(), members[c].end(), [&](int m) { return out.host_of_rank[m] == first_host; }))
+      continue;
     std::size_t calls = SIZE_MAX;
     for (int m : members[c]) calls = std::min(calls, index[m][c].size());
     for (std::size_t s = 0; s < calls; ++s) {
@@ -59,8 +81,8 @@ ClockAlignment ClockAligner::align(const Run& run) const {
   for (std::size_t k = 0; k < want; ++k) sample.push_back(candidates[k * candidates.size() / want]);
   out.instances_used = static_cast<int>(sample.size());
 
-  // Each pass: per instance, every member's end minus the instance's median end; each rank moves by the median
-  // of its residuals. Medians keep one slow/noisy instance or one shifted rank from dragging the others.
+  // Each pass: per instance, every member's end minus the instance's median end; each host moves by the median
+  // of its ranks' residuals. Medians keep one slow/noisy instance or one shifted rank from dragging the others.
   std::vector<std::vector<std::int64_t>> residuals(n);
   std::vector<std::int64_t> ends;
   auto compute_residuals = [&] {
@@ -73,18 +95,25 @@ ClockAlignment ClockAligner::align(const Run& run) const {
         residuals[members[cand.comm][k]].push_back(ends[k] - mid);
     }
   };
+  std::vector<std::vector<std::int64_t>> host_residuals(nhosts);
   for (int pass = 0; pass < 60; ++pass) {
     compute_residuals();
-    std::int64_t largest = 0;
+    for (auto& h : host_residuals) h.clear();
     for (std::size_t i = 0; i < n; ++i) {
-      if (residuals[i].empty()) continue;
-      const std::int64_t move = median_of(residuals[i]);
-      out.offset_ns[i] -= move;
+      auto& h = host_residuals[out.host_of_rank[i]];
+      h.insert(h.end(), residuals[i].begin(), residuals[i].end());
+    }
+    std::int64_t largest = 0;
+    for (std::size_t h = 0; h < nhosts; ++h) {
+      if (host_residuals[h].empty()) continue;
+      const std::int64_t move = median_of(host_residuals[h]);
+      host_offset[h] -= move;
       largest = std::max(largest, std::abs(move));
     }
-    // Keep rank index 0 on its anchor so aligned times stay on its monotonic clock.
-    const std::int64_t drift = out.offset_ns[0] - out.anchor_offset_ns[0];
-    for (auto& o : out.offset_ns) o -= drift;
+    // Keep rank index 0's host on its own clock.
+    const std::int64_t drift = host_offset[out.host_of_rank[0]];
+    for (auto& o : host_offset) o -= drift;
+    for (std::size_t i = 0; i < n; ++i) out.offset_ns[i] = host_offset[out.host_of_rank[i]];
     if (largest < 50) break;  // ns
   }
   compute_residuals();
