@@ -9,8 +9,37 @@
 #include <collscope/run/statistics.hpp>
 
 namespace collscope::run {
+namespace {
+
+void set_origin(const Run& run, ClockAlignment& clocks) {
+  std::int64_t origin = INT64_MAX, first_event = INT64_MAX;
+  for (std::size_t i = 0; i < run.ranks.size(); ++i) {
+    const auto& r = run.ranks[i];
+    const int ri = static_cast<int>(i);
+    if (r.monotonic_start_ns != 0) origin = std::min(origin, clocks.aligned(ri, r.monotonic_start_ns));
+    for (const auto& c : r.collectives) first_event = std::min(first_event, clocks.aligned(ri, c.start_ns));
+    for (const auto& f : r.calls_in_flight) first_event = std::min(first_event, clocks.aligned(ri, f.call.start_ns));
+    for (const auto& n : r.nvtx_ranges) first_event = std::min(first_event, clocks.aligned(ri, n.start_ns));
+    for (const auto& g : r.gpu_activities) first_event = std::min(first_event, clocks.aligned(ri, g.start_ns));
+  }
+  // A tracer starts before its first event; a start after it (a clock anchor from another boot) is not used.
+  if (origin == INT64_MAX || (first_event != INT64_MAX && origin > first_event)) origin = first_event;
+  clocks.origin_ns = origin == INT64_MAX ? 0 : origin;
+  if (run.ranks.empty()) return;
+  const auto& r0 = run.ranks[0];
+  if (r0.realtime_start_ns != 0 && r0.monotonic_start_ns != 0)
+    clocks.realtime_origin_ns = clocks.origin_ns + (r0.realtime_start_ns - r0.monotonic_start_ns);
+}
+
+}  // namespace
 
 ClockAlignment ClockAligner::align(const Run& run) const {
+  ClockAlignment out = align_offsets(run);
+  set_origin(run, out);
+  return out;
+}
+
+ClockAlignment ClockAligner::align_offsets(const Run& run) const {
   const std::size_t n = run.ranks.size();
   ClockAlignment out;
   out.offset_ns.assign(n, 0);

@@ -22,6 +22,12 @@ struct ClockAlignment {
   int instances_used = 0;                      // synchronising instances used for the refinement
   std::vector<std::string> hosts;              // distinct hosts, in rank order of first appearance
   std::vector<int> host_of_rank;               // per rank index: index into hosts
+  // Run time 0 on the aligned clock: the earliest tracer start (meta clock_monotonic_start_ns) of any rank, or
+  // the earliest event where no file has one. Every view of a run (report, timeline, Chrome export) counts
+  // time from here.
+  std::int64_t origin_ns = 0;
+  // CLOCK_REALTIME at origin_ns (ns since the epoch) from rank index 0's anchors; 0 when it has none.
+  std::int64_t realtime_origin_ns = 0;
   std::int64_t aligned(int rank_index, std::int64_t raw_ns) const { return raw_ns + offset_ns[rank_index]; }
 };
 
@@ -32,6 +38,7 @@ class ClockAligner {
   ClockAlignment align(const Run& run) const;
 
  private:
+  ClockAlignment align_offsets(const Run& run) const;
   int max_instances_;
 };
 

@@ -100,7 +100,9 @@ struct Run {
 };
 
 struct LoadOptions {
-  int threads = 0;  // 0 = one per core
+  int threads = 0;          // 0 = one per core
+  bool nvtx_ranges = true;  // read the NVTX table (false: RankTrace::nvtx_ranges stays empty)
+  bool gpu_activities = true;
 };
 
 // Reads RUN_DIR/rank-*.sqlite. Throws collscope::InputError when the directory holds no readable rank file;
