@@ -39,14 +39,7 @@ namespace {
 
 constexpr std::int64_t kSmallMessageBytes = 64 << 10;  // below this a collective is latency-dominated (shm/IB)
 
-std::string bytes_text(double b) {
-  if (b >= 1 << 30) return fmt::format("{:.1f} GiB", b / (1 << 30));
-  if (b >= 1 << 20) return fmt::format("{:.1f} MiB", b / (1 << 20));
-  if (b >= 1 << 10) return fmt::format("{:.1f} KiB", b / (1 << 10));
-  return fmt::format("{:.0f} B", b);
-}
 
-std::string ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
 
 std::int64_t next_pow2(std::int64_t v) {
   std::int64_t p = 1;
@@ -197,7 +190,7 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
   f.kind = FindingKind::Straggler;
   f.severity = per_step >= 0.2 * step_ns ? Severity::Critical : Severity::Warning;
   f.ranks = {world_rank};
-  f.title = fmt::format("rank {} is a straggler: the others wait {} per step for it", world_rank, ms(per_step));
+  f.title = fmt::format("rank {} is a straggler: the others wait {} per step for it", world_rank, format_ms(per_step));
   f.cost_ns = blame;
   f.evidence = {{"delay_per_step_ns", per_step},
                 {"delay_total_ns", blame},
@@ -212,12 +205,12 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
       "rank {}{} arrived last (by > 20 us) at {} of {} synchronising collectives{}; it alone held the others up {} "
       "in total, {} per step ({:.0f} % of the {} step); the next worst rank {}. Without it a step would take about {}.",
       world_rank, run.ranks[top].host.empty() ? "" : " on " + run.ranks[top].host, late, sync,
-      from_phases ? " and starts the phases of each step (NVTX ranges) later than the others" : "", ms(blame), ms(per_step),
-      100 * per_step / step_ns, ms(step_ns), ms(others), ms(std::max(0.0, step_ns - per_step)));
+      from_phases ? " and starts the phases of each step (NVTX ranges) later than the others" : "", format_ms(blame), format_ms(per_step),
+      100 * per_step / step_ns, format_ms(step_ns), format_ms(others), format_ms(std::max(0.0, step_ns - per_step)));
   f.suggestion = fmt::format(
       "Find what makes rank {} slow before it communicates (input pipeline, CPU binding, a slower GPU or host, noisy "
       "neighbours); balancing it saves about {} per step.",
-      world_rank, ms(per_step));
+      world_rank, format_ms(per_step));
   out.push_back(std::move(f));
   return out;
 }
@@ -287,12 +280,12 @@ std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, c
   f.evidence_text = fmt::format(
       "{} collectives under {} ({:.0f} per step, {} per step in all) took {} = {:.0f} % of the time in collectives; "
       "each costs about {} whatever its size{}.",
-      small, bytes_text(kFusableBytes), small_per_step, bytes_text(bytes_per_step), ms(small_ns), 100 * share,
-      ms(latency_ns), threshold ? fmt::format("; the fusion threshold is {}", bytes_text(double(*threshold))) : "");
+      small, format_bytes(kFusableBytes), small_per_step, format_bytes(bytes_per_step), format_ms(small_ns), 100 * share,
+      format_ms(latency_ns), threshold ? fmt::format("; the fusion threshold is {}", format_bytes(double(*threshold))) : "");
   f.suggestion = fmt::format(
       "Raise the fusion threshold: HOROVOD_FUSION_THRESHOLD={} ({}) so that a step's tensors travel in one "
       "collective (or bucket gradients to that size); saves about {}.",
-      suggested, bytes_text(double(suggested)), ms(f.cost_ns));
+      suggested, format_bytes(double(suggested)), format_ms(f.cost_ns));
   out.push_back(std::move(f));
   return out;
 }
@@ -342,9 +335,9 @@ std::vector<Finding> detect_low_bandwidth(const Run& run, const MatchedRun& m, c
     f.comm_key = run.communicators[comm].key;
     f.comm_name = cname;
     f.ranks = run.communicators[comm].members;
-    const std::string size = bytes_text(std::ldexp(1.0, log2bytes));
+    const std::string size = format_bytes(std::ldexp(1.0, log2bytes));
     f.title = fmt::format("{} of {}..{} on {} reach {:.2f} GB/s bus bandwidth, {} {:.2f} GB/s",
-                          store::op_name(static_cast<store::Op>(op)), size, bytes_text(std::ldexp(1.0, log2bytes + 1)),
+                          store::op_name(static_cast<store::Op>(op)), size, format_bytes(std::ldexp(1.0, log2bytes + 1)),
                           cname.empty() ? "comm" : cname, median, below_link ? "link" : "best seen", target);
     f.cost_ns = cost;
     f.evidence = {{"median_busbw_gbps", median}, {"best_busbw_gbps", best}, {"instances", double(b.busbw.size())},
@@ -352,7 +345,7 @@ std::vector<Finding> detect_low_bandwidth(const Run& run, const MatchedRun& m, c
     if (link > 0) f.evidence["link_gbps"] = link;
     f.evidence_text = fmt::format("{} instances, median busbw {:.2f} GB/s, p95 {:.2f} GB/s{}; {} spent in them.",
                                   b.busbw.size(), median, best, link > 0 ? fmt::format(", link {:.1f} GB/s", link) : "",
-                                  ms(b.duration));
+                                  format_ms(b.duration));
     f.suggestion = below_link
                        ? "Check the transport actually used (NCCL_DEBUG=INFO: IB/NVLink vs sockets, NCCL_IB_HCA, "
                          "NCCL_SOCKET_IFNAME), NIC/GPU affinity and NCCL_ALGO/NCCL_PROTO for this size."
@@ -385,10 +378,10 @@ std::vector<Finding> detect_exposed_communication(const Run& run, const StepSumm
                 {"share_of_step_pct", 100 * share}};
   f.evidence_text = fmt::format(
       "per step {} in collectives, of which {} waiting for other ranks and {} transfer not hidden behind {}; step {}.",
-      ms(steps.mean_comm_ns), ms(steps.mean_wait_ns), ms(steps.mean_exposed_ns),
+      format_ms(steps.mean_comm_ns), format_ms(steps.mean_wait_ns), format_ms(steps.mean_exposed_ns),
       has_gpu ? "GPU kernels" : has_cpu_compute ? "compute (NVTX ranges such as forward/backward that hold no call of their own thread)"
                                                 : "compute (no GPU activity or NVTX compute ranges recorded: all of it counts as exposed)",
-      ms(steps.mean_step_ns));
+      format_ms(steps.mean_step_ns));
   f.suggestion = "Overlap communication with the backward pass: start gradient allreduces as buckets become ready "
                  "(Horovod/DDP do this), use non-blocking collectives, or a larger batch per step.";
   out.push_back(std::move(f));
@@ -457,8 +450,8 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedR
     f.evidence_text = fmt::format(
         "{} of {} gaps between collectives are {:.1f}–{:.1f} ms (the cycle time is {:.1f} ms), {} per rank in all, "
         "while fused collectives carry on average {} of the {} threshold.",
-        matched_gaps, gaps, 0.3 * cycle_ms, 1.3 * cycle_ms, cycle_ms, ms(stall_ns), bytes_text(fused_bytes / fused_uses),
-        bytes_text(double(*threshold)));
+        matched_gaps, gaps, 0.3 * cycle_ms, 1.3 * cycle_ms, cycle_ms, format_ms(stall_ns), format_bytes(fused_bytes / fused_uses),
+        format_bytes(double(*threshold)));
     f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.", suggested);
     out.push_back(std::move(f));
   } else if (fill < 0.05 && fused_uses >= 10 && matched_gaps < 0.3 * double(gaps)) {
@@ -466,14 +459,14 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedR
     f.kind = FindingKind::UnderfilledFusion;
     f.severity = Severity::Info;
     f.title = fmt::format("fusion buffer under-filled: fused collectives use {:.1f} % of the {} threshold", 100 * fill,
-                          bytes_text(double(*threshold)));
+                          format_bytes(double(*threshold)));
     f.evidence = {{"mean_fill_pct", 100 * fill}, {"fusion_threshold_bytes", double(*threshold)},
                   {"fused_collectives", fused_uses}};
-    f.evidence_text = fmt::format("{:.0f} fused collectives carry on average {}.", fused_uses, bytes_text(fused_bytes / fused_uses));
+    f.evidence_text = fmt::format("{:.0f} fused collectives carry on average {}.", fused_uses, format_bytes(fused_bytes / fused_uses));
     f.suggestion = fmt::format(
         "Tensors are sent before more are ready: raise HOROVOD_CYCLE_TIME a little (now {:.1f} ms) so that more tensors "
         "share a collective, or lower HOROVOD_FUSION_THRESHOLD to the fill actually reached ({}) to save memory.",
-        cycle_ms, bytes_text(fused_bytes / fused_uses));
+        cycle_ms, format_bytes(fused_bytes / fused_uses));
     out.push_back(std::move(f));
   }
   return out;
@@ -524,7 +517,7 @@ std::vector<Finding> detect_process_set_imbalance(const Run& run, const MatchedR
       f.evidence = {{"slow_set_time_ns", slow.time}, {"fast_set_time_ns", fast.time},
                     {"calls", double(slow.calls)}, {"bytes", slow.bytes}};
       f.evidence_text = fmt::format("{} calls, {} each set; {} vs {} inside the collectives.", slow.calls,
-                                    bytes_text(slow.bytes), ms(slow.time), ms(fast.time));
+                                    format_bytes(slow.bytes), format_ms(slow.time), format_ms(fast.time));
       f.suggestion = "Ranks of the slow set are slower or worse connected: check their placement (same node/NIC), "
                      "the straggler finding for its ranks, and balance the work between the sets.";
       out.push_back(std::move(f));
@@ -662,7 +655,7 @@ std::vector<Finding> detect_hangs(const Run& run, const MatchedRun& m, const std
 
   auto group_text = [&](const Group& g) {
     return fmt::format("rank(s) {} inside {} for up to {}{}", fmt::join(g.waiting, ","), call_text(run, g.calls.front().second->call),
-                       ms(g.waited_ns), g.missing.empty() ? "" : fmt::format(", waiting for rank(s) {}", fmt::join(g.missing, ",")));
+                       format_ms(g.waited_ns), g.missing.empty() ? "" : fmt::format(", waiting for rank(s) {}", fmt::join(g.missing, ",")));
   };
   auto where_is = [&](int world) -> std::string {
     const int ri = run.rank_index(world);
@@ -712,7 +705,7 @@ std::vector<Finding> detect_hangs(const Run& run, const MatchedRun& m, const std
     Finding f = base(g, odd);
     f.title = fmt::format("hang: different collectives at call #{} on {}: rank(s) {} differ from the others", g.seq,
                           comm_label(run, g.comm), fmt::join(odd, ","));
-    f.evidence_text = detail + fmt::format(" when the job was killed (waiting up to {}).", ms(g.waited_ns));
+    f.evidence_text = detail + fmt::format(" when the job was killed (waiting up to {}).", format_ms(g.waited_ns));
     f.suggestion = fmt::format("Every member must make the same collective at the same position: find why rank(s) {} "
                                "call something else there (a rank-dependent branch, different tensor lists or dtypes).",
                                fmt::join(odd, ","));

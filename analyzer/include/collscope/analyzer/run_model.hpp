@@ -5,6 +5,7 @@
 #include <collscope/run/call_index.hpp>
 #include <collscope/run/statistics.hpp>
 #include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/run/matching.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/run/steps.hpp>
@@ -32,6 +33,10 @@ using run::StepDetector;
 using run::StepNames;
 using run::StepOptions;
 using run::StepSummary;
+using run::format_bandwidth;
+using run::format_bytes;
+using run::format_duration;
+using run::format_ms;
 using run::load_run;
 using run::median_of;
 using run::member_indices;
