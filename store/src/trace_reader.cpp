@@ -102,6 +102,23 @@ TraceReader::TraceReader(std::string path) : path_(std::move(path)), db_(open_tr
     throw InputError(fmt::format("{}: schema version {} is newer than this collscope reads ({}.x); upgrade collscope",
                                  path_, *v, kSchemaMajor));
   if (major < 1) throw InputError(fmt::format("{}: schema version {} is not supported", path_, *v));
+  check_world();
+}
+
+// meta.world_size and world_rank size per-rank arrays downstream: a value no machine has is a corrupt file.
+void TraceReader::check_world() {
+  auto integer = [&](std::string_view key, std::int64_t lo, std::int64_t hi) -> std::optional<int> {
+    const auto text = meta_value(key);
+    if (!text) return std::nullopt;
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+    if (ec != std::errc() || p != text->data() + text->size() || v < lo || v > hi)
+      fail(fmt::format("meta.{} '{}' is not a number from {} to {} (a corrupt file)", key, *text, lo, hi));
+    return static_cast<int>(v);
+  };
+  world_size_ = integer(meta_key::kWorldSize, 1, kMaxWorldSize);
+  // Not checked against world_size: a job that sets RANK but no size variable gets a file saying rank 3 of 1.
+  world_rank_ = integer(meta_key::kWorldRank, 0, kMaxWorldSize - 1);
 }
 
 TraceReader::TraceReader(TraceReader&& other) noexcept
@@ -134,9 +151,18 @@ std::optional<std::int64_t> TraceReader::meta_int(std::string_view key) const {
 }
 
 std::vector<std::string> TraceReader::strings() const {
+  // Ids are dense from 0: allow some slack for hand-made files, never a vector sized by one corrupt id.
+  auto range = db_.prepare("SELECT count(*), coalesce(min(id), 0), coalesce(max(id), 0) FROM strings");
+  range.step();
+  const std::int64_t rows = range.int64(0), lowest = range.int64(1), highest = range.int64(2);
+  const std::int64_t limit = 2 * rows + 1024;
+  if (lowest < 0 || highest > limit)
+    fail(fmt::format("strings.id {} is far beyond the table's {} rows (a corrupt file)", lowest < 0 ? lowest : highest,
+                     rows));
   std::vector<std::string> out(1);
+  out.reserve(static_cast<std::size_t>(highest) + 1);
   for_each<StringRow>([&](const StringRow& r) {
-    if (r.id < 0 || r.id > (1 << 28)) fail(fmt::format("string id {} out of range", r.id));
+    if (r.id < 0 || r.id > limit) fail(fmt::format("strings.id {} out of range", r.id));  // changed while read
     if (static_cast<std::size_t>(r.id) >= out.size()) out.resize(static_cast<std::size_t>(r.id) + 1);
     out[static_cast<std::size_t>(r.id)] = r.value;
   });
