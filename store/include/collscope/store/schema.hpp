@@ -15,6 +15,10 @@ namespace collscope::store {
 inline constexpr int kSchemaMajor = 1;
 inline constexpr int kSchemaMinor = 1;  // 1.1: calls_in_flight
 
+// The largest world a reader accepts (meta.world_size): 8 Mi ranks, beyond any machine's process count, so that a
+// corrupt value is refused instead of sizing per-rank arrays.
+inline constexpr int kMaxWorldSize = 1 << 23;
+
 // Collective and point-to-point operations. The numeric codes are part of the file format.
 enum class Op : std::uint8_t {
   Unknown = 0,
