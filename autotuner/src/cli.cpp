@@ -44,8 +44,8 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
       print_study(*show_study, std::cout);
       if (!show_report->empty()) {
         const Study study = Study::open(*show_study);
-        const SearchSpace space = SearchSpace::parse(study.meta("space").value_or(""), *show_study + " (stored space)");
-        write_report(space, study.trials(), *show_report, std::filesystem::path(*show_study).filename().string());
+        const SearchSpace space = stored_space(study);
+        write_report(space, checked_trials(study, space), *show_report, std::filesystem::path(*show_study).filename().string());
       }
       return 0;
     };
