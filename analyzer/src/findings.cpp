@@ -1,4 +1,5 @@
 // The detectors. Each turns numbers from matching and steps into a Finding with evidence, cost and a suggestion.
+#include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/findings.hpp>
 
 #include <fmt/format.h>
@@ -7,7 +8,6 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <regex>
 
 #include "call_index.hpp"
 
@@ -236,13 +236,7 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
 // The fusion threshold of the job: env HOROVOD_FUSION_THRESHOLD, else "--fusion-threshold N" on its command line.
 static std::optional<std::int64_t> fusion_threshold_of(const Run& run) {
   if (auto v = run.env_int("HOROVOD_FUSION_THRESHOLD")) return v;
-  static const std::regex pattern(R"(--fusion[-_]threshold[= ]+([0-9]+))");
-  for (const auto& r : run.ranks) {
-    auto cmd = r.meta_value(std::string(store::meta_key::kCommandLine));
-    std::smatch match;
-    if (cmd && std::regex_search(*cmd, match, pattern)) return std::stoll(match[1].str());
-  }
-  return std::nullopt;
+  return command_line_int(run, "fusion-threshold");
 }
 
 std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, const StepSummary& steps) {
