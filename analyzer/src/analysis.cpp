@@ -8,7 +8,6 @@
 #include <map>
 #include <regex>
 
-#include "call_index.hpp"
 
 namespace collscope::analyzer {
 namespace {
@@ -64,7 +63,7 @@ Analysis analyze(Run run, const AnalysisOptions& options) {
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
   // "--batch-size 64" in the traced command line; a number too large to read is no batch size (no throughput).
   const std::int64_t batch = options.batch_size > 0 ? options.batch_size : command_line_int(a.run, "batch-size").value_or(0);
-  a.steps = StepDetector(batch).detect(a.run, a.clocks, a.matched);
+  a.steps = StepDetector({.batch_size = batch}).detect(a.run, a.clocks, a.matched);
   a.op_sizes = op_size_stats(a.matched);
   a.findings = detect_findings(a.run, a.matched, a.steps, options);
   std::int64_t lo = INT64_MAX, hi = INT64_MIN;

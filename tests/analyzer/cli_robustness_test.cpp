@@ -2,7 +2,7 @@
 // not UTF-8 or that hold markup, a command line whose number does not fit 64 bits, a new run without steps.
 // The runs are synthetic (the real TraceWriter), edited with the sqlite3 shell as a corrupt or unusual job would
 // leave them.
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -48,11 +48,11 @@ void edit_run(const fs::path& run, const std::string& sql) {
   }
 }
 
-fs::path synthetic(const fs::path& dir, collscope::analyzer::SyntheticRunSpec spec = {}) {
+fs::path synthetic(const fs::path& dir, collscope::testing::SyntheticRunSpec spec = {}) {
   fs::remove_all(dir);
   spec.ranks = 3;
   spec.steps = 12;
-  collscope::analyzer::write_synthetic_run(dir.string(), spec);
+  collscope::testing::write_synthetic_run(dir.string(), spec);
   return dir;
 }
 
@@ -67,7 +67,7 @@ TEST(AnalyzerCli, JsonReportsStayValidWithInvalidUtf8Names) {
   const fs::path dir = root() / "utf8";
   fs::create_directories(dir);
   const fs::path base = synthetic(dir / "base");
-  collscope::analyzer::SyntheticRunSpec slow;
+  collscope::testing::SyntheticRunSpec slow;
   slow.degraded_from_step = 4;
   slow.degraded_link_gbps = 1;
   const fs::path next = synthetic(dir / "caf\xe9", slow);  // "café" in Latin-1
@@ -138,7 +138,7 @@ TEST(AnalyzerCli, MarkdownShowsNamesAsText) {
   const fs::path dir = root() / "markdown";
   fs::create_directories(dir);
   synthetic(dir / "base");
-  collscope::analyzer::SyntheticRunSpec slow;
+  collscope::testing::SyntheticRunSpec slow;
   slow.degraded_from_step = 4;
   slow.degraded_link_gbps = 1;
   edit_run(synthetic(dir / "new", slow),

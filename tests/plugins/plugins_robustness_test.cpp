@@ -1,6 +1,6 @@
 // `collscope export` and `collscope import` through the built binary on text that is not UTF-8 and on a corrupt
 // timeline: the export stays valid JSON, a Latin-1 tensor name imports, a bad byte mid-file is one line naming it.
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -68,10 +68,10 @@ TEST(PluginsRobustness, ExportIsValidJsonWithInvalidUtf8Names) {
   const fs::path dir = root() / "export";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  collscope::analyzer::SyntheticRunSpec spec;
+  collscope::testing::SyntheticRunSpec spec;
   spec.ranks = 2;
   spec.steps = 4;
-  collscope::analyzer::write_synthetic_run((dir / "run").string(), spec);
+  collscope::testing::write_synthetic_run((dir / "run").string(), spec);
   for (const auto& f : fs::directory_iterator(dir / "run"))
     ASSERT_EQ(shell("sqlite3 " + quoted(f.path().string()) +
                     " \"UPDATE communicators SET name = CAST(X'776f726c642dc3' AS TEXT) WHERE id = 1; "
