@@ -1,34 +1,10 @@
 #include <collscope/analyzer/markup.hpp>
+#include <collscope/run/format.hpp>
 
 #include <algorithm>
 
 namespace collscope::analyzer {
 namespace {
-
-constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
-
-// Length of the well-formed UTF-8 sequence at s[at] (Unicode table 3-7), or 0; then `bad` is the length of its
-// maximal well-formed prefix (>= 1), the bytes one U+FFFD replaces.
-std::size_t utf8_sequence(std::string_view s, std::size_t at, std::size_t& bad) {
-  const auto c = static_cast<unsigned char>(s[at]);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c == 0xE0) n = 3, lo = 0xA0;
-  else if (c == 0xED) n = 3, hi = 0x9F;
-  else if (c >= 0xE1 && c <= 0xEF) n = 3;
-  else if (c == 0xF0) n = 4, lo = 0x90;
-  else if (c == 0xF4) n = 4, hi = 0x8F;
-  else if (c >= 0xF1 && c <= 0xF3) n = 4;
-  else return bad = 1, 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if (at + k >= s.size()) return bad = k, 0;
-    const auto b = static_cast<unsigned char>(s[at + k]);
-    if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return bad = k, 0;
-  }
-  return n;
-}
 
 // Calls `ascii(c)` for each ASCII byte and appends well-formed multi-byte characters (U+FFFD for ill-formed ones).
 template <typename Ascii>
@@ -37,20 +13,16 @@ std::string map_text(std::string_view s, Ascii ascii) {
   out.reserve(s.size());
   for (std::size_t at = 0; at < s.size();) {
     std::size_t bad = 0;
-    const std::size_t n = utf8_sequence(s, at, bad);
+    const std::size_t n = run::utf8_sequence(s, at, bad);
     if (n == 1) ascii(out, s[at]);
     else if (n > 1) out.append(s.substr(at, n));
-    else out.append(kReplacementCharacter);
+    else out.append(run::kReplacementCharacter);
     at += n ? n : bad;
   }
   return out;
 }
 
 }  // namespace
-
-std::string valid_utf8(std::string_view s) {
-  return map_text(s, [](std::string& out, char c) { out += c; });
-}
 
 std::string xml_escape(std::string_view s) {
   return map_text(s, [](std::string& out, char c) {

@@ -4,6 +4,7 @@
 // and shape. This file replays that state machine per tensor, groups the tensors whose communication activity
 // ran together into one fused collective, and writes the run with the store's TraceWriter.
 #include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
@@ -21,7 +22,6 @@
 #include <streambuf>
 #include <vector>
 
-#include "json_text.hpp"
 
 namespace collscope::plugins {
 namespace {
@@ -148,14 +148,14 @@ class Utf8RepairingBuffer : public std::streambuf {
         if (at == raw.size()) break;
         std::size_t bad = 0;
         bool incomplete = false;
-        if (const std::size_t n = detail::utf8_sequence(raw, at, bad, &incomplete)) {
+        if (const std::size_t n = run::utf8_sequence(raw, at, bad, &incomplete)) {
           out_.append(raw, at, n);
           at += n;
         } else if (incomplete && !at_end) {
           held_ = raw.substr(at);  // the rest of the character is in the next chunk
           break;
         } else {
-          out_.append(detail::kReplacementCharacter);
+          out_.append(run::kReplacementCharacter);
           at += bad;
           ++replaced_;
           marks_.emplace_back(out_.size(), at);

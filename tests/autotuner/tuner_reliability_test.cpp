@@ -23,7 +23,9 @@
 namespace fs = std::filesystem;
 using namespace collscope::autotuner;
 using collscope::test::bin_dir;
+using collscope::test::read_file;
 using collscope::test::shell;
+using collscope::test::shell_quote;
 
 namespace {
 
@@ -36,24 +38,11 @@ fs::path fresh_dir(const std::string& name) {
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string collscope_exe() { return quoted(bin_dir() + "/collscope"); }
+std::string collscope_exe() { return shell_quote(bin_dir() + "/collscope"); }
 
 // Runs `sql` on the SQLite file with the sqlite3 shell (scripts/install-deps.sh installs it).
 void sql(const fs::path& db, const std::string& statements) {
-  ASSERT_EQ(shell("sqlite3 " + quoted(db.string()) + " " + quoted(statements)), 0) << statements;
+  ASSERT_EQ(shell("sqlite3 " + shell_quote(db.string()) + " " + shell_quote(statements)), 0) << statements;
 }
 
 pid_t spawn_shell(const std::string& cmd, const fs::path& cwd) {
@@ -123,9 +112,9 @@ fs::path quick_study(const fs::path& dir, int trials = 1) {
 objective: {kind: regex, regex: 'score ([0-9]+)'}
 trial: {timeout_s: 20, confirm_top: 0}
 )Y");
-  const std::string cmd = "cd " + quoted(dir.string()) + " && " + collscope_exe() + " tune space.yaml --study s.sqlite --strategy grid --trials " +
+  const std::string cmd = "cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune space.yaml --study s.sqlite --strategy grid --trials " +
                           std::to_string(trials) + " --no-progress -- /usr/bin/printf 'score %s\\n' '{v}' > first.log 2>&1";
-  EXPECT_EQ(shell(cmd), 0) << read(dir / "first.log");
+  EXPECT_EQ(shell(cmd), 0) << read_file(dir / "first.log");
   return dir / "s.sqlite";
 }
 
@@ -139,7 +128,7 @@ void mark_running(const fs::path& study, std::int64_t pgid, std::int64_t leader_
 }
 
 std::string resume_command(const fs::path& dir, const std::string& extra = "") {
-  return "cd " + quoted(dir.string()) + " && " + collscope_exe() + " tune space.yaml --study s.sqlite --resume --no-progress " + extra +
+  return "cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune space.yaml --study s.sqlite --resume --no-progress " + extra +
          " > resume.log 2>&1";
 }
 
@@ -159,7 +148,7 @@ TEST(TuneResume, NeverSignalsAProcessGroupItCannotProveIsItsTrial) {
   const bool survived = alive(sleeper);
   ::kill(sleeper, SIGKILL);
   wait_exit(sleeper);
-  EXPECT_EQ(rc, 0) << read(dir / "resume.log");
+  EXPECT_EQ(rc, 0) << read_file(dir / "resume.log");
   EXPECT_TRUE(survived) << "the tuner killed an unrelated process group";
   const auto trials = Study::open(study.string()).trials();
   ASSERT_GE(trials.size(), 2u);
@@ -184,11 +173,11 @@ TEST(TuneResume, ProcessGroupOneSignalsNothing) {
   const std::string script = "sleep 1000 & s=$!; " + collscope_exe() +
                              " tune space.yaml --study s.sqlite --resume --no-progress > resume.log 2>&1; rc=$?; "
                              "if kill -0 $s 2>/dev/null; then echo ALIVE; fi; kill -9 $s; echo rc=$rc";
-  const std::string cmd = "cd " + quoted(dir.string()) + " && " + unshare + " sh -c " + quoted(script) + " > ns.log 2>&1";
+  const std::string cmd = "cd " + shell_quote(dir.string()) + " && " + unshare + " sh -c " + shell_quote(script) + " > ns.log 2>&1";
   shell(cmd);
-  const std::string out = read(dir / "ns.log");
-  EXPECT_NE(out.find("ALIVE"), std::string::npos) << out << read(dir / "resume.log");
-  EXPECT_NE(out.find("rc=0"), std::string::npos) << out << read(dir / "resume.log");
+  const std::string out = read_file(dir / "ns.log");
+  EXPECT_NE(out.find("ALIVE"), std::string::npos) << out << read_file(dir / "resume.log");
+  EXPECT_NE(out.find("rc=0"), std::string::npos) << out << read_file(dir / "resume.log");
 }
 
 // Issue 12.1: the processes a killed tuner left behind are its own trial's, proven by their marker: --resume stops them.
@@ -203,9 +192,9 @@ trial: {timeout_s: 60, confirm_top: 0}
   const pid_t tuner = spawn_shell("exec " + collscope_exe() + " tune space.yaml --study s.sqlite --trials 1 --no-progress -- "
                                   "/bin/sh -c 'echo $$ > {trial_dir}/job.pid; exec sleep 1000' > tune.log 2>&1", dir);
   const fs::path pid_file = dir / "s.sqlite.trials" / "trial-0001" / "job.pid";
-  for (int i = 0; i < 100 && read(pid_file).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const std::string pid_text = read(pid_file);
-  ASSERT_FALSE(pid_text.empty()) << read(dir / "tune.log");
+  for (int i = 0; i < 100 && read_file(pid_file).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string pid_text = read_file(pid_file);
+  ASSERT_FALSE(pid_text.empty()) << read_file(dir / "tune.log");
   const pid_t job = static_cast<pid_t>(std::stol(pid_text));
   ::kill(tuner, SIGKILL);
   wait_exit(tuner);
@@ -216,7 +205,7 @@ trial: {timeout_s: 60, confirm_top: 0}
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const bool left = alive(job);
   if (left) ::kill(job, SIGKILL);
-  EXPECT_FALSE(left) << read(dir / "resume.log");
+  EXPECT_FALSE(left) << read_file(dir / "resume.log");
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   ASSERT_EQ(trials.size(), 2u);
   EXPECT_EQ(trials[0].status, "interrupted");
@@ -242,10 +231,10 @@ trial: {timeout_s: 30, confirm_top: 0}
     } catch (const std::exception&) {
     }
   }
-  ASSERT_TRUE(running) << read(dir / "first.log");
+  ASSERT_TRUE(running) << read_file(dir / "first.log");
   const int second = shell(resume_command(dir));
-  const std::string second_log = read(dir / "resume.log");
-  EXPECT_EQ(wait_exit(first), 0) << read(dir / "first.log");
+  const std::string second_log = read_file(dir / "resume.log");
+  EXPECT_EQ(wait_exit(first), 0) << read_file(dir / "first.log");
   EXPECT_EQ(second, 2) << second_log;
   EXPECT_EQ(std::count(second_log.begin(), second_log.end(), '\n'), 1) << second_log;
   EXPECT_NE(second_log.find("s.sqlite: another collscope tune"), std::string::npos) << second_log;
@@ -264,14 +253,14 @@ TEST(TuneExportEnv, ControlCharactersRefusedAndEveryValueQuoted) {
 objective: {kind: regex, regex: 'score ([0-9]+)'}
 trial: {timeout_s: 20, confirm_top: 0}
 )Y");
-  const std::string run_newline = "cd " + quoted(dir.string()) + " && " + collscope_exe() +
+  const std::string run_newline = "cd " + shell_quote(dir.string()) + " && " + collscope_exe() +
                                   " tune newline.yaml --study n.sqlite --strategy grid --trials 2 --no-progress --export-env best.env -- "
                                   "/bin/sh -c 'echo score 1; [ \"$1\" = ok ] || echo score 2' sh '{v}' > newline.log 2>&1";
   const int rc = shell(run_newline);
-  if (fs::exists(dir / "best.env")) shell("cd " + quoted(dir.string()) + " && sh -c '. ./best.env' > /dev/null 2>&1");
-  EXPECT_FALSE(fs::exists(dir / "PWNED")) << read(dir / "best.env");
-  EXPECT_EQ(rc, 2) << read(dir / "newline.log");
-  const std::string log = read(dir / "newline.log");
+  if (fs::exists(dir / "best.env")) shell("cd " + shell_quote(dir.string()) + " && sh -c '. ./best.env' > /dev/null 2>&1");
+  EXPECT_FALSE(fs::exists(dir / "PWNED")) << read_file(dir / "best.env");
+  EXPECT_EQ(rc, 2) << read_file(dir / "newline.log");
+  const std::string log = read_file(dir / "newline.log");
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
   EXPECT_NE(log.find("newline.yaml: knobs[0].values[1]"), std::string::npos) << log;
 
@@ -282,15 +271,15 @@ trial: {timeout_s: 20, confirm_top: 0}
 objective: {kind: regex, regex: 'score ([0-9]+)'}
 trial: {timeout_s: 20, confirm_top: 0}
 )Y");
-  ASSERT_EQ(shell("cd " + quoted(dir.string()) + " && " + collscope_exe() +
+  ASSERT_EQ(shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() +
                   " tune quotes.yaml --study q.sqlite --strategy grid --trials 1 --no-progress --export-env q.env -- "
                   "/usr/bin/printf 'score 1\\n' > quotes.log 2>&1"),
             0)
-      << read(dir / "quotes.log");
-  ASSERT_EQ(shell("cd " + quoted(dir.string()) + " && sh -c '. ./q.env; printf %s \"$COLLSCOPE_TEST_E\"' > value.txt"), 0);
-  EXPECT_EQ(read(dir / "value.txt"), "it's $(touch PWNED2) `touch PWNED3`");
-  for (const char* f : {"PWNED2", "PWNED3", "PWNED4"}) EXPECT_FALSE(fs::exists(dir / f)) << f << "\n" << read(dir / "q.env");
-  EXPECT_NE(read(dir / "q.env").find("# c='a'\\''b;touch PWNED4'"), std::string::npos) << read(dir / "q.env");
+      << read_file(dir / "quotes.log");
+  ASSERT_EQ(shell("cd " + shell_quote(dir.string()) + " && sh -c '. ./q.env; printf %s \"$COLLSCOPE_TEST_E\"' > value.txt"), 0);
+  EXPECT_EQ(read_file(dir / "value.txt"), "it's $(touch PWNED2) `touch PWNED3`");
+  for (const char* f : {"PWNED2", "PWNED3", "PWNED4"}) EXPECT_FALSE(fs::exists(dir / f)) << f << "\n" << read_file(dir / "q.env");
+  EXPECT_NE(read_file(dir / "q.env").find("# c='a'\\''b;touch PWNED4'"), std::string::npos) << read_file(dir / "q.env");
 }
 
 // Issue 12.9: an integer bound a double holds but an int64 does not: one line naming the file and the knob.
@@ -301,9 +290,9 @@ TEST(TuneSpace, IntegerBoundOutOfRangeIsOneLineNamingTheKnob) {
   - {name: big, type: integer, min: 1, max: 1e300}
 objective: {kind: regex, regex: 'score ([0-9]+)'}
 )Y");
-  const int rc = shell("cd " + quoted(dir.string()) + " && " + collscope_exe() +
+  const int rc = shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() +
                        " tune space.yaml --study s.sqlite --trials 2 --no-progress -- /usr/bin/printf 'score {big}\\n' > tune.log 2>&1");
-  const std::string log = read(dir / "tune.log");
+  const std::string log = read_file(dir / "tune.log");
   EXPECT_EQ(rc, 2) << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
   EXPECT_NE(log.find("space.yaml: knobs[1].max"), std::string::npos) << log;
@@ -320,10 +309,10 @@ TEST(TuneScores, InfAndNanFailTheirTrials) {
 objective: {kind: regex, regex: 'score (\S+)'}
 trial: {timeout_s: 20, confirm_top: 0, early_stopping: false}
 )Y");
-  const int rc = shell("cd " + quoted(dir.string()) + " && " + collscope_exe() +
+  const int rc = shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() +
                        " tune space.yaml --study s.sqlite --trials 9 --seed 3 --no-progress --report report -- /bin/sh -c "
                        "'if [ \"$1\" = num ]; then echo score $2; else echo score $1; fi' sh '{mode}' '{x}' > tune.log 2>&1");
-  ASSERT_EQ(rc, 0) << read(dir / "tune.log");
+  ASSERT_EQ(rc, 0) << read_file(dir / "tune.log");
   const Study study = Study::open((dir / "s.sqlite").string());
   int non_finite = 0, ok = 0;
   for (const auto& t : study.trials()) {
@@ -348,12 +337,12 @@ trial: {timeout_s: 20, confirm_top: 0, early_stopping: false}
       EXPECT_TRUE(j["log_likelihood"].is_number()) << *m;
     }
   EXPECT_GT(models, 0);
-  EXPECT_NE(read(dir / "tune.log").find("best: x="), std::string::npos) << read(dir / "tune.log");
-  EXPECT_EQ(read(dir / "tune.log").find("inf)"), std::string::npos) << read(dir / "tune.log");
+  EXPECT_NE(read_file(dir / "tune.log").find("best: x="), std::string::npos) << read_file(dir / "tune.log");
+  EXPECT_EQ(read_file(dir / "tune.log").find("inf)"), std::string::npos) << read_file(dir / "tune.log");
   const std::regex not_a_number(R"((^|[^a-z])(nan|inf)([^a-z]|$))", std::regex::icase);
   for (const auto& entry : fs::directory_iterator(dir / "report")) {
     if (entry.path().extension() == ".svg") {
-      EXPECT_FALSE(std::regex_search(read(entry.path()), not_a_number)) << entry.path();
+      EXPECT_FALSE(std::regex_search(read_file(entry.path()), not_a_number)) << entry.path();
     }
   }
 }
@@ -368,15 +357,15 @@ TEST(TuneStudy, CorruptRowsAreOneLineNamingTheStudy) {
                                        {"[1, 2]", "trial 1: params is not a JSON list"}}) {
     fs::copy_file(study, dir / "c.sqlite", fs::copy_options::overwrite_existing);
     sql(dir / "c.sqlite", "UPDATE trials SET params='" + params + "' WHERE id=1;");
-    const int rc = shell("cd " + quoted(dir.string()) + " && " + collscope_exe() + " tune show c.sqlite --report rep > show.log 2>&1");
-    const std::string log = read(dir / "show.log");
+    const int rc = shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune show c.sqlite --report rep > show.log 2>&1");
+    const std::string log = read_file(dir / "show.log");
     EXPECT_EQ(rc, 2) << params << ": " << log;
     EXPECT_NE(log.find("collscope: c.sqlite: " + expect), std::string::npos) << params << ": " << log;
     EXPECT_EQ(log.find("internal error"), std::string::npos) << log;
   }
   sql(study, "UPDATE meta SET value='abc' WHERE key='seed';");
   const int rc = shell(resume_command(dir));
-  const std::string log = read(dir / "resume.log");
+  const std::string log = read_file(dir / "resume.log");
   EXPECT_EQ(rc, 2) << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
   EXPECT_NE(log.find("s.sqlite: meta.seed"), std::string::npos) << log;
@@ -397,7 +386,7 @@ trial: {timeout_s: 60, confirm_top: 0}
   const int rc = wait_exit(tuner, &usage);
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   fs::remove_all(dir / "s.sqlite.trials");
-  ASSERT_EQ(rc, 0) << read(dir / "tune.log");
+  ASSERT_EQ(rc, 0) << read_file(dir / "tune.log");
   ASSERT_EQ(trials.size(), 1u);
   EXPECT_EQ(trials[0].score, 7.0);
   const double peak_mb = static_cast<double>(usage.ru_maxrss) / 1024;  // of the tuner and its waited-for children
@@ -415,21 +404,21 @@ TEST(TuneMemory, ReportOverManyTrialsIsBounded) {
 objective: {kind: regex, regex: 'score ([0-9.]+)'}
 trial: {timeout_s: 20, confirm_top: 0}
 )Y");
-  ASSERT_EQ(shell("cd " + quoted(dir.string()) + " && " + collscope_exe() +
+  ASSERT_EQ(shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() +
                   " tune space.yaml --study s.sqlite --strategy random --trials 2 --no-progress -- /usr/bin/printf 'score {x}\\n' > tune.log 2>&1"),
             0)
-      << read(dir / "tune.log");
+      << read_file(dir / "tune.log");
   sql(dir / "s.sqlite",
       "WITH RECURSIVE n(i) AS (SELECT 3 UNION ALL SELECT i + 1 FROM n WHERE i < 75002) "
       "INSERT INTO trials(id, kind, status, params, unit, score, reason, exit_code, wall_s, dir) "
       "SELECT i, 'random', 'ok', json_array(printf('%.6g', (i % 997) / 997.0), printf('%d', 1 + i % 100)), "
       "json_array((i % 997) / 997.0, (i % 100) / 99.0), (i % 997) / 997.0 + (i % 7) * 0.01, '', 0, 0.1, '' FROM n;");
   const auto start = std::chrono::steady_clock::now();
-  const int rc = shell("cd " + quoted(dir.string()) + " && ulimit -v 2000000 && " + collscope_exe() +
+  const int rc = shell("cd " + shell_quote(dir.string()) + " && ulimit -v 2000000 && " + collscope_exe() +
                        " tune show s.sqlite --report report > show.txt 2> show.log");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(rc, 0) << read(dir / "show.log");
+  EXPECT_EQ(rc, 0) << read_file(dir / "show.log");
   EXPECT_TRUE(fs::exists(dir / "report" / "effect-x.svg"));
   EXPECT_LT(seconds, 60.0);
-  EXPECT_NE(read(dir / "show.txt").find("75002 trials"), std::string::npos);
+  EXPECT_NE(read_file(dir / "show.txt").find("75002 trials"), std::string::npos);
 }

@@ -14,28 +14,14 @@
 
 namespace fs = std::filesystem;
 using collscope::test::bin_dir;
+using collscope::test::read_file;
+using collscope::test::run_collscope;
 using collscope::test::shell;
+using collscope::test::shell_quote;
 
 namespace {
 
 fs::path root() { return collscope::test::temp_root("collscope-plugins-robust"); }
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-int run_collscope(const fs::path& dir, const std::string& args) {
-  return shell("cd " + quoted(dir.string()) + " && " + quoted(bin_dir() + "/collscope") + " " + args + " > out.txt 2> err.txt");
-}
 
 // A Horovod timeline of `tensors` gradients reduced once per step on 2 ranks (the writer's event sequence), tensor 0
 // named `first_name` (raw bytes, as Horovod writes whatever the framework named it).
@@ -73,13 +59,13 @@ TEST(PluginsRobustness, ExportIsValidJsonWithInvalidUtf8Names) {
   spec.steps = 4;
   collscope::testing::write_synthetic_run((dir / "run").string(), spec);
   for (const auto& f : fs::directory_iterator(dir / "run"))
-    ASSERT_EQ(shell("sqlite3 " + quoted(f.path().string()) +
+    ASSERT_EQ(shell("sqlite3 " + shell_quote(f.path().string()) +
                     " \"UPDATE communicators SET name = CAST(X'776f726c642dc3' AS TEXT) WHERE id = 1; "
                     "INSERT OR REPLACE INTO threads(id, tid, name) VALUES(77, 4242, CAST(X'707974686f6e2df0' AS TEXT));\""),
               0);
-  ASSERT_EQ(run_collscope(dir, "export run -o trace.json"), 0) << read(dir / "err.txt");
+  ASSERT_EQ(run_collscope(dir, "export run -o trace.json"), 0) << read_file(dir / "err.txt");
   nlohmann::json trace;
-  ASSERT_NO_THROW(trace = nlohmann::json::parse(read(dir / "trace.json")));  // strict: rejects ill-formed UTF-8
+  ASSERT_NO_THROW(trace = nlohmann::json::parse(read_file(dir / "trace.json")));  // strict: rejects ill-formed UTF-8
   bool comm = false, thread = false;
   for (const auto& e : trace["traceEvents"]) {
     if (e.contains("args") && e["args"].contains("communicator")) comm |= e["args"]["communicator"] == "world-\xef\xbf\xbd";
@@ -96,13 +82,13 @@ TEST(PluginsRobustness, LatinOneTensorNameImports) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "timeline.json", std::ios::binary) << timeline(6, 5, "grad/caf\xe9");
-  ASSERT_EQ(run_collscope(dir, "import timeline.json -o run"), 0) << read(dir / "err.txt");
-  const std::string err = read(dir / "err.txt");
+  ASSERT_EQ(run_collscope(dir, "import timeline.json -o run"), 0) << read_file(dir / "err.txt");
+  const std::string err = read_file(dir / "err.txt");
   EXPECT_NE(err.find("2 ranks, 6 tensors, 30 tensor operations"), std::string::npos) << err;
   EXPECT_NE(err.find("5 steps"), std::string::npos) << err;
   EXPECT_NE(err.find("1 invalid UTF-8 sequence(s) in names read as U+FFFD"), std::string::npos) << err;
-  ASSERT_EQ(run_collscope(dir, "analyze run --format json"), 0) << read(dir / "err.txt");
-  EXPECT_EQ(nlohmann::json::parse(read(dir / "out.txt"))["summary"]["steps"], 5);
+  ASSERT_EQ(run_collscope(dir, "analyze run --format json"), 0) << read_file(dir / "err.txt");
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "out.txt"))["summary"]["steps"], 5);
 }
 
 // Issue 12.7: a garbage byte in the middle of a timeline is one line naming the file and the byte, exit 2; before,
@@ -116,12 +102,12 @@ TEST(PluginsRobustness, GarbageByteMidTimelineIsOneLineNamingTheByte) {
   std::size_t at = text.find("},\n{", text.size() * 55 / 100) + 3;
   text.insert(at, "\x01");
   std::ofstream(dir / "timeline.json", std::ios::binary) << text;
-  EXPECT_EQ(run_collscope(dir, "import timeline.json -o run"), 2) << read(dir / "err.txt");
-  const std::string err = read(dir / "err.txt");
+  EXPECT_EQ(run_collscope(dir, "import timeline.json -o run"), 2) << read_file(dir / "err.txt");
+  const std::string err = read_file(dir / "err.txt");
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_NE(err.find(fmt::format("collscope: timeline.json: not valid JSON at byte {} of {}", at, text.size())), std::string::npos) << err;
   // The same file cut there instead (a killed writer) keeps its complete events, as before.
   std::ofstream(dir / "cut.json", std::ios::binary) << text.substr(0, at - 3);
-  EXPECT_EQ(run_collscope(dir, "import cut.json -o run"), 0) << read(dir / "err.txt");
-  EXPECT_NE(read(dir / "err.txt").find("the file ended mid-event"), std::string::npos) << read(dir / "err.txt");
+  EXPECT_EQ(run_collscope(dir, "import cut.json -o run"), 0) << read_file(dir / "err.txt");
+  EXPECT_NE(read_file(dir / "err.txt").find("the file ended mid-event"), std::string::npos) << read_file(dir / "err.txt");
 }

@@ -1,16 +1,13 @@
 #pragma once
 // Text for the formats the reports write (JUnit XML, HTML, SVG, Markdown, JSON; also the tuner's report): escaping,
-// and repair of ill-formed UTF-8. Names come from traces as bytes: the kernel cuts thread names at 15 bytes,
-// mid-character; communicator and tensor names may hold anything, markup included.
+// with ill-formed UTF-8 repaired as run/format.hpp says. Names come from traces as bytes: communicator and tensor
+// names may hold anything, markup included.
 #include <nlohmann/json.hpp>
 
 #include <string>
 #include <string_view>
 
 namespace collscope::analyzer {
-
-// `s` with each ill-formed UTF-8 sequence replaced by U+FFFD (Unicode's "maximal subpart" practice).
-std::string valid_utf8(std::string_view s);
 
 // &, <, >, " and ' as entities, control characters other than tab and newline dropped, ill-formed UTF-8 as U+FFFD:
 // safe in element text and in quoted attributes of XML, HTML and SVG.
