@@ -4,6 +4,8 @@
 #include <collscope/autotuner/tuner.hpp>
 #include <collscope/store/error.hpp>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -41,11 +43,19 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   show_cmd->add_option("--report", *show_report, "Also write the HTML/SVG report into DIR");
   show_cmd->callback([&action, show_study, show_report] {
     action = [show_study, show_report] {
-      print_study(*show_study, std::cout);
-      if (!show_report->empty()) {
-        const Study study = Study::open(*show_study);
-        const SearchSpace space = SearchSpace::parse(study.meta("space").value_or(""), *show_study + " (stored space)");
-        write_report(space, study.trials(), *show_report, std::filesystem::path(*show_study).filename().string());
+      try {
+        print_study(*show_study, std::cout);
+        if (!show_report->empty()) {
+          const Study study = Study::open(*show_study);
+          const SearchSpace space = stored_space(study);
+          write_report(space, checked_trials(study, space), *show_report, std::filesystem::path(*show_study).filename().string());
+        }
+      } catch (const Error&) {
+        throw;
+      } catch (const std::bad_alloc&) {
+        throw InputError(fmt::format("{}: out of memory while reading the study", *show_study));
+      } catch (const std::exception& e) {
+        throw Error(fmt::format("{}: internal error while reading the study: {}", *show_study, e.what()));
       }
       return 0;
     };

@@ -6,7 +6,14 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <random>
 
 namespace collscope::autotuner {
 
@@ -27,6 +34,13 @@ CREATE TABLE IF NOT EXISTS trials(
   pgid INTEGER NOT NULL DEFAULT 0,
   started_unix_ms INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS model(trial_id INTEGER PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trial_processes(
+  trial_id INTEGER PRIMARY KEY,
+  host TEXT NOT NULL,
+  boot_id TEXT NOT NULL,
+  pgid INTEGER NOT NULL,
+  leader_start_ticks INTEGER NOT NULL,  -- clock ticks since boot (/proc/PID/stat field 22)
+  marker TEXT NOT NULL);                -- COLLSCOPE_TUNE_TRIAL in every process of the trial
 )sql";
 
 struct Statement {
@@ -41,7 +55,43 @@ struct Statement {
     return p ? reinterpret_cast<const char*>(p) : "";
   }
 };
+// A JSON list column of a trial row; a row that is not one (a corrupt or hand-edited study) is one line naming it.
+template <typename T>
+T json_list(const std::string& text, const std::string& path, int trial_id, const char* column) {
+  try {
+    return nlohmann::json::parse(text).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(fmt::format("{}: trial {}: {} is not a JSON list of {} ('{}')", path, trial_id, column,
+                                 column == std::string("params") ? "knob values (text)" : "numbers",
+                                 text.size() > 40 ? text.substr(0, 40) + "..." : text));
+  }
+}
 }  // namespace
+
+StudyLock::StudyLock(const std::string& study_path) {
+  const std::string path = study_path + ".lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw InputError(fmt::format("{}: cannot create the study's lock file: {}", path, std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {};
+    [[maybe_unused]] auto n = ::pread(fd_, holder, sizeof holder - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK)
+      throw InputError(fmt::format("{}: another collscope tune (pid {}) is running this study; wait for it or stop it first",
+                                   study_path, std::strtol(holder, nullptr, 10)));
+    throw InputError(fmt::format("{}: cannot lock the study: {}", path, std::strerror(err)));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  // The pid only makes the refusal's message more useful: failing to write it changes nothing.
+  [[maybe_unused]] const bool written =
+      ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) == static_cast<ssize_t>(pid.size());
+}
+
+StudyLock::~StudyLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 Study::Study(std::string path) : path_(std::move(path)) {}
 
@@ -82,6 +132,7 @@ Study Study::create(const std::string& path, const std::map<std::string, std::st
   s.exec(kSchema);
   s.set_meta("format", "collscope-study 1");
   for (const auto& [k, v] : meta) s.set_meta(k, v);
+  s.id();
   return s;
 }
 
@@ -122,8 +173,8 @@ std::vector<TrialRecord> Study::trials() const {
     r.id = sqlite3_column_int(q.s, 0);
     r.kind = q.column_text(1);
     r.status = q.column_text(2);
-    r.values = nlohmann::json::parse(q.column_text(3)).get<Assignment>();
-    r.unit = nlohmann::json::parse(q.column_text(4)).get<std::vector<double>>();
+    r.values = json_list<Assignment>(q.column_text(3), path_, r.id, "params");
+    r.unit = json_list<std::vector<double>>(q.column_text(4), path_, r.id, "unit");
     if (sqlite3_column_type(q.s, 5) != SQLITE_NULL) r.score = sqlite3_column_double(q.s, 5);
     r.reason = q.column_text(6);
     r.exit_code = sqlite3_column_int(q.s, 7);
@@ -166,6 +217,36 @@ void Study::update_trial(const TrialRecord& r) {
   sqlite3_bind_int64(q.s, 11, r.pgid);
   sqlite3_bind_int64(q.s, 12, r.started_unix_ms);
   if (!q.s || sqlite3_step(q.s) != SQLITE_DONE) fail("updating a trial");
+}
+
+void Study::save_trial_processes(int trial_id, const TrialProcesses& p) {
+  exec(kSchema);  // a study written by an older collscope has no trial_processes table yet
+  Statement q(db_, "INSERT OR REPLACE INTO trial_processes(trial_id, host, boot_id, pgid, leader_start_ticks, marker) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+  sqlite3_bind_int(q.s, 1, trial_id);
+  q.text(2, p.host);
+  q.text(3, p.boot_id);
+  sqlite3_bind_int64(q.s, 4, p.pgid);
+  sqlite3_bind_int64(q.s, 5, p.leader_start_ticks);
+  q.text(6, p.marker);
+  if (!q.s || sqlite3_step(q.s) != SQLITE_DONE) fail("recording a trial's processes");
+}
+
+std::optional<TrialProcesses> Study::trial_processes(int trial_id) const {
+  Statement q(db_, "SELECT host, boot_id, pgid, leader_start_ticks, marker FROM trial_processes WHERE trial_id=?1");
+  if (!q.s) return std::nullopt;  // an older study: nothing recorded, nothing provable
+  sqlite3_bind_int(q.s, 1, trial_id);
+  if (sqlite3_step(q.s) != SQLITE_ROW) return std::nullopt;
+  return TrialProcesses{q.column_text(0), q.column_text(1), sqlite3_column_int64(q.s, 2), sqlite3_column_int64(q.s, 3),
+                        q.column_text(4)};
+}
+
+std::string Study::id() {
+  if (auto existing = meta("study_id"); existing && !existing->empty()) return *existing;
+  std::random_device rd;
+  const std::string made = fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+  set_meta("study_id", made);
+  return made;
 }
 
 void Study::save_model(int trial_id, const std::string& json) {

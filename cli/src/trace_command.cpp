@@ -5,7 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "commands.hpp"
@@ -28,6 +32,44 @@ bool inside_launcher() {
   return false;
 }
 
+// ld.so splits LD_PRELOAD at spaces and colons and has no escape for either (ld.so(8)): a preload installed under
+// "/opt/my tools/" would not load, with one ld.so error per process and the job running untraced. Such a path is
+// reached through a symlink in a private directory (mkdtemp, mode 0700) whose own path holds neither; the link and
+// the directory are removed when the job ends. A path without them is used as it is.
+class PreloadPath {
+ public:
+  explicit PreloadPath(const std::string& real) : path_(real) {
+    if (real.find_first_of(" :\t\n") == std::string::npos) return;
+    std::string base = "/tmp";
+    if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp == '/' && std::string(tmp).find_first_of(" :\t\n") == std::string::npos)
+      base = tmp;
+    std::string pattern = base + "/collscope-preload-XXXXXX";
+    if (!::mkdtemp(pattern.data()))
+      throw Error(fmt::format("{}: cannot make a directory for the preload's link (its path has a space or colon, which "
+                              "LD_PRELOAD cannot hold): {}", base, std::strerror(errno)));
+    dir_ = pattern;
+    const std::string link = dir_ + "/libcollscope-preload.so";
+    if (::symlink(real.c_str(), link.c_str()) != 0) {
+      const int err = errno;
+      ::rmdir(dir_.c_str());
+      throw Error(fmt::format("{}: cannot link the preload there: {}", dir_, std::strerror(err)));
+    }
+    path_ = link;
+  }
+  ~PreloadPath() {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  PreloadPath(const PreloadPath&) = delete;
+  PreloadPath& operator=(const PreloadPath&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;  // what LD_PRELOAD names
+  std::string dir_;   // the private directory, when one was made
+};
+
 }  // namespace
 
 int trace(const std::string& run_dir_arg, const std::vector<std::string>& command) {
@@ -45,9 +87,10 @@ int trace(const std::string& run_dir_arg, const std::vector<std::string>& comman
     }
   }
   // An unwritable run directory is not fatal: the tracer warns once per process and the job runs untraced.
+  const PreloadPath preload_path(preload);
   std::vector<std::pair<std::string, std::string>> env = {
-      {"LD_PRELOAD", prepend_path_list("LD_PRELOAD", preload, ':')},
-      {"NVTX_INJECTION64_PATH", preload},
+      {"LD_PRELOAD", prepend_path_list("LD_PRELOAD", preload_path.path(), ':')},
+      {"NVTX_INJECTION64_PATH", preload_path.path()},  // the same file, so dlopen finds the preloaded instance
       {"COLLSCOPE_RUN_DIR", run_dir.string()},
   };
   return run_process(command, env);

@@ -3,6 +3,7 @@
 // directory) and the model state that chose each trial. Written after every state change, so a
 // tuner killed at any moment resumes from it (`collscope tune --resume`).
 #include <collscope/autotuner/search_space.hpp>
+#include <collscope/autotuner/trial_runner.hpp>
 
 #include <cstdint>
 #include <map>
@@ -28,8 +29,23 @@ struct TrialRecord {
   int exit_code = 0;
   double wall_s = 0;
   std::string dir;            // the trial's directory (output.log, trace/)
-  std::int64_t pgid = 0;      // process group of the running trial (killed on resume if still alive)
+  std::int64_t pgid = 0;      // process group of the running trial (0 once it ended; see Study::trial_processes)
   std::int64_t started_unix_ms = 0;
+};
+
+// Held by the one tuner that runs a study: an exclusive flock on STUDY.lock (not on the SQLite file: SQLite's own
+// POSIX locks live there, and NFS maps flock onto them). Released when the tuner exits, however it exits; the file
+// itself stays (removing it would let two tuners lock two different files).
+class StudyLock {
+ public:
+  // Throws InputError naming the study when another process holds it.
+  explicit StudyLock(const std::string& study_path);
+  ~StudyLock();
+  StudyLock(const StudyLock&) = delete;
+  StudyLock& operator=(const StudyLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 class Study {
@@ -50,6 +66,11 @@ class Study {
   std::vector<TrialRecord> trials() const;
   int add_trial(TrialRecord& record);       // assigns record.id; status "running"
   void update_trial(const TrialRecord& record);
+  // Who runs trial `trial_id` (host, boot, process group, marker): what --resume checks before it kills anything.
+  void save_trial_processes(int trial_id, const TrialProcesses& processes);
+  std::optional<TrialProcesses> trial_processes(int trial_id) const;
+  // A random id of the study, made once (trial markers start with it).
+  std::string id();
   // Model state (JSON) that chose trial `trial_id`.
   void save_model(int trial_id, const std::string& json);
   std::optional<std::string> model(int trial_id) const;

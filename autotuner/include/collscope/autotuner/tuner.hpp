@@ -46,6 +46,12 @@ std::vector<Observation> observations(const SearchSpace& space, const std::vecto
 // 130 when interrupted. Throws InputError on bad input.
 int tune(const TuneOptions& options);
 
+// The study's trials, checked against its space: a trial whose values or cube point do not have one entry per knob
+// (a corrupt or hand-edited study) is one line naming the study and the trial (InputError).
+std::vector<TrialRecord> checked_trials(const Study& study, const SearchSpace& space);
+// The space the study was started with (meta.space).
+SearchSpace stored_space(const Study& study);
+
 // `collscope tune show STUDY`: the trial table and the best settings.
 void print_study(const std::string& study_path, std::ostream& out);
 // Writes `export NAME=VALUE` lines (env knobs; others as comments), shell-quoted.
