@@ -205,9 +205,11 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
   if (e.peer >= 0) r.peer = e.peer;
   r.sendbuf = e.sendbuf;
   r.recvbuf = e.recvbuf;
-  if (e.a[0]) r.stream = e.a[0];
-  if (e.a[1]) r.correlation = e.a[1];
-  if (e.a[2]) r.group = static_cast<std::int64_t>(e.a[2]);
+  if (e.flags & kFlagNccl) {
+    if (e.nccl.stream) r.stream = e.nccl.stream;
+    if (e.nccl.correlation) r.correlation = e.nccl.correlation;
+    if (e.nccl.group) r.group = static_cast<std::int64_t>(e.nccl.group);
+  }
   r.thread = e.thread;
   r.start_ns = clock.to_ns(e.t0);
   r.end_ns = clock.to_ns(e.t1);

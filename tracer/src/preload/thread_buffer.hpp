@@ -100,6 +100,8 @@ class ThreadBuffer {
   std::int64_t tid() const { return tid_; }
   const std::string& name() const { return name_; }
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // An event lost before it reached the ring (a full table of pending requests): counted like a ring drop.
+  void count_dropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
   bool empty() const { return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire); }
 
   ThreadBuffer* next = nullptr;  // registry list, written once before publication
