@@ -56,6 +56,12 @@ void* loaded_library_defining(const char* symbol) {
   return s.handle;
 }
 
+bool job_defines(const char* symbol) {
+  void* handle = loaded_library_defining(symbol);
+  if (handle) dlclose(handle);  // drops only the reference RTLD_NOLOAD took
+  return handle != nullptr;
+}
+
 void* next_function(const char* name, void* library) {
   if (void* p = dlsym(RTLD_NEXT, name)) return p;
   return library ? dlsym(library, name) : nullptr;

@@ -9,6 +9,9 @@ namespace collscope::tracer {
 // to RTLD_NEXT). Null when no loaded library defines it.
 void* loaded_library_defining(const char* symbol);
 
+// Whether a library of the job (not the preload, which exports the MPI names itself) defines `symbol`.
+bool job_defines(const char* symbol);
+
 // The next definition of the function `name` after the preload: dlsym(RTLD_NEXT) (another tool preloaded after
 // this one, or the library in the global scope), else the definition in `library` (a handle from above, may be
 // null). Null when neither has it.
