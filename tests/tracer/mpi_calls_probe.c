@@ -7,7 +7,10 @@
  * where PEER is a world rank, "null" for MPI_PROC_NULL, "-" for no such side. Non-blocking calls are printed when
  * posted; persistent ones at each start. Then "rank R: overlap compute_ns=N" for the non-blocking allreduce
  * overlapped with computation, and "rank R: done". With COLLSCOPE_PROBE_OUT=PATH each rank writes its lines to
- * PATH.R instead of stdout (a launcher may split lines when it merges the ranks' output). */
+ * PATH.R instead of stdout (a launcher may split lines when it merges the ranks' output).
+ *
+ * mpi_calls_probe --burst N [--pause-ms P]: only N MPI_Allreduce of one int on MPI_COMM_WORLD back to back, a
+ * pause of P ms (default 1000), 10 more; prints "rank R: burst N+10 calls". */
 #include <mpi.h>
 #if MPI_VERSION < 4 && defined(OPEN_MPI)
 #include <mpi-ext.h> /* MPIX_*_init: Open MPI 4's persistent collectives */
@@ -363,10 +366,29 @@ static void overlap(void) {
   fprintf(out, "rank %d: overlap compute_ns=%.0f\n", rank, compute);
 }
 
+/* Back-to-back calls, more than the tracer's ring holds before its writer drains it. */
+static int burst(long calls, int pause_ms) {
+  int in = 1, sum = 0;
+  for (long i = 0; i < calls; ++i) MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  struct timespec pause = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+  nanosleep(&pause, NULL);
+  for (int i = 0; i < 10; ++i) MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  printf("rank %d: burst %ld calls\n", rank, calls + 10);
+  MPI_Finalize();
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  long burst_calls = 0;
+  int pause_ms = 1000;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--burst") && i + 1 < argc) burst_calls = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc) pause_ms = atoi(argv[++i]);
+  }
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (burst_calls > 0) return burst(burst_calls, pause_ms);
   out = stdout;
   const char* path = getenv("COLLSCOPE_PROBE_OUT");
   if (path && *path) {
