@@ -5,6 +5,7 @@
 #include <collscope/store/trace_reader.hpp>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "../common/run_process.hpp"
 
 namespace collscope::testing {
 
@@ -89,6 +92,44 @@ inline void expect_collectives_match(const store::TraceReader& trace, const std:
       EXPECT_EQ(r.status, 0) << where;
       EXPECT_LE(r.start_ns, r.end_ns) << where;
     }
+  }
+}
+
+// A probe run under `collscope trace`, each rank's account in account.R.
+struct ProbeRun {
+  ProcessResult result;
+  std::filesystem::path dir, account;
+};
+
+inline std::string bin_dir() { return env_or("COLLSCOPE_BIN", "build/bin"); }
+
+inline ProbeRun run_traced_probe(const std::string& name, const std::vector<std::string>& job,
+                                 std::vector<std::pair<std::string, std::string>> env = {}) {
+  namespace fs = std::filesystem;
+  ProbeRun run;
+  run.dir = fs::temp_directory_path() / ("collscope-probe-test-" + std::to_string(getpid())) / name;
+  fs::remove_all(run.dir);
+  fs::create_directories(run.dir.parent_path());
+  run.account = run.dir.string() + "-account";
+  std::vector<std::string> argv = {bin_dir() + "/collscope", "trace", "-o", run.dir.string(), "--"};
+  argv.insert(argv.end(), job.begin(), job.end());
+  env.emplace_back("COLLSCOPE_PROBE_OUT", run.account.string());
+  run.result = run_process(argv, env, 120);
+  return run;
+}
+
+// The run ended well, said nothing from collscope, and each of its `ranks` ranks' account matches its trace.
+inline void expect_probe_traced_exactly(const ProbeRun& run, const std::string& abi, int ranks = 2) {
+  const auto& r = run.result;
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("collscope:"), std::string::npos) << r.err;  // nothing to warn about
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string said = account_of(run.account, rank);
+    ASSERT_NE(said.find("rank " + std::to_string(rank) + ": done"), std::string::npos) << said << r.out << r.err;
+    store::TraceReader trace((run.dir / store::rank_file_name(rank)).string());
+    EXPECT_EQ(trace.meta_value("mpi_abi").value_or(""), abi);
+    expect_collectives_match(trace, said, rank);
   }
 }
 

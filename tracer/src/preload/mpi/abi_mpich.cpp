@@ -1,5 +1,5 @@
 // The MPI wrappers compiled against MPICH's mpi.h: the MPICH ABI, shared by MVAPICH, Intel MPI and Cray MPICH.
-// Predefined handles are integer constants. MPICH's Fortran bindings call the C MPI_X, so PMPI_X passes through.
+// Predefined handles are integer constants.
 #include "mpi/abi_prelude.hpp"
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
@@ -23,7 +23,6 @@ constexpr const char* kAbiName = "MPICH";
 
 extern const AbiWrappers kMpichWrappers = {
     .name = mpich_abi::kAbiName,
-    .wrap_profiling_names = false,
     .wrappers = mpich_abi::kWrappers,
     .prepare = &mpich_abi::prepare,
     .error_other = MPI_ERR_OTHER,

@@ -1,6 +1,5 @@
 // The MPI wrappers compiled against Open MPI's mpi.h (Open MPI 4 and 5 share this ABI). Predefined handles are
 // addresses of libmpi globals: looked up when the slots are bound, never linked (the preload links no MPI).
-// Open MPI's Fortran bindings (mpif.h, use mpi, use mpi_f08) call PMPI_X, so the PMPI_X entry points record too.
 #include "mpi/abi_prelude.hpp"
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
@@ -24,7 +23,6 @@ constexpr const char* kAbiName = "Open MPI";
 
 extern const AbiWrappers kOpenMpiWrappers = {
     .name = open_mpi_abi::kAbiName,
-    .wrap_profiling_names = true,
     .wrappers = open_mpi_abi::kWrappers,
     .prepare = &open_mpi_abi::prepare,
     .error_other = MPI_ERR_OTHER,

@@ -24,7 +24,6 @@ constexpr const char* kAbiName = "MPI standard ABI";
 
 extern const AbiWrappers kStandardAbiWrappers = {
     .name = standard_abi::kAbiName,
-    .wrap_profiling_names = false,
     .wrappers = standard_abi::kWrappers,
     .prepare = &standard_abi::prepare,
     .error_other = MPI_ERR_OTHER,

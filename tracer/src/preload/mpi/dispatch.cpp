@@ -144,7 +144,7 @@ __attribute__((visibility("hidden"), used)) void collscope_mpi_bind() {
   for (int i = 0; i < kMpiExportCount; ++i) {
     const MpiExport& e = kMpiExports[i];
     void* target = nullptr;
-    if (abi && abi->wrappers[e.function] && g_mpi_real[e.function] && (!e.profiling || abi->wrap_profiling_names))
+    if (abi && abi->wrappers[e.function] && g_mpi_real[e.function])
       target = abi->wrappers[e.function];
     if (!target) target = next_function(e.symbol, library);
     if (!target) target = g_mpi_real[e.function];

@@ -5,6 +5,8 @@
 // from MPI_Abi_get_version and MPI_Get_library_version (both ABI-neutral), and each slot pointed at the wrapper
 // compiled against that ABI's mpi.h, or at the real function (pass-through: an MPI the tracer does not know gets
 // one line on stderr), or, where the library has no such function, at a stub that warns and returns an error.
+// PMPI_X records as MPI_X does: Fortran bindings call PMPI_X directly (all of Open MPI's, MPICH's mpi_f08 for
+// many functions), and the recorder's nesting depth keeps a call made inside a recorded one from counting twice.
 #include <cstdint>
 
 #include "mpi_functions.hpp"
@@ -14,7 +16,6 @@ namespace collscope::tracer::mpi {
 // What one ABI's compilation of the wrappers (mpi/abi_<name>.cpp) offers the dispatcher.
 struct AbiWrappers {
   const char* name;             // "Open MPI", "MPICH", "MPI standard ABI"
-  bool wrap_profiling_names;    // PMPI_X records too: Open MPI's Fortran bindings call PMPI_X, not MPI_X
   void* const* wrappers;        // [kMpiFunctionCount]; null: pass-through
   bool (*prepare)(void* library);  // run-time look-ups (predefined handles); false: pass-through
   int error_other;              // MPI_ERR_OTHER, returned by a call to a function the library lacks

@@ -254,11 +254,11 @@ def generate(table, out_dir):
     h.append("inline constexpr const char* kMpiName[kMpiFunctionCount] = {")
     h += [f'    "{f.symbol}",' for f in forms] + ["};", ""]
     h.append("// Entry points the preload exports, slot by slot: MPI_X and PMPI_X for every interposed function.")
-    h.append("struct MpiExport {\n  const char* symbol;\n  MpiFunction function;\n  bool profiling;  // the PMPI_ name\n};")
+    h.append("struct MpiExport {\n  const char* symbol;\n  MpiFunction function;\n};")
     h.append("inline constexpr MpiExport kMpiExports[] = {")
     for f in exported:
-        h.append(f'    {{"{f.symbol}", {f.ident}, false}},')
-        h.append(f'    {{"P{f.symbol}", {f.ident}, true}},')
+        h.append(f'    {{"{f.symbol}", {f.ident}}},')
+        h.append(f'    {{"P{f.symbol}", {f.ident}}},')
     h += ["};", f"inline constexpr int kMpiExportCount = {2 * len(exported)};", "", "}  // namespace collscope::tracer", ""]
     (out / "mpi_functions.hpp").write_text("\n".join(h))
 
