@@ -17,7 +17,7 @@ namespace collscope::tracer {
 // Depth of traced calls on this thread. A call made from inside another traced call (an MPI library's own calls
 // through its exported names, a Fortran layer that calls the C one) belongs to the outer call: only the
 // outermost is recorded, so nothing is counted twice whatever the layering.
-extern __attribute__((tls_model("initial-exec"))) thread_local int t_traced_depth;
+extern __attribute__((tls_model("initial-exec"))) constinit thread_local int t_traced_depth;
 
 // Hot-path check at the top of every wrapper.
 inline bool tracing_this_call() { return recording() && t_traced_depth == 0; }

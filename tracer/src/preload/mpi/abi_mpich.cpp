@@ -15,6 +15,8 @@ constexpr const char* kAbiName = "MPICH";
 
 #include "mpi_prototypes.inc"
 #include "mpi/abi_body.hpp"
+#include "mpi/abi_collectives.hpp"
+#include "mpi/abi_messages.hpp"
 #include "mpi_wrappers.inc"
 #include "mpi/abi_custom.hpp"
 

@@ -16,6 +16,8 @@ constexpr const char* kAbiName = "MPI standard ABI";
 
 #include "mpi_prototypes.inc"
 #include "mpi/abi_body.hpp"
+#include "mpi/abi_collectives.hpp"
+#include "mpi/abi_messages.hpp"
 #include "mpi_wrappers.inc"
 #include "mpi/abi_custom.hpp"
 

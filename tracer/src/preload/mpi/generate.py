@@ -151,17 +151,18 @@ def arg_list(form, substitute_status=False):
 
 
 def shape_lines(form):
-    """Statements filling the wrapper's Shape from the arguments' roles."""
+    """Statements filling the wrapper's shape (mpi/abi_collectives.hpp, abi_messages.hpp) from the roles."""
+    collective = form.row[0] == "coll"
     lines = [f"s.op = Op::{form.op};"]
     for p in form.params:
         n = p.name
         for r in p.roles:
-            if r in AMOUNT_ROLES or r in IN_PLACE_ROLES:
+            if collective and (r in AMOUNT_ROLES or r in IN_PLACE_ROLES):
                 field, per = AMOUNT_ROLES.get(r) or IN_PLACE_ROLES[r]
                 target = "s.in_place" if r in IN_PLACE_ROLES else "s.amount"
                 if field == "type":
                     lines.append(f"{target}.set_type({n});")
-                    if target == "s.amount" and form.row[0] == "coll":
+                    if target == "s.amount":
                         side = "Send" if n.startswith("send") else "Recv" if n.startswith("recv") else "Both"
                         lines.append(f"s.amount_side = Side::{side};")
                 elif field == "types":
@@ -173,6 +174,8 @@ def shape_lines(form):
                     lines.append(f"{target}.elements = {n};")
                 if per:
                     lines.append(f"{target}.per = Per::{per};")
+            elif not collective and r == "type": lines.append(f"s.set_type({n});")
+            elif not collective and r.startswith("elems"): pass  # a message's bytes: count x size of its type
             elif r == "comm": lines.append(f"s.comm = {n};")
             elif r == "rtype": lines.append(f"s.set_recv_type({n});")
             elif r == "reduce": lines.append(f"s.set_reduce({n});")
@@ -215,7 +218,8 @@ def wrapper(form):
         body = [f"  return comm_created(\"{form.name.lower().removeprefix('comm_')}\", {role_arg(form, 'comm')}, {role_arg(form, 'newcomm')},"
                 f" {'std::optional<std::int64_t>(' + color + ')' if color else 'std::nullopt'}, [&] {{ return {call}; }});"]
         return head + body + ["}"]
-    body = ["  if (!tracing_this_call()) return " + call + ";", "  Shape s;"]
+    shape = "CollectiveShape" if form.row[0] == "coll" else "MessageShape"
+    body = ["  if (!tracing_this_call()) return " + call + ";", f"  {shape} s;"]
     body += ["  " + l for l in shape_lines(form)]
     lam = f"[&] {{ return real({arg_list(form, substitute_status=True)}); }}"
     if b in ("coll_blocking", "message_blocking"):

@@ -23,8 +23,9 @@ std::size_t bucket(RequestKey r) { return (r >> 4 ^ r >> 13 ^ r) & (kTableSize -
 // atomic words: the claimer makes `version` odd, stores the words, makes it even, then publishes. The writer
 // thread's scan reads version, request, the words, version and request again, and keeps the copy only when
 // neither changed: a slot freed and claimed again meanwhile (even for the same handle value, which MPI reuses)
-// changed the version. Every shared word is an atomic, so the copy is a race in no memory model (TSan-clean);
-// on x86 the relaxed accesses are plain moves.
+// changed the version. Every shared word is an atomic, so the copy is a race in no memory model, and the words are
+// stored with release and loaded with acquire instead of fences (which ThreadSanitizer cannot follow): a reader
+// that sees a word of a new event then sees that event's odd version. On x86 all of these are plain moves.
 struct PendingSlot {
   std::atomic<RequestKey> request{kFree};
   std::atomic<std::uint32_t> version{0};
@@ -38,12 +39,12 @@ std::atomic<int> g_pending_count{0};
 void store_words(PendingSlot& s, const Event& e) {
   std::uint64_t w[kWords];
   std::memcpy(w, &e, sizeof e);
-  for (std::size_t i = 0; i < kWords; ++i) s.words[i].store(w[i], std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kWords; ++i) s.words[i].store(w[i], std::memory_order_release);
 }
 
 void load_words(const PendingSlot& s, Event& e) {
   std::uint64_t w[kWords];
-  for (std::size_t i = 0; i < kWords; ++i) w[i] = s.words[i].load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kWords; ++i) w[i] = s.words[i].load(std::memory_order_acquire);
   std::memcpy(&e, w, sizeof e);
 }
 
@@ -89,7 +90,6 @@ bool pending_add(RequestKey r, const Event& e) {
     copy.thread = this_thread_buffer().index();
     const std::uint32_t v = s.version.load(std::memory_order_relaxed);
     s.version.store(v + 1, std::memory_order_relaxed);  // odd: being written
-    std::atomic_thread_fence(std::memory_order_release);
     store_words(s, copy);
     s.wait_ticks.store(0, std::memory_order_relaxed);
     s.wait_calls.store(0, std::memory_order_relaxed);
@@ -138,7 +138,6 @@ void scan_pending_collectives(const std::function<void(const Event&)>& fn) {
     if (r1 == kFree || r1 == kClaimed || (v1 & 1)) continue;
     Event copy;
     load_words(s, copy);
-    std::atomic_thread_fence(std::memory_order_acquire);
     if (s.version.load(std::memory_order_relaxed) != v1 || s.request.load(std::memory_order_relaxed) != r1) continue;
     if (copy.kind == EventKind::Collective) fn(copy);
   }
