@@ -10,17 +10,17 @@
 #include <regex>
 
 #include "run_process.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using collscope::store::TraceReader;
 using collscope::store::rank_file_name;
-using collscope::testing::env_or;
 using collscope::testing::mpirun;
 using collscope::testing::run_process;
 
 namespace {
 
-const std::string kBin = env_or("COLLSCOPE_BIN", COLLSCOPE_TEST_BIN_DIR);
+const std::string kBin = collscope::test::bin_dir();
 
 fs::path fresh_dir(const std::string& name) {
   const auto dir = fs::temp_directory_path() / ("collscope-preload-writer-" + std::to_string(getpid())) / name;

@@ -6,6 +6,8 @@
 #include <collscope/store/trace_writer.hpp>
 
 #include <gtest/gtest.h>
+
+#include "test_support.hpp"
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,11 +19,7 @@ using namespace collscope::store;
 
 namespace {
 
-fs::path temp_dir() {
-  auto dir = fs::temp_directory_path() / ("collscope-table-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir() { return collscope::test::temp_root("collscope-table-test"); }
 
 CollectiveRow collective(int i) {
   CollectiveRow r;
