@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "run_process.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using collscope::testing::env_or;
@@ -19,7 +20,7 @@ using collscope::testing::run_process;
 
 namespace {
 
-const std::string kBin = env_or("COLLSCOPE_BIN", COLLSCOPE_TEST_BIN_DIR);
+const std::string kBin = collscope::test::bin_dir();
 const std::string kPreload = env_or("COLLSCOPE_PRELOAD", kBin + "/../lib/libcollscope-preload.so");
 
 std::vector<std::string> lines_of(const std::string& text) {

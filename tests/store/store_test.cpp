@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include <filesystem>
 #include <fstream>
 
@@ -14,11 +16,7 @@ using namespace collscope::store;
 
 namespace {
 
-fs::path temp_dir() {
-  auto dir = fs::temp_directory_path() / ("collscope-store-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir() { return collscope::test::temp_root("collscope-store-test"); }
 
 std::string error_of(const std::string& path) {
   try {

@@ -6,6 +6,8 @@
 #include <collscope/store/trace_writer.hpp>
 
 #include <gtest/gtest.h>
+
+#include "test_support.hpp"
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,11 +19,7 @@ using namespace collscope::store;
 
 namespace {
 
-fs::path temp_dir() {
-  auto dir = fs::temp_directory_path() / ("collscope-table-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir() { return collscope::test::temp_root("collscope-table-test"); }
 
 CollectiveRow collective(int i) {
   CollectiveRow r;
@@ -184,6 +182,36 @@ TEST(Tables, IdsAreConsecutiveAcrossBatchesAndUpdatesReachWaitingRows) {
     EXPECT_EQ(got.correlation, want.correlation);
     EXPECT_EQ(got.status, want.status);
   }
+}
+
+TEST(Tables, GivenIdsAndNumberedIdsMixInOneTable) {
+  // Imports give their own ids; the tracer leaves them to the writer. Batches with and without given ids must
+  // agree with what last_id() said.
+  const auto path = (temp_dir() / "mixed-ids.sqlite").string();
+  std::vector<std::int64_t> said;
+  {
+    TraceWriter w(path);
+    w.begin();
+    for (int i = 0; i < 70; ++i) w.add_collective(collective(i)), said.push_back(w.last_id());
+    CollectiveRow given = collective(70);
+    given.id = 1000;
+    w.add_collective(given);
+    said.push_back(w.last_id());
+    for (int i = 71; i < 200; ++i) w.add_collective(collective(i)), said.push_back(w.last_id());
+    w.commit();
+  }
+  std::vector<std::int64_t> ids, seqs;
+  TraceReader(path).for_each<CollectiveRow>(columns<&CollectiveRow::id, &CollectiveRow::seq>(), [&](const CollectiveRow& r) {
+    ids.push_back(r.id);
+    seqs.push_back(r.seq);
+  });
+  EXPECT_EQ(ids, said);
+  ASSERT_EQ(ids.size(), 200u);
+  EXPECT_EQ(ids[69], 70);
+  EXPECT_EQ(ids[70], 1000);
+  EXPECT_EQ(ids[71], 1001);
+  EXPECT_EQ(ids[199], 1129);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(seqs[i], i);
 }
 
 TEST(Tables, ProjectionReadsOnlyTheChosenColumns) {
