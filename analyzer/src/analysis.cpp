@@ -65,7 +65,7 @@ Analysis analyze(Run run, const AnalysisOptions& options) {
   const std::int64_t batch = options.batch_size > 0 ? options.batch_size : command_line_int(a.run, "batch-size").value_or(0);
   a.steps = StepDetector({.batch_size = batch}).detect(a.run, a.clocks, a.matched);
   a.op_sizes = op_size_stats(a.matched);
-  a.findings = detect_findings(a.run, a.matched, a.steps, options);
+  a.findings = detect_findings({a.run, a.clocks, a.matched, a.steps, options});
   std::int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& i : a.matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
   a.wall_ns = hi > lo ? double(hi - lo) : 0;

@@ -1,4 +1,5 @@
 // Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
+#include <collscope/run/parallel.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
@@ -209,15 +210,7 @@ Run RunLoader::load(const std::string& run_dir) const {
 
   SharedTables shared;
   std::vector<LoadedFile> loaded(paths.size());
-  int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::clamp(threads, 1, static_cast<int>(paths.size()));
-  std::atomic<std::size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int i = 0; i < threads; ++i)
-    pool.emplace_back([&] {
-      for (std::size_t k = next++; k < paths.size(); k = next++) load_file(paths[k], options_, shared, loaded[k]);
-    });
-  for (auto& t : pool) t.join();
+  parallel_for(paths.size(), [&](std::size_t k) { load_file(paths[k], options_, shared, loaded[k]); }, options_.threads);
 
   Run run;
   run.dir = run_dir;
