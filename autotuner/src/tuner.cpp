@@ -186,7 +186,7 @@ int tune(const TuneOptions& options) {
   std::uint64_t seed = options.seed;
   int budget = options.trials;
   if (options.resume && existing) {
-    study_holder.emplace(Study::open(options.study_path));
+    study_holder.emplace(Study::open(options.study_path, Study::Access::ReadWrite));
     Study& st = *study_holder;
     if (st.meta("space").value_or("") != file_space.yaml_text())
       throw InputError(fmt::format("{}: {} differs from the space this study was started with (start a new --study)",
@@ -404,6 +404,7 @@ int tune(const TuneOptions& options) {
 
   const auto all = study.trials();
   const auto best = best_settings(space, all);
+  study.close_for_readers();
   if (!options.report_dir.empty()) write_report(space, all, options.report_dir, fs::path(options.study_path).filename().string());
   if (interrupted) {
     fmt::print(stderr, "collscope tune: interrupted; continue with --resume --study {}\n", options.study_path);

@@ -422,3 +422,16 @@ trial: {timeout_s: 20, confirm_top: 0}
   EXPECT_LT(seconds, 60.0);
   EXPECT_NE(read_file(dir / "show.txt").find("75002 trials"), std::string::npos);
 }
+
+// A finished study is a plain rollback-journal file: `tune show` opens it read-only and leaves nothing beside it.
+TEST(TuneStudy, ShowReadsAFinishedStudyWithoutWritingIt) {
+  const fs::path dir = fresh_dir("readonly");
+  const fs::path study = quick_study(dir, 2);
+  const auto before = fs::last_write_time(study);
+  ASSERT_EQ(shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune show s.sqlite --report rep > show.log 2>&1"), 0)
+      << read_file(dir / "show.log");
+  EXPECT_NE(read_file(dir / "show.log").find("best: v=5"), std::string::npos) << read_file(dir / "show.log");
+  EXPECT_FALSE(fs::exists(dir / "s.sqlite-wal"));
+  EXPECT_FALSE(fs::exists(dir / "s.sqlite-shm"));
+  EXPECT_EQ(fs::last_write_time(study), before);
+}

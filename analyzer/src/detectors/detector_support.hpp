@@ -3,6 +3,7 @@
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/findings.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -4,14 +4,13 @@
 // tuner killed at any moment resumes from it (`collscope tune --resume`).
 #include <collscope/autotuner/search_space.hpp>
 #include <collscope/autotuner/trial_runner.hpp>
+#include <collscope/store/sqlite.hpp>
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
-
-struct sqlite3;
 
 namespace collscope::autotuner {
 
@@ -52,12 +51,10 @@ class Study {
  public:
   // Creates a new study file; throws InputError when it already holds trials (use --resume).
   static Study create(const std::string& path, const std::map<std::string, std::string>& meta);
-  // Opens an existing study; throws InputError naming the file when it is missing or not a study.
-  static Study open(const std::string& path);
-  ~Study();
-  Study(Study&& other) noexcept;
-  Study& operator=(Study&&) = delete;
-  Study(const Study&) = delete;
+  enum class Access { ReadOnly, ReadWrite };
+  // Opens an existing study; throws InputError naming the file when it is missing or not a study. Read-only (`tune
+  // show`, reports, tests) never writes it; the tuner opens it for writing.
+  static Study open(const std::string& path, Access access = Access::ReadOnly);
 
   const std::string& path() const { return path_; }
   std::optional<std::string> meta(const std::string& key) const;
@@ -69,6 +66,10 @@ class Study {
   // Who runs trial `trial_id` (host, boot, process group, marker): what --resume checks before it kills anything.
   void save_trial_processes(int trial_id, const TrialProcesses& processes);
   std::optional<TrialProcesses> trial_processes(int trial_id) const;
+  // Called by the tuner when it is done: the file goes back to a rollback journal, so readers (tune show, the viewer,
+  // another user, a read-only mount) open it read-only and leave no -wal/-shm files behind. While a tuner writes it
+  // is in WAL mode (readers never block the writer). Best effort: a reader holding it keeps WAL until next time.
+  void close_for_readers();
   // A random id of the study, made once (trial markers start with it).
   std::string id();
   // Model state (JSON) that chose trial `trial_id`.
@@ -76,12 +77,10 @@ class Study {
   std::optional<std::string> model(int trial_id) const;
 
  private:
-  explicit Study(std::string path);
-  void exec(const char* sql) const;
-  [[noreturn]] void fail(const std::string& what) const;
+  Study(std::string path, store::sqlite::Database db);
 
   std::string path_;
-  sqlite3* db_ = nullptr;
+  store::sqlite::Database db_;
 };
 
 }  // namespace collscope::autotuner
