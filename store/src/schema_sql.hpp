@@ -34,6 +34,16 @@ CREATE TABLE gpu_activities(
   id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, name INTEGER NOT NULL, device INTEGER NOT NULL,
   stream INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, correlation INTEGER NOT NULL,
   bytes INTEGER NOT NULL, copy_kind INTEGER);
+CREATE TABLE nccl_profile(
+  collective INTEGER PRIMARY KEY, algorithm INTEGER NOT NULL, protocol INTEGER NOT NULL, channels INTEGER NOT NULL,
+  warps INTEGER NOT NULL, kernel_channels INTEGER NOT NULL, nccl_seq INTEGER NOT NULL, proxy_ops INTEGER NOT NULL,
+  api_version INTEGER NOT NULL);
+CREATE TABLE nccl_proxy_ops(
+  id INTEGER PRIMARY KEY, collective INTEGER NOT NULL, channel INTEGER NOT NULL, peer INTEGER NOT NULL,
+  is_send INTEGER NOT NULL, steps INTEGER NOT NULL, steps_done INTEGER NOT NULL, chunk_bytes INTEGER NOT NULL,
+  bytes INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
+CREATE TABLE collective_gpu_work(
+  collective INTEGER NOT NULL, activity INTEGER NOT NULL, PRIMARY KEY(collective, activity)) WITHOUT ROWID;
 )sql";
 
 }  // namespace collscope::store::detail

@@ -354,9 +354,51 @@ std::vector<CallInFlightRow> TraceReader::calls_in_flight() const {
   return out;
 }
 
+// ---- schema 1.2: NCCL profiler and CUPTI links (nccl_profile.hpp) ----
+
+namespace {
+bool before_1_2(SchemaVersion v) { return v.major == 1 && v.minor < 2; }
+}  // namespace
+
+std::vector<NcclProfileRow> TraceReader::nccl_profile() const {
+  std::vector<NcclProfileRow> out;
+  if (before_1_2(version_)) return out;
+  Query q(db_, path_,
+          "SELECT collective, algorithm, protocol, channels, warps, kernel_channels, nccl_seq, proxy_ops, api_version "
+          "FROM nccl_profile ORDER BY collective");
+  while (q.step())
+    out.push_back({q.i(0), q.i(1), q.i(2), static_cast<std::int32_t>(q.i(3)), static_cast<std::int32_t>(q.i(4)),
+                   static_cast<std::int32_t>(q.i(5)), q.i(6), static_cast<std::int32_t>(q.i(7)),
+                   static_cast<std::int32_t>(q.i(8))});
+  return out;
+}
+
+std::vector<NcclProxyOpRow> TraceReader::nccl_proxy_ops() const {
+  std::vector<NcclProxyOpRow> out;
+  if (before_1_2(version_)) return out;
+  Query q(db_, path_,
+          "SELECT id, collective, channel, peer, is_send, steps, steps_done, chunk_bytes, bytes, start_ns, end_ns "
+          "FROM nccl_proxy_ops ORDER BY id");
+  while (q.step())
+    out.push_back({q.i(0), q.i(1), static_cast<std::int32_t>(q.i(2)), static_cast<std::int32_t>(q.i(3)), q.i(4) != 0,
+                   static_cast<std::int32_t>(q.i(5)), static_cast<std::int32_t>(q.i(6)), q.i(7), q.i(8), q.i(9),
+                   q.i(10)});
+  return out;
+}
+
+std::vector<CollectiveGpuWorkRow> TraceReader::collective_gpu_work() const {
+  std::vector<CollectiveGpuWorkRow> out;
+  if (before_1_2(version_)) return out;
+  Query q(db_, path_, "SELECT collective, activity FROM collective_gpu_work ORDER BY collective, activity");
+  while (q.step()) out.push_back({q.i(0), q.i(1)});
+  return out;
+}
+
 std::int64_t TraceReader::row_count(std::string_view table) const {
-  static constexpr std::string_view kTables[] = {"meta", "strings", "threads", "communicators", "collectives",
-                                                 "buffers", "nvtx_ranges", "gpu_activities", "calls_in_flight"};
+  static constexpr std::string_view kTables[] = {"meta",          "strings",        "threads",
+                                                 "communicators", "collectives",    "buffers",
+                                                 "nvtx_ranges",   "gpu_activities", "calls_in_flight",
+                                                 "nccl_profile",  "nccl_proxy_ops", "collective_gpu_work"};
   bool known = false;
   for (auto t : kTables) known |= (t == table);
   if (!known) fail(fmt::format("unknown table '{}'", table));

@@ -102,6 +102,13 @@ TraceWriter::TraceWriter(std::string path) : path_(std::move(path)) {
       "INSERT OR REPLACE INTO calls_in_flight(thread, comm, seq, op, count, datatype, bytes, reduce_op, root, "
       "start_ns, seen_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
   in_flight_clear_ = prepare("DELETE FROM calls_in_flight WHERE thread = ?1");
+  nccl_profile_ = prepare(
+      "INSERT OR REPLACE INTO nccl_profile(collective, algorithm, protocol, channels, warps, kernel_channels, "
+      "nccl_seq, proxy_ops, api_version) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+  nccl_proxy_op_ = prepare(
+      "INSERT INTO nccl_proxy_ops(id, collective, channel, peer, is_send, steps, steps_done, chunk_bytes, bytes, "
+      "start_ns, end_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  gpu_work_ = prepare("INSERT OR IGNORE INTO collective_gpu_work(collective, activity) VALUES(?1, ?2)");
   {
     sqlite3_stmt* op = prepare("INSERT INTO ops(code, name) VALUES(?1, ?2)");
     for (int i = 0; i < kOpCount; ++i) {
@@ -124,7 +131,7 @@ TraceWriter::~TraceWriter() {
   if (!db_) return;
   if (in_transaction_) sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
   for (sqlite3_stmt* s : {meta_, string_, thread_, comm_, comm_destroyed_, collective_, collective_gpu_, nvtx_,
-                          gpu_, buffer_, in_flight_, in_flight_clear_})
+                          gpu_, buffer_, in_flight_, in_flight_clear_, nccl_profile_, nccl_proxy_op_, gpu_work_})
     sqlite3_finalize(s);
   sqlite3_close(db_);
 }
@@ -298,6 +305,44 @@ void TraceWriter::set_call_in_flight(const CallInFlightRow& r) {
 void TraceWriter::clear_call_in_flight(std::int64_t thread) {
   bind_i(in_flight_clear_, 1, thread);
   step_reset(in_flight_clear_, *this);
+}
+
+// ---- schema 1.2: NCCL profiler and CUPTI links (nccl_profile.hpp) ----
+
+void TraceWriter::add_nccl_profile(const NcclProfileRow& r) {
+  sqlite3_stmt* s = nccl_profile_;
+  bind_i(s, 1, r.collective);
+  bind_i(s, 2, r.algorithm);
+  bind_i(s, 3, r.protocol);
+  bind_i(s, 4, r.channels);
+  bind_i(s, 5, r.warps);
+  bind_i(s, 6, r.kernel_channels);
+  bind_i(s, 7, r.nccl_seq);
+  bind_i(s, 8, r.proxy_ops);
+  bind_i(s, 9, r.api_version);
+  step_reset(s, *this);
+}
+
+void TraceWriter::add_nccl_proxy_op(const NcclProxyOpRow& r) {
+  sqlite3_stmt* s = nccl_proxy_op_;
+  bind_id(s, 1, r.id);
+  bind_i(s, 2, r.collective);
+  bind_i(s, 3, r.channel);
+  bind_i(s, 4, r.peer);
+  bind_i(s, 5, r.is_send ? 1 : 0);
+  bind_i(s, 6, r.steps);
+  bind_i(s, 7, r.steps_done);
+  bind_i(s, 8, r.chunk_bytes);
+  bind_i(s, 9, r.bytes);
+  bind_i(s, 10, r.start_ns);
+  bind_i(s, 11, r.end_ns);
+  step_reset(s, *this);
+}
+
+void TraceWriter::add_collective_gpu_work(const CollectiveGpuWorkRow& r) {
+  bind_i(gpu_work_, 1, r.collective);
+  bind_i(gpu_work_, 2, r.activity);
+  step_reset(gpu_work_, *this);
 }
 
 std::int64_t TraceWriter::last_id() const { return sqlite3_last_insert_rowid(db_); }

@@ -10,7 +10,7 @@
 namespace collscope::store {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 1;  // 1.1: calls_in_flight
+inline constexpr int kSchemaMinor = 2;  // 1.1: calls_in_flight; 1.2: nccl_profile, nccl_proxy_ops, collective_gpu_work
 
 // Collective and point-to-point operations. The numeric codes are part of the file format.
 enum class Op : std::uint8_t {

@@ -1,6 +1,7 @@
 #pragma once
 // Reads one rank's trace file. Opens read-only (works while the tracer is still writing: WAL mode),
 // checks the schema version and refuses an unknown major version with a one-line collscope::InputError.
+#include <collscope/store/nccl_profile.hpp>
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
@@ -69,6 +70,10 @@ class TraceReader {
   std::vector<BufferRow> buffers() const;
   // Calls still in flight when the file was last written (empty for schema 1.0 files, which lack the table).
   std::vector<CallInFlightRow> calls_in_flight() const;
+  // Schema 1.2 (empty for older files, which lack the tables): NCCL profiler rows and CUPTI links.
+  std::vector<NcclProfileRow> nccl_profile() const;        // by collective
+  std::vector<NcclProxyOpRow> nccl_proxy_ops() const;      // by id
+  std::vector<CollectiveGpuWorkRow> collective_gpu_work() const;  // by collective, then activity
 
   std::int64_t row_count(std::string_view table) const;
 

@@ -1,6 +1,7 @@
 #pragma once
 // Writes one rank's trace file (schema v1). Not thread-safe: the preload's single writer thread owns it.
 // Rows are buffered by SQLite inside begin()/commit() batches; a crash loses at most the open batch.
+#include <collscope/store/nccl_profile.hpp>
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
@@ -41,6 +42,10 @@ class TraceWriter {
   void upsert_buffer(const BufferRow& row);            // one row per address
   void set_call_in_flight(const CallInFlightRow& row);  // replaces the thread's row
   void clear_call_in_flight(std::int64_t thread);
+  // NCCL profiler and CUPTI links (schema 1.2, nccl_profile.hpp; written in nccl_profile_writer.cpp).
+  void add_nccl_profile(const NcclProfileRow& row);  // replaces the collective's row
+  void add_nccl_proxy_op(const NcclProxyOpRow& row);
+  void add_collective_gpu_work(const CollectiveGpuWorkRow& row);  // a repeated pair is ignored
 
   // Last rowid assigned by an add_* call.
   std::int64_t last_id() const;
@@ -64,6 +69,9 @@ class TraceWriter {
   sqlite3_stmt* buffer_ = nullptr;
   sqlite3_stmt* in_flight_ = nullptr;
   sqlite3_stmt* in_flight_clear_ = nullptr;
+  sqlite3_stmt* nccl_profile_ = nullptr;
+  sqlite3_stmt* nccl_proxy_op_ = nullptr;
+  sqlite3_stmt* gpu_work_ = nullptr;
   std::unordered_map<std::string, std::int64_t> interned_;
   std::int64_t next_string_id_ = 1;
   bool in_transaction_ = false;
