@@ -26,6 +26,7 @@
 #include "cupti_decode.hpp"
 #include "gpu_capture.hpp"
 #include "gpu_fusion.hpp"
+#include "nccl_profile_sink.hpp"
 #include "runtime.hpp"
 
 namespace collscope::tracer::gpu {
@@ -253,7 +254,10 @@ void write_buffer(State& s, const Completed& c, WriterContext& ctx) {
     row.copy_kind = a.copy_kind;
     ctx.writer.add_gpu_activity(row);
     ++s.activities;
-    if (a.kind == store::GpuActivityKind::Kernel) s.matcher.add_kernel(a.correlation, row.start_ns, row.end_ns);
+    // Every kernel, copy and memset an NCCL call launched is its GPU work (a one-rank communicator's collective
+    // is a copy); synchronisation records are waits, not work.
+    if (a.kind != store::GpuActivityKind::Sync)
+      s.matcher.add_kernel(a.correlation, row.start_ns, row.end_ns, ctx.writer.last_id());
   }
   std::free(c.buffer);
 }
@@ -281,7 +285,11 @@ void on_drain(WriterContext& ctx) {
     buffers.swap(s.completed);
   }
   for (const Completed& c : buffers) write_buffer(s, c, ctx);
-  for (const auto& u : s.matcher.take_updates()) ctx.writer.set_collective_gpu_times(u.row_id, u.gpu_start_ns, u.gpu_end_ns);
+  for (const auto& u : s.matcher.take_updates())
+    // A collective NCCL's profiler timed from its kernel channels keeps those times (nccl_profile_sink.hpp).
+    if (!nccl_profile::has_kernel_channel_times(u.row_id))
+      ctx.writer.set_collective_gpu_times(u.row_id, u.gpu_start_ns, u.gpu_end_ns);
+  for (const auto& l : s.matcher.take_links()) ctx.writer.add_collective_gpu_work({l.collective_row, l.activity_row});
   std::size_t dropped = 0;
   if (s.api.ActivityGetNumDroppedRecords && s.api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
       dropped > 0)

@@ -41,7 +41,8 @@ struct Event {
   std::uint32_t reduce_op;  // runtime string id, 0 = none
   std::int32_t peer;        // -1 = none
   std::uint32_t thread;     // ThreadBuffer index of the recording thread (set by emit)
-  std::uint64_t a[5];       // kind-specific; collectives: a[0] stream, a[1] correlation, a[2] group id
+  std::uint64_t a[5];       // kind-specific; collectives: a[0] stream, a[1] correlation, a[2] group id,
+                            // NCCL: a[3] NCCL's per-function seq + 1 (0 none), a[4] count x datatype size
 };
 static_assert(sizeof(Event) == 128, "Event must stay one fixed 128-byte record");
 
