@@ -40,6 +40,21 @@ std::string find_preload() {
                                (dir / ".." / "lib").string()));
 }
 
+std::string find_nccl_profiler() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("COLLSCOPE_NCCL_PROFILER"); env && *env) {
+    if (!fs::exists(env)) throw InputError(fmt::format("{}: COLLSCOPE_NCCL_PROFILER names no such file", env));
+    return fs::absolute(env).string();
+  }
+  const fs::path dir = self_dir();
+  for (const fs::path& p : {dir / ".." / "lib" / "libcollscope-nccl-profiler.so", dir / "libcollscope-nccl-profiler.so"}) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) return fs::weakly_canonical(p).string();
+  }
+  throw InputError(fmt::format("{}: libcollscope-nccl-profiler.so not found next to collscope (set COLLSCOPE_NCCL_PROFILER)",
+                               (dir / ".." / "lib").string()));
+}
+
 int run_process(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env) {
   if (argv.empty()) throw InputError("no command given");
   pid_t pid = ::fork();
