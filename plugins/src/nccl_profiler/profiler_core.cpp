@@ -108,6 +108,13 @@ NameCache& names() {
 }
 
 std::atomic<std::uint64_t> g_next_record{1};
+
+// For staleness only (seconds matter): the coarse clock costs a fraction of a precise read.
+std::int64_t coarse_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 std::atomic<std::uint64_t> g_records{0}, g_dropped{0}, g_incomplete{0}, g_proxy_ops{0};
 
 }  // namespace
@@ -131,11 +138,13 @@ struct CallRecord {
   std::atomic<int> kernels_started{0}, kernels_stopped{0}, kernels_timed{0};
   std::atomic<std::uint32_t> proxy_ops{0};
   std::atomic<bool> task_stopped{false}, emitted{false};
-  std::atomic<std::int64_t> last_ns{0};  // CLOCK_MONOTONIC of its last event (staleness)
+  std::atomic<std::int64_t> last_ns{0};  // CLOCK_MONOTONIC_COARSE of its last event (staleness)
 
   void reset(Context* c) {
+    // Relaxed: the record reaches other threads only through NCCL, after the handle was returned.
+    constexpr auto r = std::memory_order_relaxed;
     ctx = c;
-    record_id = g_next_record.fetch_add(1, std::memory_order_relaxed);
+    record_id = g_next_record.fetch_add(1, r);
     identity = np::Identity::Unknown;
     comm_slot = 0;
     call_seq = -1;
@@ -143,15 +152,15 @@ struct CallRecord {
     api_t0 = api_t1 = task_t0 = task_t1 = 0;
     api = {};
     task = {};
-    gpu_first.store(UINT64_MAX);
-    gpu_last.store(0);
-    kernels_started.store(0);
-    kernels_stopped.store(0);
-    kernels_timed.store(0);
-    proxy_ops.store(0);
-    task_stopped.store(false);
-    emitted.store(false);
-    last_ns.store(tracer::monotonic_ns());
+    gpu_first.store(UINT64_MAX, r);
+    gpu_last.store(0, r);
+    kernels_started.store(0, r);
+    kernels_stopped.store(0, r);
+    kernels_timed.store(0, r);
+    proxy_ops.store(0, r);
+    task_stopped.store(false, r);
+    emitted.store(false, r);
+    last_ns.store(coarse_ns(), r);
   }
 };
 
@@ -291,7 +300,7 @@ CallRecord* claim_record(Context& ctx) {
   if (!rec.state.compare_exchange_strong(expected, kInUse)) {
     // Still in use a whole ring later: finished long ago but never completed (a kernel channel that never
     // reported) is written without GPU times and reused; anything else drops the new event.
-    if (tracer::monotonic_ns() - rec.last_ns.load() < kStaleNs || rec.emitted.exchange(true)) {
+    if (coarse_ns() - rec.last_ns.load() < kStaleNs || rec.emitted.exchange(true)) {
       g_dropped.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
@@ -416,7 +425,6 @@ void* task_start(Context* ctx, void* parent, const TaskInfo& task) {
   rec->task = task;
   rec->task_t0 = ctx->r->ticks();
   if (!from_api) identify_without_api(*ctx, *rec);
-  rec->last_ns.store(tracer::monotonic_ns());
   return &rec->task_handle;
 }
 
@@ -425,9 +433,11 @@ void* kernel_channel_start(Context* ctx, void* parent, std::uint64_t gpu_start_n
   if (!ctx || !h || h->tag != Tag::Task) return nullptr;
   auto* rec = static_cast<CallRecord*>(h->owner);
   if (rec->emitted.load()) return nullptr;
-  rec->kernels_started.fetch_add(1);
+  const int started_before = rec->kernels_started.fetch_add(1);
   if (gpu_start_ns) {
-    ctx->clock.sample(gpu_start_ns, tracer::monotonic_ns());
+    // One clock sample per record and end (a host clock read is most of a channel event's cost): the first
+    // channel's start here, the last channel's stop in event_state.
+    if (started_before == 0) ctx->clock.sample(gpu_start_ns, tracer::monotonic_ns());
     std::uint64_t seen = rec->gpu_first.load(std::memory_order_relaxed);
     while (gpu_start_ns < seen && !rec->gpu_first.compare_exchange_weak(seen, gpu_start_ns)) {
     }
@@ -470,11 +480,11 @@ void event_state(void* handle, int state, std::uint64_t trans_size, std::uint64_
   if (!h) return;
   if (h->tag == Tag::Kernel && state == kKernelChStop && gpu_stop_ns) {
     auto* rec = static_cast<CallRecord*>(h->owner);
-    rec->ctx->clock.sample(gpu_stop_ns, tracer::monotonic_ns());
+    if (rec->kernels_timed.fetch_add(1) + 1 == rec->task.channels)
+      rec->ctx->clock.sample(gpu_stop_ns, tracer::monotonic_ns());
     std::uint64_t seen = rec->gpu_last.load(std::memory_order_relaxed);
     while (gpu_stop_ns > seen && !rec->gpu_last.compare_exchange_weak(seen, gpu_stop_ns)) {
     }
-    rec->kernels_timed.fetch_add(1);
   } else if (h->tag == Tag::ProxyStep) {
     auto* step = reinterpret_cast<ProxyOpObject::Step*>(h);  // the handle is the Step's first member
     step->max_trans = std::max<std::uint64_t>(step->max_trans, trans_size);
@@ -493,7 +503,7 @@ void event_stop(void* handle) {
     case Tag::Task: {
       auto* rec = static_cast<CallRecord*>(h->owner);
       rec->task_t1 = rec->ctx->r->ticks();
-      rec->last_ns.store(tracer::monotonic_ns());
+      rec->last_ns.store(coarse_ns(), std::memory_order_relaxed);
       if (rec->own_row) emit_own_row(*rec);
       rec->task_stopped.store(true);
       maybe_emit(*rec);
@@ -501,7 +511,6 @@ void event_stop(void* handle) {
     }
     case Tag::Kernel: {
       auto* rec = static_cast<CallRecord*>(h->owner);
-      rec->last_ns.store(tracer::monotonic_ns());
       rec->kernels_stopped.fetch_add(1);
       maybe_emit(*rec);
       break;
