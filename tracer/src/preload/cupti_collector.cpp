@@ -26,6 +26,7 @@
 #include "cupti_decode.hpp"
 #include "gpu_capture.hpp"
 #include "gpu_fusion.hpp"
+#include "nccl_profile_bridge.hpp"
 #include "nccl_profile_sink.hpp"
 #include "runtime.hpp"
 
@@ -84,7 +85,14 @@ void set_note(std::string note) {
 }
 
 bool process_has_cuda() {
-  return dlsym(RTLD_DEFAULT, "cuInit") != nullptr || dlsym(RTLD_DEFAULT, "cudaGetDeviceCount") != nullptr;
+  if (dlsym(RTLD_DEFAULT, "cuInit") != nullptr || dlsym(RTLD_DEFAULT, "cudaGetDeviceCount") != nullptr) return true;
+  // A program linked with the static CUDA runtime (nvcc's default) exports neither, and the runtime loads the
+  // driver RTLD_LOCAL: the driver library being loaded at all is what says the process uses CUDA.
+  if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(driver);  // drops only the reference RTLD_NOLOAD took
+    return true;
+  }
+  return false;
 }
 
 void* open_first(const std::vector<std::string>& candidates) {
@@ -137,6 +145,8 @@ void CUPTIAPI runtime_callback(void*, CUpti_CallbackDomain domain, CUpti_Callbac
   };
   if (cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 && cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020)
     return;
+  // A copy NCCL itself makes inside a call (a one-rank collective out of place) packs no tensor of the job's.
+  if (nccl_profile::inside_nccl_call()) return;
   const auto* p = static_cast<const Params*>(info->functionParams);
   constexpr int kDeviceToDevice = 3, kDefault = 4;
   if (p && (p->kind == kDeviceToDevice || p->kind == kDefault)) note_copy(p->dst, p->count);

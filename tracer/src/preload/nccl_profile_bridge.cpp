@@ -111,6 +111,8 @@ CallScope::CallScope(std::uint32_t comm_slot, std::int64_t seq) : outermost_(t_c
 
 CallScope::~CallScope() { --t_call.depth; }
 
+bool inside_nccl_call() { return t_call.depth > 0; }
+
 CreationScope::CreationScope()
     : token_(g_next_token.fetch_add(1, std::memory_order_relaxed)), previous_(t_creation_token) {
   t_creation_token = token_;

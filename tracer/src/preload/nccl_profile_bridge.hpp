@@ -57,6 +57,9 @@ class CallScope {
   bool outermost_;
 };
 
+// This thread is inside an NCCL call the interposer wrapped (copies NCCL makes then are its own, not the job's).
+bool inside_nccl_call();
+
 // Marks a communicator creation on this thread; created() binds the token the plugin's init took to the slot.
 class CreationScope {
  public:
