@@ -22,7 +22,7 @@ using store::Op;
 namespace {
 
 constexpr std::size_t kRecords = 2048;   // collectives in flight per communicator
-constexpr std::size_t kProxyOps = 4096;  // proxy operations in flight per communicator
+constexpr std::size_t kProxyOps = 2048;  // proxy operations in flight per communicator
 constexpr int kStepSlots = 16;           // NCCL keeps NCCL_STEPS (8) steps of an operation in flight
 constexpr std::int64_t kStaleNs = 5'000'000'000;  // a record unfinished this long after its task is written as is
 
