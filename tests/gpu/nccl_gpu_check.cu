@@ -11,22 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK_CUDA(x)                                                                        \
-  do {                                                                                       \
-    cudaError_t e = (x);                                                                     \
-    if (e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
-#define CHECK_NCCL(x)                                                                        \
-  do {                                                                                       \
-    ncclResult_t r = (x);                                                                    \
-    if (r != ncclSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "check_calls.cuh"
+
 
 __global__ void scale_kernel(float* data, int n, float factor) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -18,22 +18,8 @@
 #include <thread>
 #include <vector>
 
-#define CHECK_CUDA(x)                                                                        \
-  do {                                                                                       \
-    cudaError_t e = (x);                                                                     \
-    if (e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
-#define CHECK_NCCL(x)                                                                        \
-  do {                                                                                       \
-    ncclResult_t r = (x);                                                                    \
-    if (r != ncclSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "check_calls.cuh"
+
 
 __global__ void fill(float* data, int n, float value) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;

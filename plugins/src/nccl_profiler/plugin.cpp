@@ -55,43 +55,43 @@ Result init_v5(void** context, std::uint64_t comm_id, int* mask, const char* nam
   return init_common(context, mask, {5, comm_id, name ? name : "", nranks, rank, true}, log);
 }
 
+// The events v5 and v4 describe alike (v4 lacks v5's API events; a v4 task's parent is the group).
+template <typename Descr>
+void* start_task_or_below(Context* ctx, Descr* d, void* task_parent) {
+  switch (d->type) {
+    case kColl:
+      return task_start(ctx, task_parent,
+                        {false, static_cast<std::int64_t>(d->coll.seqNumber), d->coll.func, d->coll.sendBuff,
+                         d->coll.recvBuff, d->coll.count, d->coll.root, -1, d->coll.datatype, d->coll.nChannels,
+                         d->coll.nWarps, d->coll.algo, d->coll.proto});
+    case kP2p:
+      return task_start(ctx, task_parent,
+                        {true, -1, d->p2p.func, d->p2p.buff, d->p2p.buff, d->p2p.count, -1, d->p2p.peer,
+                         d->p2p.datatype, d->p2p.nChannels, 0, nullptr, nullptr});
+    case kProxyOp:
+      return proxy_op_start(ctx, d->parentObj,
+                            {d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,
+                             d->proxyOp.chunkSize, d->proxyOp.isSend != 0});
+    case kProxyStep:
+      return proxy_step_start(d->parentObj, d->proxyStep.step);
+    case kKernelCh:
+      return kernel_channel_start(ctx, d->parentObj, d->kernelCh.pTimer);
+    default:  // group, group API, kernel launch, proxy control, network plugin: not followed
+      return nullptr;
+  }
+}
+
 Result start_v5(void* context, void** handle, EventDescrV5* d) {
   *handle = nullptr;
   auto* ctx = static_cast<Context*>(context);
   if (!ctx || !d) return kSuccess;
-  switch (d->type) {
-    case kCollApi:
-      *handle = api_start(ctx, {d->collApi.func, d->collApi.count, d->collApi.datatype, d->collApi.root,
-                                d->collApi.stream}, false);
-      break;
-    case kP2pApi:
-      *handle = api_start(ctx, {d->p2pApi.func, d->p2pApi.count, d->p2pApi.datatype, -1, d->p2pApi.stream}, true);
-      break;
-    case kColl:
-      *handle = task_start(ctx, d->parentObj,
-                           {false, static_cast<std::int64_t>(d->coll.seqNumber), d->coll.func, d->coll.sendBuff,
-                            d->coll.recvBuff, d->coll.count, d->coll.root, -1, d->coll.datatype, d->coll.nChannels,
-                            d->coll.nWarps, d->coll.algo, d->coll.proto});
-      break;
-    case kP2p:
-      *handle = task_start(ctx, d->parentObj,
-                           {true, -1, d->p2p.func, d->p2p.buff, d->p2p.buff, d->p2p.count, -1, d->p2p.peer,
-                            d->p2p.datatype, d->p2p.nChannels, 0, nullptr, nullptr});
-      break;
-    case kProxyOp:
-      *handle = proxy_op_start(ctx, d->parentObj,
-                               {d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,
-                                d->proxyOp.chunkSize, d->proxyOp.isSend != 0});
-      break;
-    case kProxyStep:
-      *handle = proxy_step_start(d->parentObj, d->proxyStep.step);
-      break;
-    case kKernelCh:
-      *handle = kernel_channel_start(ctx, d->parentObj, d->kernelCh.pTimer);
-      break;
-    default:  // group, group API, kernel launch, proxy control, network plugin: not followed
-      break;
-  }
+  if (d->type == kCollApi)
+    *handle = api_start(ctx, {d->collApi.func, d->collApi.count, d->collApi.datatype, d->collApi.root,
+                              d->collApi.stream}, false);
+  else if (d->type == kP2pApi)
+    *handle = api_start(ctx, {d->p2pApi.func, d->p2pApi.count, d->p2pApi.datatype, -1, d->p2pApi.stream}, true);
+  else
+    *handle = start_task_or_below(ctx, d, d->parentObj);  // a v5 task's parent is its API event
   return kSuccess;
 }
 
@@ -112,33 +112,7 @@ Result init_v4(void** context, int* mask, const char* name, std::uint64_t comm_h
 Result start_v4(void* context, void** handle, EventDescrV4* d) {
   *handle = nullptr;
   auto* ctx = static_cast<Context*>(context);
-  if (!ctx || !d) return kSuccess;
-  switch (d->type) {
-    case kColl:
-      *handle = task_start(ctx, nullptr,  // v4's parent is the group event, which the plugin does not follow
-                           {false, static_cast<std::int64_t>(d->coll.seqNumber), d->coll.func, d->coll.sendBuff,
-                            d->coll.recvBuff, d->coll.count, d->coll.root, -1, d->coll.datatype, d->coll.nChannels,
-                            d->coll.nWarps, d->coll.algo, d->coll.proto});
-      break;
-    case kP2p:
-      *handle = task_start(ctx, nullptr,
-                           {true, -1, d->p2p.func, d->p2p.buff, d->p2p.buff, d->p2p.count, -1, d->p2p.peer,
-                            d->p2p.datatype, d->p2p.nChannels, 0, nullptr, nullptr});
-      break;
-    case kProxyOp:
-      *handle = proxy_op_start(ctx, d->parentObj,
-                               {d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,
-                                d->proxyOp.chunkSize, d->proxyOp.isSend != 0});
-      break;
-    case kProxyStep:
-      *handle = proxy_step_start(d->parentObj, d->proxyStep.step);
-      break;
-    case kKernelCh:
-      *handle = kernel_channel_start(ctx, d->parentObj, d->kernelCh.pTimer);
-      break;
-    default:
-      break;
-  }
+  if (ctx && d) *handle = start_task_or_below(ctx, d, nullptr);  // the group parent is not followed
   return kSuccess;
 }
 
