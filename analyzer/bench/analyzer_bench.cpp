@@ -2,7 +2,7 @@
 // Usage: analyzer_bench [--ranks 64] [--collectives 160000] [--dir /tmp/collscope-bench] [--threads 2]
 // Prints per size: rows, seconds, rows/s, peak RSS (getrusage), and the ratio of time per row to the smallest size.
 #include <collscope/analyzer/analysis.hpp>
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -17,6 +17,7 @@
 
 namespace fs = std::filesystem;
 using namespace collscope::analyzer;
+using namespace collscope::testing;
 
 int main(int argc, char** argv) {
   int ranks = 64;

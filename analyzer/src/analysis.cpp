@@ -7,7 +7,6 @@
 #include <map>
 #include <regex>
 
-#include "call_index.hpp"
 
 namespace collscope::analyzer {
 namespace {
@@ -58,7 +57,7 @@ Analysis analyze(Run run, const AnalysisOptions& options) {
   a.clocks = ClockAligner().align(a.run);
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
   const std::int64_t batch = options.batch_size > 0 ? options.batch_size : batch_size_from_command_line(a.run);
-  a.steps = StepDetector(batch).detect(a.run, a.clocks, a.matched);
+  a.steps = StepDetector({.batch_size = batch}).detect(a.run, a.clocks, a.matched);
   a.op_sizes = op_size_stats(a.matched);
   a.findings = detect_findings(a.run, a.matched, a.steps, options);
   std::int64_t lo = INT64_MAX, hi = INT64_MIN;

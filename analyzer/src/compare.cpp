@@ -9,7 +9,6 @@
 #include <numeric>
 #include <set>
 
-#include "call_index.hpp"
 
 namespace collscope::analyzer {
 
@@ -60,8 +59,8 @@ MetricComparison compare_samples(std::string name, std::string unit, bool higher
   m.higher_is_better = higher_is_better;
   m.base_samples = static_cast<int>(base.size());
   m.new_samples = static_cast<int>(next.size());
-  m.base_median = detail::median_of(base);
-  m.new_median = detail::median_of(next);
+  m.base_median = median_of(base);
+  m.new_median = median_of(next);
   m.gated = gated;
   if (base.empty() || next.empty() || m.base_median == 0) return m;
   m.change = higher_is_better ? m.base_median / std::max(1e-12, m.new_median) - 1 : m.new_median / m.base_median - 1;

@@ -9,7 +9,6 @@
 #include <set>
 #include <regex>
 
-#include "call_index.hpp"
 
 namespace collscope::analyzer {
 
@@ -40,14 +39,7 @@ namespace {
 
 constexpr std::int64_t kSmallMessageBytes = 64 << 10;  // below this a collective is latency-dominated (shm/IB)
 
-std::string bytes_text(double b) {
-  if (b >= 1 << 30) return fmt::format("{:.1f} GiB", b / (1 << 30));
-  if (b >= 1 << 20) return fmt::format("{:.1f} MiB", b / (1 << 20));
-  if (b >= 1 << 10) return fmt::format("{:.1f} KiB", b / (1 << 10));
-  return fmt::format("{:.0f} B", b);
-}
 
-std::string ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
 
 std::int64_t next_pow2(std::int64_t v) {
   std::int64_t p = 1;
@@ -61,16 +53,6 @@ double run_wall_ns(const MatchedRun& m) {
   return hi > lo ? double(hi - lo) : 0.0;
 }
 
-int reference_comm(const Run& run, const MatchedRun& m) {
-  int best = -1;
-  std::size_t best_score = 0;
-  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
-    const std::size_t calls = m.comm_first[c + 1] - m.comm_first[c];
-    const std::size_t score = run.communicators[c].members.size() * 1000000000ULL + calls;
-    if (calls > 0 && score > best_score) best_score = score, best = static_cast<int>(c);
-  }
-  return best;
-}
 
 bool carries_payload(store::Op op) { return op != store::Op::Barrier && op != store::Op::Unknown; }
 
@@ -85,18 +67,18 @@ namespace {
 std::vector<double> phase_lag_per_step(const Run& run, std::size_t steps) {
   const std::size_t n = run.ranks.size();
   std::vector<double> lag(n, 0);
-  const int step_name = run.string_id("step");
-  if (step_name < 0 || steps == 0 || n < 2) return lag;
+  const StepNames step_names(run);
+  if (step_names.empty() || steps == 0 || n < 2) return lag;
   // offsets[name][rank][step] = start of the first range of that name in the step − step start (ns), −1 if none
   std::map<int, std::vector<std::vector<double>>> offsets;
   for (std::size_t r = 0; r < n; ++r) {
     std::vector<NvtxRange> windows;
     for (const auto& x : run.ranks[r].nvtx_ranges)
-      if (x.name == step_name && x.end_ns > x.start_ns) windows.push_back(x);
+      if (step_names.contains(x.name) && x.end_ns > x.start_ns) windows.push_back(x);
     std::sort(windows.begin(), windows.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     if (windows.size() < steps) return std::vector<double>(n, 0);
     for (const auto& x : run.ranks[r].nvtx_ranges) {
-      if (x.name == step_name) continue;
+      if (step_names.contains(x.name)) continue;
       auto it = std::upper_bound(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(steps), x.start_ns,
                                  [](std::int64_t v, const NvtxRange& w) { return v < w.start_ns; });
       if (it == windows.begin()) continue;
@@ -119,11 +101,11 @@ std::vector<double> phase_lag_per_step(const Run& run, std::size_t steps) {
         for (std::size_t o = 0; o < n; ++o)
           if (o != r && per_rank[o][k] >= 0) others.push_back(per_rank[o][k]);
         if (others.empty()) continue;
-        lags.push_back(per_rank[r][k] - detail::median_of(others));
+        lags.push_back(per_rank[r][k] - median_of(others));
       }
       // A phase every rank has in (nearly) every step; a rank-specific range says nothing by its start.
       // Median over steps: one slow step (a page fault, a descheduled thread) is not a straggler.
-      if (!lags.empty() && lags.size() >= steps * 9 / 10) lag[r] = std::max(lag[r], detail::median_of(lags));
+      if (!lags.empty() && lags.size() >= steps * 9 / 10) lag[r] = std::max(lag[r], median_of(lags));
     }
   }
   return lag;
@@ -151,7 +133,7 @@ std::vector<double> median_blame_per_step(const Run& run, const MatchedRun& m, c
         double(i.last_arrival_ns - i.second_last_arrival_ns);
   }
   std::vector<double> out(n);
-  for (std::size_t r = 0; r < n; ++r) out[r] = detail::median_of(per_step[r]);
+  for (std::size_t r = 0; r < n; ++r) out[r] = median_of(per_step[r]);
   return out;
 }
 
@@ -208,7 +190,7 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
   f.kind = FindingKind::Straggler;
   f.severity = per_step >= 0.2 * step_ns ? Severity::Critical : Severity::Warning;
   f.ranks = {world_rank};
-  f.title = fmt::format("rank {} is a straggler: the others wait {} per step for it", world_rank, ms(per_step));
+  f.title = fmt::format("rank {} is a straggler: the others wait {} per step for it", world_rank, format_ms(per_step));
   f.cost_ns = blame;
   f.evidence = {{"delay_per_step_ns", per_step},
                 {"delay_total_ns", blame},
@@ -223,12 +205,12 @@ std::vector<Finding> detect_stragglers(const Run& run, const MatchedRun& m, cons
       "rank {}{} arrived last (by > 20 us) at {} of {} synchronising collectives{}; it alone held the others up {} "
       "in total, {} per step ({:.0f} % of the {} step); the next worst rank {}. Without it a step would take about {}.",
       world_rank, run.ranks[top].host.empty() ? "" : " on " + run.ranks[top].host, late, sync,
-      from_phases ? " and starts the phases of each step (NVTX ranges) later than the others" : "", ms(blame), ms(per_step),
-      100 * per_step / step_ns, ms(step_ns), ms(others), ms(std::max(0.0, step_ns - per_step)));
+      from_phases ? " and starts the phases of each step (NVTX ranges) later than the others" : "", format_ms(blame), format_ms(per_step),
+      100 * per_step / step_ns, format_ms(step_ns), format_ms(others), format_ms(std::max(0.0, step_ns - per_step)));
   f.suggestion = fmt::format(
       "Find what makes rank {} slow before it communicates (input pipeline, CPU binding, a slower GPU or host, noisy "
       "neighbours); balancing it saves about {} per step.",
-      world_rank, ms(per_step));
+      world_rank, format_ms(per_step));
   out.push_back(std::move(f));
   return out;
 }
@@ -277,7 +259,7 @@ std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, c
   // A threshold that already holds a step's tensors is not what splits them (the cycle time or the job is).
   if (threshold && *threshold >= next_pow2(static_cast<std::int64_t>(bytes_per_step))) return out;
   if (threshold && *threshold > 0) suggested = std::min<std::int64_t>(256 << 20, std::max(suggested, next_pow2(*threshold * 4)));
-  const double latency_ns = detail::median_of(small_durations);
+  const double latency_ns = median_of(small_durations);
   // Fused: about one collective per step carrying the same bytes at the bandwidth of large messages.
   const double fused_ns = nsteps * latency_ns + (best_algbw > 0 ? small_bytes / best_algbw : 0.0);
   Finding f;
@@ -298,12 +280,12 @@ std::vector<Finding> detect_latency_bound(const Run& run, const MatchedRun& m, c
   f.evidence_text = fmt::format(
       "{} collectives under {} ({:.0f} per step, {} per step in all) took {} = {:.0f} % of the time in collectives; "
       "each costs about {} whatever its size{}.",
-      small, bytes_text(kFusableBytes), small_per_step, bytes_text(bytes_per_step), ms(small_ns), 100 * share,
-      ms(latency_ns), threshold ? fmt::format("; the fusion threshold is {}", bytes_text(double(*threshold))) : "");
+      small, format_bytes(kFusableBytes), small_per_step, format_bytes(bytes_per_step), format_ms(small_ns), 100 * share,
+      format_ms(latency_ns), threshold ? fmt::format("; the fusion threshold is {}", format_bytes(double(*threshold))) : "");
   f.suggestion = fmt::format(
       "Raise the fusion threshold: HOROVOD_FUSION_THRESHOLD={} ({}) so that a step's tensors travel in one "
       "collective (or bucket gradients to that size); saves about {}.",
-      suggested, bytes_text(double(suggested)), ms(f.cost_ns));
+      suggested, format_bytes(double(suggested)), format_ms(f.cost_ns));
   out.push_back(std::move(f));
   return out;
 }
@@ -353,9 +335,9 @@ std::vector<Finding> detect_low_bandwidth(const Run& run, const MatchedRun& m, c
     f.comm_key = run.communicators[comm].key;
     f.comm_name = cname;
     f.ranks = run.communicators[comm].members;
-    const std::string size = bytes_text(std::ldexp(1.0, log2bytes));
+    const std::string size = format_bytes(std::ldexp(1.0, log2bytes));
     f.title = fmt::format("{} of {}..{} on {} reach {:.2f} GB/s bus bandwidth, {} {:.2f} GB/s",
-                          store::op_name(static_cast<store::Op>(op)), size, bytes_text(std::ldexp(1.0, log2bytes + 1)),
+                          store::op_name(static_cast<store::Op>(op)), size, format_bytes(std::ldexp(1.0, log2bytes + 1)),
                           cname.empty() ? "comm" : cname, median, below_link ? "link" : "best seen", target);
     f.cost_ns = cost;
     f.evidence = {{"median_busbw_gbps", median}, {"best_busbw_gbps", best}, {"instances", double(b.busbw.size())},
@@ -363,7 +345,7 @@ std::vector<Finding> detect_low_bandwidth(const Run& run, const MatchedRun& m, c
     if (link > 0) f.evidence["link_gbps"] = link;
     f.evidence_text = fmt::format("{} instances, median busbw {:.2f} GB/s, p95 {:.2f} GB/s{}; {} spent in them.",
                                   b.busbw.size(), median, best, link > 0 ? fmt::format(", link {:.1f} GB/s", link) : "",
-                                  ms(b.duration));
+                                  format_ms(b.duration));
     f.suggestion = below_link
                        ? "Check the transport actually used (NCCL_DEBUG=INFO: IB/NVLink vs sockets, NCCL_IB_HCA, "
                          "NCCL_SOCKET_IFNAME), NIC/GPU affinity and NCCL_ALGO/NCCL_PROTO for this size."
@@ -396,10 +378,10 @@ std::vector<Finding> detect_exposed_communication(const Run& run, const StepSumm
                 {"share_of_step_pct", 100 * share}};
   f.evidence_text = fmt::format(
       "per step {} in collectives, of which {} waiting for other ranks and {} transfer not hidden behind {}; step {}.",
-      ms(steps.mean_comm_ns), ms(steps.mean_wait_ns), ms(steps.mean_exposed_ns),
+      format_ms(steps.mean_comm_ns), format_ms(steps.mean_wait_ns), format_ms(steps.mean_exposed_ns),
       has_gpu ? "GPU kernels" : has_cpu_compute ? "compute (NVTX ranges such as forward/backward that hold no call of their own thread)"
                                                 : "compute (no GPU activity or NVTX compute ranges recorded: all of it counts as exposed)",
-      ms(steps.mean_step_ns));
+      format_ms(steps.mean_step_ns));
   f.suggestion = "Overlap communication with the backward pass: start gradient allreduces as buckets become ready "
                  "(Horovod/DDP do this), use non-blocking collectives, or a larger batch per step.";
   out.push_back(std::move(f));
@@ -424,7 +406,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedR
   for (const auto& r : run.ranks)
     for (const auto& b : r.buffers)
       if (b.uses >= 10 && b.bytes_max > b.bytes_min) fused_bytes += double(b.bytes_total), fused_uses += double(b.uses);
-  const int ref = reference_comm(run, m);
+  const int ref = m.reference_comm;
   if (ref < 0) return out;
   if (fused_uses == 0)
     for (std::size_t i = m.comm_first[ref]; i < m.comm_first[ref + 1]; ++i)
@@ -468,8 +450,8 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedR
     f.evidence_text = fmt::format(
         "{} of {} gaps between collectives are {:.1f}–{:.1f} ms (the cycle time is {:.1f} ms), {} per rank in all, "
         "while fused collectives carry on average {} of the {} threshold.",
-        matched_gaps, gaps, 0.3 * cycle_ms, 1.3 * cycle_ms, cycle_ms, ms(stall_ns), bytes_text(fused_bytes / fused_uses),
-        bytes_text(double(*threshold)));
+        matched_gaps, gaps, 0.3 * cycle_ms, 1.3 * cycle_ms, cycle_ms, format_ms(stall_ns), format_bytes(fused_bytes / fused_uses),
+        format_bytes(double(*threshold)));
     f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.", suggested);
     out.push_back(std::move(f));
   } else if (fill < 0.05 && fused_uses >= 10 && matched_gaps < 0.3 * double(gaps)) {
@@ -477,14 +459,14 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedR
     f.kind = FindingKind::UnderfilledFusion;
     f.severity = Severity::Info;
     f.title = fmt::format("fusion buffer under-filled: fused collectives use {:.1f} % of the {} threshold", 100 * fill,
-                          bytes_text(double(*threshold)));
+                          format_bytes(double(*threshold)));
     f.evidence = {{"mean_fill_pct", 100 * fill}, {"fusion_threshold_bytes", double(*threshold)},
                   {"fused_collectives", fused_uses}};
-    f.evidence_text = fmt::format("{:.0f} fused collectives carry on average {}.", fused_uses, bytes_text(fused_bytes / fused_uses));
+    f.evidence_text = fmt::format("{:.0f} fused collectives carry on average {}.", fused_uses, format_bytes(fused_bytes / fused_uses));
     f.suggestion = fmt::format(
         "Tensors are sent before more are ready: raise HOROVOD_CYCLE_TIME a little (now {:.1f} ms) so that more tensors "
         "share a collective, or lower HOROVOD_FUSION_THRESHOLD to the fill actually reached ({}) to save memory.",
-        cycle_ms, bytes_text(fused_bytes / fused_uses));
+        cycle_ms, format_bytes(fused_bytes / fused_uses));
     out.push_back(std::move(f));
   }
   return out;
@@ -492,7 +474,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const Run& run, const MatchedR
 
 std::vector<Finding> detect_process_set_imbalance(const Run& run, const MatchedRun& m) {
   std::vector<Finding> out;
-  const int ref = reference_comm(run, m);
+  const int ref = m.reference_comm;
   struct Work {
     int comm;
     std::size_t calls;
@@ -535,7 +517,7 @@ std::vector<Finding> detect_process_set_imbalance(const Run& run, const MatchedR
       f.evidence = {{"slow_set_time_ns", slow.time}, {"fast_set_time_ns", fast.time},
                     {"calls", double(slow.calls)}, {"bytes", slow.bytes}};
       f.evidence_text = fmt::format("{} calls, {} each set; {} vs {} inside the collectives.", slow.calls,
-                                    bytes_text(slow.bytes), ms(slow.time), ms(fast.time));
+                                    format_bytes(slow.bytes), format_ms(slow.time), format_ms(fast.time));
       f.suggestion = "Ranks of the slow set are slower or worse connected: check their placement (same node/NIC), "
                      "the straggler finding for its ranks, and balance the work between the sets.";
       out.push_back(std::move(f));
@@ -550,14 +532,14 @@ namespace {
 // skipping rank ends a step without its usual call on the communicator while a member is still inside that step.
 std::vector<Mismatch> skipped_calls_from_steps(const Run& run) {
   std::vector<Mismatch> out;
-  const int step_name = run.string_id("step");
-  if (step_name < 0) return out;
+  const StepNames step_names(run);
+  if (step_names.empty()) return out;
   const std::size_t n = run.ranks.size();
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> ended(n);  // ended step windows, raw ns
   for (std::size_t r = 0; r < n; ++r) {
     std::vector<NvtxRange> steps;
     for (const auto& x : run.ranks[r].nvtx_ranges)
-      if (x.name == step_name) steps.push_back(x);
+      if (step_names.contains(x.name)) steps.push_back(x);
     std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     for (const auto& x : steps) {
       if (x.end_ns <= x.start_ns) break;  // still open: the rank never finished this step
@@ -565,7 +547,7 @@ std::vector<Mismatch> skipped_calls_from_steps(const Run& run) {
     }
   }
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
-    const auto members = detail::member_indices(run, run.communicators[c]);
+    const auto members = member_indices(run, run.communicators[c]);
     if (members.size() < 2 || std::count(members.begin(), members.end(), -1) > 0) continue;
     for (int r : members) {
       if (ended[r].size() < 2) continue;
@@ -673,7 +655,7 @@ std::vector<Finding> detect_hangs(const Run& run, const MatchedRun& m, const std
 
   auto group_text = [&](const Group& g) {
     return fmt::format("rank(s) {} inside {} for up to {}{}", fmt::join(g.waiting, ","), call_text(run, g.calls.front().second->call),
-                       ms(g.waited_ns), g.missing.empty() ? "" : fmt::format(", waiting for rank(s) {}", fmt::join(g.missing, ",")));
+                       format_ms(g.waited_ns), g.missing.empty() ? "" : fmt::format(", waiting for rank(s) {}", fmt::join(g.missing, ",")));
   };
   auto where_is = [&](int world) -> std::string {
     const int ri = run.rank_index(world);
@@ -723,7 +705,7 @@ std::vector<Finding> detect_hangs(const Run& run, const MatchedRun& m, const std
     Finding f = base(g, odd);
     f.title = fmt::format("hang: different collectives at call #{} on {}: rank(s) {} differ from the others", g.seq,
                           comm_label(run, g.comm), fmt::join(odd, ","));
-    f.evidence_text = detail + fmt::format(" when the job was killed (waiting up to {}).", ms(g.waited_ns));
+    f.evidence_text = detail + fmt::format(" when the job was killed (waiting up to {}).", format_ms(g.waited_ns));
     f.suggestion = fmt::format("Every member must make the same collective at the same position: find why rank(s) {} "
                                "call something else there (a rank-dependent branch, different tensor lists or dtypes).",
                                fmt::join(odd, ","));

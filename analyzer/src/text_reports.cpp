@@ -9,14 +9,7 @@
 namespace collscope::analyzer {
 namespace {
 
-std::string ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
 
-std::string bytes_text(double b) {
-  if (b >= 1 << 30) return fmt::format("{:.0f} GiB", b / (1 << 30));
-  if (b >= 1 << 20) return fmt::format("{:.0f} MiB", b / (1 << 20));
-  if (b >= 1 << 10) return fmt::format("{:.0f} KiB", b / (1 << 10));
-  return fmt::format("{:.0f} B", b);
-}
 
 std::string key_hex(std::uint64_t k) { return fmt::format("{:#018x}", k); }
 
@@ -25,12 +18,12 @@ std::string summary_line(const Analysis& a) {
                               a.run.communicators.size());
   if (!a.steps.steps.empty()) {
     s += fmt::format("{} steps ({}), step {} mean / {} median, {} in collectives ({:.0f} %), {} of it waiting",
-                     a.steps.steps.size(), a.steps.source, ms(a.steps.mean_step_ns), ms(a.steps.median_step_ns),
-                     ms(a.steps.mean_comm_ns), 100 * a.steps.mean_comm_ns / std::max(1.0, a.steps.mean_step_ns),
-                     ms(a.steps.mean_wait_ns));
+                     a.steps.steps.size(), a.steps.source, format_ms(a.steps.mean_step_ns), format_ms(a.steps.median_step_ns),
+                     format_ms(a.steps.mean_comm_ns), 100 * a.steps.mean_comm_ns / std::max(1.0, a.steps.mean_step_ns),
+                     format_ms(a.steps.mean_wait_ns));
     if (a.steps.throughput_samples_per_s > 0) s += fmt::format(", {:.1f} samples/s", a.steps.throughput_samples_per_s);
   } else {
-    s += fmt::format("no steps found; {} traced, {} per rank in collectives", ms(a.wall_ns), ms(a.comm_ns));
+    s += fmt::format("no steps found; {} traced, {} per rank in collectives", format_ms(a.wall_ns), format_ms(a.comm_ns));
   }
   return s;
 }
@@ -55,7 +48,7 @@ std::string text_report(const Analysis& a) {
     int k = 0;
     for (const auto& f : a.findings) {
       out += fmt::format("\n{}. [{}] {}\n", ++k, severity_name(f.severity), f.title);
-      if (f.cost_ns > 0) out += fmt::format("   cost: {} of job time\n", ms(f.cost_ns));
+      if (f.cost_ns > 0) out += fmt::format("   cost: {} of job time\n", format_ms(f.cost_ns));
       out += fmt::format("   evidence: {}\n   do: {}\n", f.evidence_text, f.suggestion);
     }
   }
@@ -71,7 +64,7 @@ std::string text_report(const Analysis& a) {
     out += "\ntop collectives by time:  op            size      count   time(ms)  busbw median/best (GB/s)\n";
     for (std::size_t i = 0; i < std::min<std::size_t>(8, sizes.size()); ++i)
       out += fmt::format("                          {:<12}  {:>8}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
-                         store::op_name(sizes[i].op), bytes_text(double(sizes[i].size_bucket_bytes)), sizes[i].instances,
+                         store::op_name(sizes[i].op), format_bytes(double(sizes[i].size_bucket_bytes)), sizes[i].instances,
                          sizes[i].total_duration_ns / 1e6, sizes[i].median_busbw_gbps, sizes[i].best_busbw_gbps);
   }
   return out;
@@ -176,7 +169,7 @@ std::string markdown_report(const Analysis& a) {
         return s;
       };
       out += fmt::format("| {} | {} | {} | {} | {} |\n", ++k, severity_name(f.severity), cell(f.title),
-                         f.cost_ns > 0 ? ms(f.cost_ns) : "-", cell(f.suggestion));
+                         f.cost_ns > 0 ? format_ms(f.cost_ns) : "-", cell(f.suggestion));
     }
     out += "\n<details><summary>evidence</summary>\n\n";
     k = 0;

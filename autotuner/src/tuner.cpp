@@ -79,7 +79,7 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-std::string format_duration(double s) {
+std::string format_eta(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   const auto t = static_cast<long>(std::lround(s));
   return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, (t / 60) % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
@@ -359,7 +359,7 @@ int tune(const TuneOptions& options) {
       fmt::print(stderr, "collscope tune: [{}{}] {}/{} trial {} ({}) {} | {} | best {} | ETA {}\n", std::string(filled, '#'),
                  std::string(kBarWidth - filled, '.'), std::min(done, budget), budget, record.id, record.kind, result,
                  describe(space, record.values), best ? format_score(objective, best->mean_score) : "-",
-                 format_duration(eta));
+                 format_eta(eta));
     }
   }
   ::sigaction(SIGINT, &old_int, nullptr);

@@ -74,24 +74,4 @@ int RunData::rank_index_of_world(int world_rank) const {
   return -1;
 }
 
-std::string format_duration(std::int64_t ns) {
-  const double a = std::abs(static_cast<double>(ns));
-  if (a < 1e3) return fmt::format("{} ns", ns);
-  if (a < 1e6) return fmt::format("{:.3g} µs", ns / 1e3);
-  if (a < 1e9) return fmt::format("{:.3g} ms", ns / 1e6);
-  return fmt::format("{:.3g} s", ns / 1e9);
-}
-
-std::string format_bytes(std::int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (std::abs(v) >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  if (u == 0) return fmt::format("{} B", bytes);
-  return fmt::format("{:.3g} {}", v, units[u]);
-}
-
 }  // namespace collscope::gui

@@ -2,7 +2,7 @@
 // (the floor: export cannot be faster than reading), both measured in this run; Horovod Timeline import of a
 // timeline generated in the same form as Horovod's, against parsing that file alone with nlohmann::json.
 // Usage: plugins_bench [--ranks 8] [--collectives 125000] [--dir /tmp/collscope-plugins-bench]
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 #include <collscope/plugins/chrome_trace.hpp>
 #include <collscope/plugins/horovod_timeline.hpp>
 #include <collscope/store/trace_reader.hpp>
@@ -108,12 +108,12 @@ int main(int argc, char** argv) {
   }
   const std::string run = fmt::format("{}/run-{}x{}", dir, ranks, collectives);
   if (!fs::exists(fs::path(run) / "rank-00000.sqlite")) {
-    analyzer::SyntheticRunSpec spec;
+    testing::SyntheticRunSpec spec;
     spec.ranks = ranks;
     spec.allreduces_per_step = 8;
     spec.steps = static_cast<int>(collectives / spec.allreduces_per_step);
     spec.compute_ms = 1;
-    analyzer::write_synthetic_run(run, spec);
+    testing::write_synthetic_run(run, spec);
   }
   std::int64_t rows = 0;
   const double read_s = seconds([&] {

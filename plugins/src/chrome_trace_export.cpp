@@ -1,6 +1,8 @@
 // Chrome trace export. Streams each rank's rows straight to the output (a 10 M-row run never sits in memory);
 // only the flow points (32 B per collective) are kept until the end, to chain each collective across ranks.
 #include <collscope/plugins/chrome_trace.hpp>
+#include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 
@@ -62,22 +64,16 @@ class EventStream {
   bool first_ = true;
 };
 
-// CLOCK_REALTIME − CLOCK_MONOTONIC of a file's host, ns (0 when the anchors are missing).
-std::int64_t realtime_offset(const store::TraceReader& reader) {
-  const auto mono = reader.meta_int(store::meta_key::kMonotonicStart);
-  const auto real = reader.meta_int(store::meta_key::kRealtimeStart);
-  return mono && real ? *real - *mono : 0;
-}
-
 // Microseconds with nanosecond digits, as the format wants.
 std::string micros(std::int64_t ns) { return fmt::format("{:.3f}", double(ns) / 1e3); }
 
 class RankExporter {
  public:
-  RankExporter(const std::string& path, std::int64_t origin_ns, const ChromeExportOptions& options, EventStream& out,
+  // offset_ns: what turns this file's CLOCK_MONOTONIC into run time (run::ClockAlignment's offset − origin).
+  RankExporter(const std::string& path, std::int64_t offset_ns, const ChromeExportOptions& options, EventStream& out,
                std::vector<FlowPoint>* flows, ChromeExportCounts& counts)
       : reader_(path), out_(out), flows_(flows), counts_(counts), from_(options.from_ns), to_(options.to_ns) {
-    offset_ = realtime_offset(reader_) - origin_ns;
+    offset_ = offset_ns;
     pid_ = static_cast<std::int32_t>(reader_.meta_int(store::meta_key::kWorldRank).value_or(counts.ranks));
     strings_ = reader_.strings();
     for (const auto& c : reader_.communicators()) comms_[c.id] = c;
@@ -226,31 +222,33 @@ void write_flows(std::vector<FlowPoint>& points, EventStream& out, ChromeExportC
 
 ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream& out,
                                        const ChromeExportOptions& options) {
-  const auto all_paths = store::rank_files(run_dir);
-  // The earliest start on the common clock is time 0: microsecond doubles keep their nanoseconds that way.
-  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
-  std::vector<std::string> paths;
-  std::set<int> present;
-  for (const auto& p : all_paths) {
-    store::TraceReader reader(p);
-    if (auto mono = reader.meta_int(store::meta_key::kMonotonicStart)) origin = std::min(origin, *mono + realtime_offset(reader));
-    const int rank = static_cast<int>(reader.meta_int(store::meta_key::kWorldRank).value_or(-1));
-    present.insert(rank);
-    if (options.ranks.empty() || std::find(options.ranks.begin(), options.ranks.end(), rank) != options.ranks.end())
-      paths.push_back(p);
-  }
-  if (origin == std::numeric_limits<std::int64_t>::max()) origin = 0;
+  // Times on the run's one aligned clock (collscope::run: per host, refined from the collectives), from the run's
+  // origin: the report, the viewer and this export agree to the nanosecond. Only the collectives are held for
+  // that (the rest streams from the files below).
+  const run::Run run = run::load_run(run_dir, {.nvtx_ranges = false, .gpu_activities = false});
+  for (const auto& path : store::rank_files(run_dir))
+    if (std::none_of(run.ranks.begin(), run.ranks.end(), [&](const run::RankTrace& r) { return r.path == path; })) {
+      auto problem = std::find_if(run.problems.begin(), run.problems.end(), [&](const std::string& p) { return p.starts_with(path); });
+      throw InputError(problem != run.problems.end() ? *problem : fmt::format("{}: unreadable rank file", path));
+    }
+  const run::ClockAlignment clocks = run::ClockAligner().align(run);
   for (int r : options.ranks)
-    if (!present.count(r))
-      throw InputError(fmt::format("{}: no rank {} (the run has {} rank files)", run_dir, r, all_paths.size()));
+    if (run.rank_index(r) < 0)
+      throw InputError(fmt::format("{}: no rank {} (the run has {} rank files)", run_dir, r, run.ranks.size()));
 
   ChromeExportCounts counts;
   std::vector<FlowPoint> flows;
   {
     EventStream events(out);
     events.raw(fmt::format(R"({{"displayTimeUnit":"ns","otherData":{{"producer":"collscope","run":{},"clock_realtime_origin_ns":{}}},"traceEvents":[)",
-                           json_quote(std::filesystem::absolute(run_dir).string()), origin));
-    for (const auto& p : paths) RankExporter(p, origin, options, events, options.flows ? &flows : nullptr, counts).run();
+                           json_quote(std::filesystem::absolute(run_dir).string()), clocks.realtime_origin_ns));
+    for (std::size_t i = 0; i < run.ranks.size(); ++i) {
+      const auto& rank = run.ranks[i];
+      if (!options.ranks.empty() && std::find(options.ranks.begin(), options.ranks.end(), rank.world_rank) == options.ranks.end())
+        continue;
+      RankExporter(rank.path, clocks.offset_ns[i] - clocks.origin_ns, options, events, options.flows ? &flows : nullptr,
+                   counts).run();
+    }
     write_flows(flows, events, counts);
     events.raw("\n]}\n");
   }

@@ -2,7 +2,7 @@
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 
@@ -15,6 +15,7 @@
 
 namespace fs = std::filesystem;
 using namespace collscope::analyzer;
+using namespace collscope::testing;
 
 namespace {
 
@@ -113,6 +114,7 @@ TEST(Analyzer, ClockShiftRecoveredWithin20us) {
   spec.ranks = 4;
   spec.steps = 10;
   write_synthetic_run(plain.string(), spec);
+  spec.ranks_per_host = 1;  // one clock per host: shifted clocks are different hosts
   spec.clock_shift_ns = {0, 3'000'000'000LL, -750'000'123LL, 12'345'678LL};  // rows shifted, anchors not
   write_synthetic_run(shifted.string(), spec);
   const Analysis a = analyze_run(plain.string());

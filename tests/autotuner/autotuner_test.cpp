@@ -1,5 +1,5 @@
 // GP / EI against closed-form values, search space parsing, and BO vs random on noisy analytic functions.
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 #include <collscope/autotuner/gaussian_process.hpp>
 #include <collscope/autotuner/scoring.hpp>
 #include <collscope/autotuner/search_space.hpp>
@@ -202,9 +202,9 @@ TEST(Scoring, TimedOutTrialSaysWhereItHung) {
   namespace fs = std::filesystem;
   const auto dir = fs::temp_directory_path() / ("collscope-autotuner-hang-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  collscope::analyzer::SyntheticRunSpec spec;
+  collscope::testing::SyntheticRunSpec spec;
   spec.steps = 20;
-  collscope::analyzer::write_synthetic_run(dir.string(), spec);
+  collscope::testing::write_synthetic_run(dir.string(), spec);
   EXPECT_EQ(hang_summary(dir.string()), "");  // finished normally: nothing hung
   for (int r : {0, 1, 2}) {
     sqlite3* db = nullptr;

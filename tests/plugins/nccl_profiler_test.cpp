@@ -60,8 +60,8 @@ TracedRun read_run(const fs::path& file) {
   TraceReader r(file.string());
   TracedRun run;
   run.collectives = r.collectives();
-  for (const auto& p : r.nccl_profile()) run.profile[p.collective] = p;
-  run.proxy_ops = r.nccl_proxy_ops();
+  for (const auto& p : r.rows<NcclProfileRow>()) run.profile[p.collective] = p;
+  run.proxy_ops = r.rows<NcclProxyOpRow>();
   run.communicators = r.communicators();
   run.strings = r.strings();
   run.meta = r.meta();

@@ -1,10 +1,10 @@
 // The trace store: what the writer puts in, the reader gets back; bad files give one clear line.
 #include <collscope/store/error.hpp>
+#include <collscope/store/sqlite.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -151,20 +151,14 @@ TEST(Store, NotSqlite) {
 TEST(Store, SqliteButNotATrace) {
   auto path = temp_dir() / "other.sqlite";
   fs::remove(path);
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_exec(db, "CREATE TABLE t(x)", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  sqlite::Database(path.string(), sqlite::OpenMode::Create).exec("CREATE TABLE t(x)");
   auto msg = error_of(path.string());
   EXPECT_NE(msg.find("other.sqlite: not a collscope trace (no meta table)"), std::string::npos) << msg;
 }
 
 TEST(Store, NewerMajorVersionRefused) {
   auto path = write_sample(temp_dir() / "newer.sqlite");
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_exec(db, "UPDATE meta SET value='2.0' WHERE key='schema_version'", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite).exec("UPDATE meta SET value='2.0' WHERE key='schema_version'");
   auto msg = error_of(path);
   EXPECT_NE(msg.find("newer.sqlite: schema version 2.0 is newer than this collscope reads (1.x)"), std::string::npos)
       << msg;
@@ -173,10 +167,7 @@ TEST(Store, NewerMajorVersionRefused) {
 
 TEST(Store, NewerMinorVersionAccepted) {
   auto path = write_sample(temp_dir() / "minor.sqlite");
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_exec(db, "UPDATE meta SET value='1.7' WHERE key='schema_version'", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite).exec("UPDATE meta SET value='1.7' WHERE key='schema_version'");
   TraceReader r(path);
   EXPECT_EQ(r.schema_version().minor, 7);
   EXPECT_EQ(r.collectives().size(), 5u);
@@ -237,11 +228,8 @@ TEST(Store, CallsInFlightKeepOneRowPerThread) {
 TEST(Store, Version10FilesHaveNoCallsInFlight) {
   // A file written before 1.1: no calls_in_flight table; the reader gives none instead of failing.
   auto path = write_sample(temp_dir() / "v10.sqlite");
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE calls_in_flight; UPDATE meta SET value='1.0' WHERE key='schema_version'",
-                         nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite)
+      .exec("DROP TABLE calls_in_flight; UPDATE meta SET value='1.0' WHERE key='schema_version'");
   TraceReader r(path);
   EXPECT_TRUE(r.calls_in_flight().empty());
   EXPECT_EQ(r.collectives().size(), 5u);
@@ -258,18 +246,18 @@ TEST(Store, NcclProfileProxyOpsAndGpuWorkRoundTrip) {
     const std::int64_t row = w.last_id();
     NcclProfileRow p{.collective = row, .algorithm = w.intern("RING"), .protocol = w.intern("LL128"), .channels = 4,
                      .warps = 16, .kernel_channels = 4, .nccl_seq = 7, .proxy_ops = 2, .api_version = 5};
-    w.add_nccl_profile(p);
+    w.add(p);
     p.channels = 8;  // a later report of the same collective replaces the row
-    w.add_nccl_profile(p);
-    w.add_nccl_proxy_op({.collective = row, .channel = 3, .peer = 1, .is_send = true, .steps = 8, .steps_done = 8,
+    w.add(p);
+    w.add(NcclProxyOpRow{.collective = row, .channel = 3, .peer = 1, .is_send = true, .steps = 8, .steps_done = 8,
                          .chunk_bytes = 131072, .bytes = 1 << 20, .start_ns = 100, .end_ns = 900});
-    w.add_collective_gpu_work({row, 11});
-    w.add_collective_gpu_work({row, 11});  // the same pair twice: one row
-    w.add_collective_gpu_work({row, 12});
+    w.add(CollectiveGpuWorkRow{row, 11});
+    w.add(CollectiveGpuWorkRow{row, 11});  // the same pair twice: one row
+    w.add(CollectiveGpuWorkRow{row, 12});
     w.commit();
   }
   TraceReader r(path);
-  const auto profile = r.nccl_profile();
+  const auto profile = r.rows<NcclProfileRow>();
   ASSERT_EQ(profile.size(), 1u);
   const auto strings = r.strings();
   EXPECT_EQ(strings.at(profile[0].algorithm), "RING");
@@ -278,13 +266,13 @@ TEST(Store, NcclProfileProxyOpsAndGpuWorkRoundTrip) {
   EXPECT_EQ(profile[0].warps, 16);
   EXPECT_EQ(profile[0].nccl_seq, 7);
   EXPECT_EQ(profile[0].api_version, 5);
-  const auto ops = r.nccl_proxy_ops();
+  const auto ops = r.rows<NcclProxyOpRow>();
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_TRUE(ops[0].is_send);
   EXPECT_EQ(ops[0].channel, 3);
   EXPECT_EQ(ops[0].bytes, 1 << 20);
   EXPECT_EQ(ops[0].end_ns - ops[0].start_ns, 800);
-  const auto work = r.collective_gpu_work();
+  const auto work = r.rows<CollectiveGpuWorkRow>();
   ASSERT_EQ(work.size(), 2u);
   EXPECT_EQ(work[0].activity, 11);
   EXPECT_EQ(work[1].activity, 12);
@@ -293,16 +281,13 @@ TEST(Store, NcclProfileProxyOpsAndGpuWorkRoundTrip) {
 
 TEST(Store, Version11FilesHaveNoNcclProfile) {
   auto path = write_sample(temp_dir() / "v11.sqlite");
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE nccl_profile; DROP TABLE nccl_proxy_ops; DROP TABLE collective_gpu_work; "
-                             "UPDATE meta SET value='1.1' WHERE key='schema_version'",
-                         nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite)
+      .exec("DROP TABLE nccl_profile; DROP TABLE nccl_proxy_ops; DROP TABLE collective_gpu_work; "
+            "UPDATE meta SET value='1.1' WHERE key='schema_version'");
   TraceReader r(path);
-  EXPECT_TRUE(r.nccl_profile().empty());
-  EXPECT_TRUE(r.nccl_proxy_ops().empty());
-  EXPECT_TRUE(r.collective_gpu_work().empty());
+  EXPECT_TRUE(r.rows<NcclProfileRow>().empty());
+  EXPECT_TRUE(r.rows<NcclProxyOpRow>().empty());
+  EXPECT_TRUE(r.rows<CollectiveGpuWorkRow>().empty());
 }
 
 TEST(Store, TruncatedFile) {
@@ -321,12 +306,8 @@ TEST(Store, TruncatedFile) {
     }
     w.commit();
   }
-  {  // fold the WAL into the main file, as a finished run does
-    sqlite3* db = nullptr;
-    sqlite3_open(src.c_str(), &db);
-    sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
+  // fold the WAL into the main file, as a finished run does
+  sqlite::Database(src.string(), sqlite::OpenMode::ReadWrite).exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE");
   auto cut = temp_dir() / "cut.sqlite";
   fs::copy_file(src, cut, fs::copy_options::overwrite_existing);
   fs::resize_file(cut, fs::file_size(src) / 2);

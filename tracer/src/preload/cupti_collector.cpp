@@ -299,7 +299,7 @@ void on_drain(WriterContext& ctx) {
     // A collective NCCL's profiler timed from its kernel channels keeps those times (nccl_profile_sink.hpp).
     if (!nccl_profile::has_kernel_channel_times(u.row_id))
       ctx.writer.set_collective_gpu_times(u.row_id, u.gpu_start_ns, u.gpu_end_ns);
-  for (const auto& l : s.matcher.take_links()) ctx.writer.add_collective_gpu_work({l.collective_row, l.activity_row});
+  for (const auto& l : s.matcher.take_links()) ctx.writer.add(store::CollectiveGpuWorkRow{l.collective_row, l.activity_row});
   std::size_t dropped = 0;
   if (s.api.ActivityGetNumDroppedRecords && s.api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
       dropped > 0)

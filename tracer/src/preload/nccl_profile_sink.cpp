@@ -117,7 +117,7 @@ void write_proxy_op(const ProxyOpRecord& op, std::int64_t row, WriterContext& ct
   r.bytes = op.bytes;
   r.start_ns = ctx.clock.to_ns(op.start_ticks);
   r.end_ns = ctx.clock.to_ns(op.end_ticks);
-  ctx.writer.add_nccl_proxy_op(r);
+  ctx.writer.add(r);
   ++sink().proxy_ops;
 }
 
@@ -140,7 +140,7 @@ bool try_write(const CollectiveRecord& rec, WriterContext& ctx) {
   p.nccl_seq = rec.nccl_seq;
   p.proxy_ops = static_cast<std::int32_t>(rec.proxy_ops);
   p.api_version = rec.api_version;
-  ctx.writer.add_nccl_profile(p);
+  ctx.writer.add(p);
   if (s.row_of_record.emplace(rec.record_id, *row).second) {
     s.record_order.push_back(rec.record_id);
     if (s.record_order.size() > RowMatcher::kKeep) {

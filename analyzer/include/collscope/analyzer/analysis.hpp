@@ -1,11 +1,8 @@
 #pragma once
 // The whole pipeline: load → align clocks → match → steps → metrics → findings. What reports and the
 // autotuner consume.
-#include <collscope/analyzer/clock_alignment.hpp>
+#include <collscope/analyzer/run_model.hpp>
 #include <collscope/analyzer/findings.hpp>
-#include <collscope/analyzer/matching.hpp>
-#include <collscope/analyzer/run.hpp>
-#include <collscope/analyzer/steps.hpp>
 
 #include <string>
 #include <vector>

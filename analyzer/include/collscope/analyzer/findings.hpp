@@ -1,9 +1,6 @@
 #pragma once
 // Findings: what slows the job, with evidence in numbers, the time it cost and what to change.
-#include <collscope/analyzer/clock_alignment.hpp>
-#include <collscope/analyzer/matching.hpp>
-#include <collscope/analyzer/run.hpp>
-#include <collscope/analyzer/steps.hpp>
+#include <collscope/analyzer/run_model.hpp>
 
 #include <cstdint>
 #include <map>

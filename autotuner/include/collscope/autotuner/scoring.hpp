@@ -1,7 +1,6 @@
 #pragma once
-// Scores a trial from its trace (NVTX step ranges in the rank files) or from its output (a regex).
-// The trace reader opens rank files read-only while the job may still be writing them (WAL), which
-// is what early stopping uses.
+// Scores a trial from its trace (the run's steps, as collscope::run defines them) or from its output (a regex).
+// Rank files are read while the job may still be writing them, which is what early stopping uses.
 #include <collscope/autotuner/search_space.hpp>
 
 #include <optional>
@@ -10,10 +9,11 @@
 namespace collscope::autotuner {
 
 struct StepProgress {
-  int ranks = 0;                  // rank files with at least one measured step
-  int measured_steps = 0;         // fewest measured (post-warm-up, ended) steps over those ranks
-  double throughput = 0;          // samples/s: sum over ranks of batch × steps / span of those steps
+  int ranks = 0;                  // readable rank files
+  int measured_steps = 0;         // measured (post-warm-up, ended on every rank) steps
+  double throughput = 0;          // samples/s, run::StepSummary::throughput_samples_per_s
   double mean_step_ms = 0;        // mean duration of a measured step, over ranks
+  std::string source;             // where the steps came from: "nvtx" or "inferred"
 };
 
 // Reads RUN_DIR/rank-*.sqlite. nullopt when no rank has a measured step yet.

@@ -5,6 +5,7 @@
 // Times are ns since RunData::origin_ns on the run's aligned clock (every rank's CLOCK_MONOTONIC
 // shifted by its RankInfo::clock_offset_ns).
 #include <collscope/gui/huge_page_allocator.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
@@ -153,9 +154,7 @@ struct RunData {
   int rank_index_of_world(int world_rank) const;
 };
 
-// "1.25 ms", "830 ns", "2.00 s"
-std::string format_duration(std::int64_t ns);
-// "64 KiB", "1.5 MiB"
-std::string format_bytes(std::int64_t bytes);
+using run::format_bytes;     // the one formatting home (collscope/run/format.hpp)
+using run::format_duration;
 
 }  // namespace collscope::gui

@@ -1,12 +1,14 @@
-// Steps: NVTX "step" ranges, or the period of the collective pattern on the reference communicator.
-#include <collscope/analyzer/steps.hpp>
+// Steps: NVTX step ranges, or the period of the collective pattern on the reference communicator.
+#include <collscope/run/steps.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
-#include "call_index.hpp"
+#include <collscope/run/call_index.hpp>
+#include <collscope/run/statistics.hpp>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 namespace {
 
 struct Window {
@@ -16,11 +18,10 @@ struct Window {
 // CPU compute of `rank`: its innermost NVTX ranges other than steps that hold no collective call of their own
 // thread (a range around a blocking call does not hide it; forward/backward on the main thread while a
 // background thread communicates does).
-std::vector<Window> cpu_compute_windows(const Run& run, const RankTrace& rank) {
-  const int step_name = run.string_id("step");
+std::vector<Window> cpu_compute_windows(const StepNames& step_names, const RankTrace& rank) {
   std::vector<const NvtxRange*> ranges;
   for (const auto& n : rank.nvtx_ranges)
-    if (n.end_ns > n.start_ns && n.name != step_name) ranges.push_back(&n);
+    if (n.end_ns > n.start_ns && !step_names.contains(n.name)) ranges.push_back(&n);
   if (ranges.empty()) return {};
   std::sort(ranges.begin(), ranges.end(), [](auto* a, auto* b) {
     return a->thread != b->thread ? a->thread < b->thread : a->start_ns < b->start_ns;
@@ -41,14 +42,13 @@ std::vector<Window> cpu_compute_windows(const Run& run, const RankTrace& rank) {
   return out;
 }
 
-// Per rank index, the step windows from NVTX ranges named "step" (outermost ranges only).
-std::vector<std::vector<Window>> nvtx_windows(const Run& run) {
+// Per rank index, the step windows from NVTX step ranges.
+std::vector<std::vector<Window>> nvtx_windows(const Run& run, const StepNames& step_names) {
   std::vector<std::vector<Window>> out(run.ranks.size());
-  const int step_name = run.string_id("step");
-  if (step_name < 0) return out;
+  if (step_names.empty()) return out;
   for (std::size_t r = 0; r < run.ranks.size(); ++r) {
     for (const auto& n : run.ranks[r].nvtx_ranges)
-      if (n.name == step_name && n.end_ns > n.start_ns) out[r].push_back({n.start_ns, n.end_ns});
+      if (step_names.contains(n.name) && n.end_ns > n.start_ns) out[r].push_back({n.start_ns, n.end_ns});
     std::sort(out[r].begin(), out[r].end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   }
   return out;
@@ -67,23 +67,31 @@ int find_period(const std::vector<std::pair<int, std::int64_t>>& sig) {
 
 }  // namespace
 
+bool is_step_range_name(std::string_view name, std::string_view range_name) {
+  if (range_name.empty() || name.size() < range_name.size()) return false;
+  for (std::size_t i = 0; i < range_name.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(name[i])) != std::tolower(static_cast<unsigned char>(range_name[i])))
+      return false;
+  return name.size() == range_name.size() || !std::isalpha(static_cast<unsigned char>(name[range_name.size()]));
+}
+
+StepNames::StepNames(const Run& run, std::string_view range_name) : ids_(run.strings.size(), false) {
+  for (std::size_t i = 1; i < run.strings.size(); ++i)
+    if (is_step_range_name(run.strings[i], range_name)) ids_[i] = true, ++count_;
+}
+
 StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched) const {
   StepSummary out;
   const std::size_t nranks = run.ranks.size();
-  auto windows = nvtx_windows(run);
+  const StepNames step_names(run, options_.range_name);
+  auto windows = nvtx_windows(run, step_names);
   std::size_t steps = SIZE_MAX;
   for (const auto& w : windows) steps = std::min(steps, w.size());
   out.source = "nvtx";
   if (steps == 0 || steps == SIZE_MAX) {
-    // Inferred: the communicator with the most members and calls, its pattern on the first rank.
+    // Inferred: the pattern of the reference communicator's calls on the first rank.
     windows.assign(nranks, {});
-    int ref = -1;
-    std::size_t best = 0;
-    for (std::size_t c = 0; c < run.communicators.size(); ++c) {
-      const std::size_t calls = matched.call_index[0][c].size();
-      const std::size_t score = run.communicators[c].members.size() * 1000000000ULL + calls;
-      if (calls > 0 && score > best) best = score, ref = static_cast<int>(c);
-    }
+    const int ref = nranks > 0 ? matched.reference_comm : -1;
     steps = 0;
     if (ref >= 0) {
       std::size_t calls = SIZE_MAX;
@@ -148,7 +156,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       if (name.find("nccl") != std::string::npos) continue;
       compute.push_back({g.start_ns, g.end_ns});
     }
-    for (const auto& w : cpu_compute_windows(run, rank)) {
+    for (const auto& w : cpu_compute_windows(step_names, rank)) {
       compute.push_back(w);
       out.cpu_compute_ranges = true;
     }
@@ -209,20 +217,31 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       st.wait_ns += st.rank_wait_ns[r] / nranks;
       st.exposed_comm_ns += exposed[k * nranks + r] / nranks;
     }
+  }
+  out.warmup_steps = std::clamp(options_.warmup_steps, 0, static_cast<int>(steps));
+  const std::size_t first = static_cast<std::size_t>(out.warmup_steps);
+  if (first == steps) return out;  // no measured step yet
+  for (std::size_t k = first; k < steps; ++k) {
+    const auto& st = out.steps[k];
     sum_step += st.duration_ns;
     sum_comm += st.comm_ns;
     sum_exposed += st.exposed_comm_ns;
     sum_wait += st.wait_ns;
     durations.push_back(st.duration_ns);
   }
-  out.mean_step_ns = sum_step / steps;
-  out.median_step_ns = detail::median_of(durations);
-  out.mean_comm_ns = sum_comm / steps;
-  out.mean_exposed_ns = sum_exposed / steps;
-  out.mean_wait_ns = sum_wait / steps;
-  if (batch_size_ > 0 && out.mean_step_ns > 0)
-    out.throughput_samples_per_s = double(batch_size_) * double(nranks) / (out.mean_step_ns / 1e9);
+  const double measured = static_cast<double>(steps - first);
+  out.mean_step_ns = sum_step / measured;
+  out.median_step_ns = median_of(durations);
+  out.mean_comm_ns = sum_comm / measured;
+  out.mean_exposed_ns = sum_exposed / measured;
+  out.mean_wait_ns = sum_wait / measured;
+  std::int64_t last_end = out.steps[first].end_ns;
+  for (std::size_t k = first; k < steps; ++k) last_end = std::max(last_end, out.steps[k].end_ns);
+  out.span_ns = last_end - out.steps[first].start_ns;
+  if (options_.batch_size > 0 && out.span_ns > 0)
+    out.throughput_samples_per_s =
+        double(options_.batch_size) * double(nranks) * measured / (double(out.span_ns) / 1e9);
   return out;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

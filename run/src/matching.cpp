@@ -1,5 +1,5 @@
 // Matching calls across ranks by (communicator, seq), per-instance metrics, and mismatch detection.
-#include <collscope/analyzer/matching.hpp>
+#include <collscope/run/matching.hpp>
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <limits>
 #include <map>
 
-#include "call_index.hpp"
+#include <collscope/run/call_index.hpp>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 double InstanceSummary::busbw_gbps() const { return algbw_gbps() * store::bus_bandwidth_factor(op, ranks); }
 
@@ -43,28 +43,11 @@ std::string describe(const Run& run, const Signature& s) {
   return out;
 }
 
-// The communicator others are measured against for "progress": most members, then most calls.
-int reference_comm(const Run& run, const detail::CallIndex& index) {
-  int best = -1;
-  std::size_t best_members = 0, best_calls = 0;
-  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
-    std::size_t calls = 0;
-    for (const auto& per_rank : index) calls = std::max(calls, per_rank[c].size());
-    const std::size_t members = run.communicators[c].members.size();
-    if (members > best_members || (members == best_members && calls > best_calls)) {
-      best = static_cast<int>(c);
-      best_members = members;
-      best_calls = calls;
-    }
-  }
-  return best;
-}
-
 }  // namespace
 
 MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks) const {
   MatchedRun out;
-  out.call_index = detail::build_call_index(run);
+  out.call_index = build_call_index(run);
   const auto& index = out.call_index;
   const std::size_t nranks = run.ranks.size();
   out.wait_ns_by_rank.assign(nranks, 0);
@@ -73,7 +56,8 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
 
   // Progress on the reference communicator before each call, per rank: how many reference calls the rank had
   // made when it made this call. Equal across ranks for the same (comm, seq) in a consistent program.
-  const int ref = reference_comm(run, index);
+  const int ref = reference_communicator(run, index);
+  out.reference_comm = ref;
   std::vector<std::vector<std::int32_t>> progress(nranks);
   for (std::size_t r = 0; r < nranks; ++r) {
     progress[r].resize(run.ranks[r].collectives.size());
@@ -89,7 +73,7 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
     out.comm_first[c] = out.instances.size();
     const auto& comm = run.communicators[c];
-    const auto members = detail::member_indices(run, comm);
+    const auto members = member_indices(run, comm);
     std::size_t max_calls = 0, min_calls = SIZE_MAX;
     for (int m : members) {
       if (m < 0) continue;
@@ -275,4 +259,4 @@ CollectiveInstance MatchedRun::instance(const Run& run, const ClockAlignment& cl
   return out;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

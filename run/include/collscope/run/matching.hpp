@@ -1,13 +1,13 @@
 #pragma once
 // Matching: the k-th call of a communicator on each member rank is one collective instance (key, seq).
-#include <collscope/analyzer/clock_alignment.hpp>
-#include <collscope/analyzer/run.hpp>
+#include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/run.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 // A matched instance with per-rank detail (materialised on demand: MatchedRun keeps only summaries).
 struct CollectiveInstance {
@@ -60,6 +60,9 @@ struct MatchedRun {
   std::vector<std::vector<std::vector<std::int32_t>>> call_index;
   std::vector<double> wait_ns_by_rank;     // per rank index: total waiting for others
   std::vector<double> blame_ns_by_rank;    // per rank index: time it alone held instances up
+  // The communicator the run's progress is measured on (steps are inferred from it, calls elsewhere are placed
+  // by how many of its calls came before): most members, then most calls on one rank. -1 when none.
+  int reference_comm = -1;
 
   CollectiveInstance instance(const Run& run, const ClockAlignment& clocks, int comm, std::int64_t seq) const;
 };
@@ -69,4 +72,4 @@ class CollectiveMatcher {
   MatchedRun match(const Run& run, const ClockAlignment& clocks) const;
 };
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

@@ -1,5 +1,5 @@
 // Synthetic runs: a tiny discrete simulation of a data-parallel job, written through the real TraceWriter.
-#include <collscope/analyzer/synthetic.hpp>
+#include <collscope/testing/synthetic_run.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
 
@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::testing {
 namespace {
 
 // Deterministic noise in [0, 1): splitmix64 of (seed, rank, call).
@@ -40,7 +40,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
     w->begin();
     w->set_meta(store::meta_key::kWorldRank, std::to_string(r));
     w->set_meta(store::meta_key::kWorldSize, std::to_string(n));
-    w->set_meta(store::meta_key::kHost, fmt::format("node{}", r / 8));
+    w->set_meta(store::meta_key::kHost, fmt::format("node{}", r / std::max(1, spec.ranks_per_host)));
     w->set_meta(store::meta_key::kCommandLine, fmt::format("synthetic_trainer --batch-size {}", spec.batch_size));
     w->set_meta(store::meta_key::kMonotonicStart, std::to_string(kMonotonicBase));
     w->set_meta(store::meta_key::kRealtimeStart, std::to_string(kRealtimeBase));
@@ -194,4 +194,4 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   return rows;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::testing

@@ -1,11 +1,12 @@
 #pragma once
-// Internal: per rank, per communicator, the index of each seq's call in RankTrace::collectives (−1 missing).
-#include <collscope/analyzer/run.hpp>
+// Per rank, per communicator, the index of each seq's call in RankTrace::collectives (−1 missing).
+#include <collscope/run/run.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
-namespace collscope::analyzer::detail {
+namespace collscope::run {
 
 using CallIndex = std::vector<std::vector<std::vector<std::int32_t>>>;
 
@@ -24,6 +25,24 @@ inline CallIndex build_call_index(const Run& run) {
   return index;
 }
 
+// The reference communicator (see MatchedRun::reference_comm): most members, then most calls made on one rank.
+inline int reference_communicator(const Run& run, const CallIndex& index) {
+  int best = -1;
+  std::size_t best_members = 0, best_calls = 0;
+  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+    std::size_t calls = 0;
+    for (const auto& per_rank : index) calls = std::max(calls, per_rank[c].size());
+    if (calls == 0) continue;
+    const std::size_t members = run.communicators[c].members.size();
+    if (best < 0 || members > best_members || (members == best_members && calls > best_calls)) {
+      best = static_cast<int>(c);
+      best_members = members;
+      best_calls = calls;
+    }
+  }
+  return best;
+}
+
 // Rank indices (into Run::ranks) of the communicator's members; −1 for members whose file is missing.
 inline std::vector<int> member_indices(const Run& run, const Communicator& comm) {
   std::vector<int> out;
@@ -32,14 +51,5 @@ inline std::vector<int> member_indices(const Run& run, const Communicator& comm)
   return out;
 }
 
-template <typename T>
-T median_of(std::vector<T> v) {
-  if (v.empty()) return T{};
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  auto lower = *std::max_element(v.begin(), mid);
-  return static_cast<T>((lower + *mid) / 2);
-}
 
-}  // namespace collscope::analyzer::detail
+}  // namespace collscope::run

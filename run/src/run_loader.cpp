@@ -1,5 +1,5 @@
 // Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
-#include <collscope/analyzer/run.hpp>
+#include <collscope/run/run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 
@@ -12,7 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 namespace fs = std::filesystem;
 
 std::optional<std::string> RankTrace::meta_value(const std::string& key) const {
@@ -107,7 +107,7 @@ struct LoadedFile {
   std::string problem;
 };
 
-void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
+void load_file(const std::string& path, const LoadOptions& options, SharedTables& shared, LoadedFile& out) {
   RankTrace t;
   t.path = path;
   try {
@@ -172,7 +172,7 @@ void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
       f.thread = r.thread;
       if (to_call(r, r.seen_ns, r.root ? *r.root : -1, f.call)) t.calls_in_flight.push_back(f);
     }
-    reader.for_each_nvtx_range([&](const store::NvtxRangeRow& r) {
+    if (options.nvtx_ranges) reader.for_each_nvtx_range([&](const store::NvtxRangeRow& r) {
       NvtxRange n;
       n.name = global_string(r.name);
       n.start_ns = r.start_ns;
@@ -181,7 +181,7 @@ void load_file(const std::string& path, SharedTables& shared, LoadedFile& out) {
       n.depth = r.depth;
       t.nvtx_ranges.push_back(n);
     });
-    reader.for_each_gpu_activity([&](const store::GpuActivityRow& r) {
+    if (options.gpu_activities) reader.for_each_gpu_activity([&](const store::GpuActivityRow& r) {
       GpuActivity g;
       g.kind = r.kind;
       g.name = global_string(r.name);
@@ -215,7 +215,7 @@ Run RunLoader::load(const std::string& run_dir) const {
   std::vector<std::thread> pool;
   for (int i = 0; i < threads; ++i)
     pool.emplace_back([&] {
-      for (std::size_t k = next++; k < paths.size(); k = next++) load_file(paths[k], shared, loaded[k]);
+      for (std::size_t k = next++; k < paths.size(); k = next++) load_file(paths[k], options_, shared, loaded[k]);
     });
   for (auto& t : pool) t.join();
 
@@ -257,4 +257,4 @@ Run RunLoader::load(const std::string& run_dir) const {
   return run;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::run {
 
 // One rank's call of one collective, 56 bytes (10 M of them fit in ~560 MB).
 struct CollectiveCall {
@@ -100,7 +100,9 @@ struct Run {
 };
 
 struct LoadOptions {
-  int threads = 0;  // 0 = one per core
+  int threads = 0;          // 0 = one per core
+  bool nvtx_ranges = true;  // read the NVTX table (false: RankTrace::nvtx_ranges stays empty)
+  bool gpu_activities = true;
 };
 
 // Reads RUN_DIR/rank-*.sqlite. Throws collscope::InputError when the directory holds no readable rank file;
@@ -116,4 +118,4 @@ class RunLoader {
 
 inline Run load_run(const std::string& run_dir, LoadOptions options = {}) { return RunLoader(options).load(run_dir); }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::run

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace collscope::analyzer {
+namespace collscope::testing {
 
 struct SyntheticRunSpec {
   int ranks = 4;
@@ -24,6 +24,8 @@ struct SyntheticRunSpec {
   int skip_step = -1;
   bool nvtx_steps = true;          // write NVTX "step" ranges
   std::vector<std::int64_t> clock_shift_ns;  // per rank: added to every row's times (anchors unchanged)
+  int ranks_per_host = 8;          // host "nodeK" holds world ranks [8K, 8K+8); ranks of one host share a clock,
+                                   // so clock_shift_ns models different hosts only with ranks_per_host = 1
   double jitter_us = 5;            // arrival noise, deterministic per (rank, call)
   std::uint64_t seed = 1;
   std::int64_t fusion_threshold = 64 << 20;  // written as env.HOROVOD_FUSION_THRESHOLD
@@ -44,4 +46,4 @@ struct SyntheticRunSpec {
 // Writes dir/rank-NNNNN.sqlite for every rank (creates dir). Returns the number of collective rows written.
 std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec& spec);
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::testing

@@ -1,0 +1,81 @@
+#pragma once
+// Training steps: NVTX ranges named "step" when present, else inferred from the repeating pattern of collectives.
+// The one definition of a step, of step time and of throughput, used by the analyzer, the autotuner and the viewer.
+#include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/matching.hpp>
+#include <collscope/run/run.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace collscope::run {
+
+inline constexpr std::string_view kStepRangeName = "step";
+
+// Whether an NVTX range name marks a step under `range_name`: the name itself in any case, alone or followed by
+// a non-letter ("step", "Step", "step 12", "step_3", "step:3"; not "steps" or "stepper").
+bool is_step_range_name(std::string_view name, std::string_view range_name = kStepRangeName);
+
+// The string ids of a run that name step ranges (is_step_range_name over Run::strings, computed once).
+class StepNames {
+ public:
+  explicit StepNames(const Run& run, std::string_view range_name = kStepRangeName);
+  bool contains(std::int32_t string_id) const {
+    return string_id >= 0 && static_cast<std::size_t>(string_id) < ids_.size() && ids_[string_id];
+  }
+  bool empty() const { return count_ == 0; }
+
+ private:
+  std::vector<bool> ids_;
+  std::size_t count_ = 0;
+};
+
+struct StepOptions {
+  std::string range_name = std::string(kStepRangeName);  // NVTX step ranges (see is_step_range_name)
+  int warmup_steps = 0;           // leading steps left out of the step time and throughput
+  std::int64_t batch_size = 0;    // samples per rank per step; 0 = unknown (no throughput)
+};
+
+struct Step {
+  int index = 0;
+  std::int64_t start_ns = 0;  // aligned, earliest rank
+  std::int64_t end_ns = 0;
+  double duration_ns = 0;     // mean over ranks
+  double comm_ns = 0;         // mean over ranks: time inside collectives (union of calls)
+  double wait_ns = 0;         // mean over ranks: waiting for the last arriver
+  double exposed_comm_ns = 0; // mean over ranks: communication not overlapped with compute (GPU kernels, NVTX
+                              // ranges of threads without collectives), minus waiting
+  std::vector<double> rank_duration_ns;  // per rank index
+  std::vector<double> rank_wait_ns;      // per rank index
+};
+
+struct StepSummary {
+  std::string source;  // "nvtx" or "inferred" or "none"
+  int period_calls = 0;  // inferred: collectives per step on the reference communicator
+  int warmup_steps = 0;  // steps[0 .. warmup_steps) are not measured
+  std::vector<Step> steps;
+  // Over the measured steps (after warm-up):
+  double mean_step_ns = 0, median_step_ns = 0;
+  double mean_comm_ns = 0, mean_exposed_ns = 0, mean_wait_ns = 0;
+  std::int64_t span_ns = 0;  // first measured step's start to the last step's end (aligned), gaps included
+  // Samples per second: batch size × ranks × measured steps / span_ns. The span, not the sum of step times, so
+  // whatever runs between steps (data loading, a cycle wait) counts against throughput. 0 when the batch size
+  // is unknown.
+  double throughput_samples_per_s = 0;
+  bool cpu_compute_ranges = false;      // NVTX compute ranges (not GPU kernels) hid communication
+
+  int measured_steps() const { return std::max(0, static_cast<int>(steps.size()) - warmup_steps); }
+};
+
+class StepDetector {
+ public:
+  explicit StepDetector(StepOptions options = {}) : options_(std::move(options)) {}
+  StepSummary detect(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched) const;
+
+ private:
+  StepOptions options_;
+};
+
+}  // namespace collscope::run
