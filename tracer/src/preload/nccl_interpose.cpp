@@ -122,15 +122,7 @@ void record_versions() {
 
 // NCCL-only jobs (torchrun) never call MPI_Init: the first communicator creation opens the trace file.
 void start_runtime(int nccl_rank, int nccl_size) {
-  if (g_phase.load(std::memory_order_relaxed) == kIdle) {
-    StartInfo info;
-    const int r = world_rank_from_env();
-    const int n = world_size_from_env();
-    info.world_rank = r >= 0 ? r : std::max(0, nccl_rank);
-    info.world_size = n > 0 ? n : std::max(1, nccl_size);
-    info.meta.emplace_back("trace_started_by", "nccl");
-    runtime_start(info);
-  }
+  nccl_profile::start_recording("nccl", nccl_rank, nccl_size);
   record_versions();
   gpu::ensure_cupti();
 }

@@ -39,16 +39,7 @@ std::atomic<std::int64_t> g_nccl_seq[kMaxCommunicators + 1][kFuncs];
 
 int bridge_recording() { return recording() ? 1 : 0; }
 
-void bridge_start(int nccl_rank, int nccl_size) {
-  if (g_phase.load(std::memory_order_relaxed) != kIdle) return;
-  StartInfo info;
-  const int r = world_rank_from_env();
-  const int n = world_size_from_env();
-  info.world_rank = r >= 0 ? r : std::max(0, nccl_rank);
-  info.world_size = n > 0 ? n : std::max(1, nccl_size);
-  info.meta.emplace_back("trace_started_by", "nccl-profiler");
-  runtime_start(info);
-}
+void bridge_start(int nccl_rank, int nccl_size) { start_recording("nccl-profiler", nccl_rank, nccl_size); }
 
 std::uint64_t bridge_ticks() { return ticks(); }
 std::uint32_t bridge_intern(const char* text) { return text ? pool_intern(text) : 0; }
@@ -101,6 +92,17 @@ const RecorderBridge g_bridge = {
 }  // namespace
 
 const RecorderBridge* local_bridge() { return &g_bridge; }
+
+void start_recording(const char* started_by, int nccl_rank, int nccl_size) {
+  if (g_phase.load(std::memory_order_relaxed) != kIdle) return;
+  StartInfo info;
+  const int r = world_rank_from_env();
+  const int n = world_size_from_env();
+  info.world_rank = r >= 0 ? r : std::max(0, nccl_rank);
+  info.world_size = n > 0 ? n : std::max(1, nccl_size);
+  info.meta.emplace_back("trace_started_by", started_by);
+  runtime_start(info);
+}
 
 CallScope::CallScope(std::uint32_t comm_slot, std::int64_t seq) : outermost_(t_call.depth++ == 0) {
   if (outermost_) {

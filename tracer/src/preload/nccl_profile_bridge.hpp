@@ -45,6 +45,10 @@ const RecorderBridge* local_bridge();
 
 // ---- interposer side ----
 
+// Opens the rank file if nothing did yet, for a process that never calls MPI_Init (NCCL-only jobs): world rank and
+// size from the launcher's environment, else NCCL's; meta trace_started_by = `started_by`.
+void start_recording(const char* started_by, int nccl_rank, int nccl_size);
+
 // Marks the real NCCL call this thread is inside (nested scopes keep the outermost).
 class CallScope {
  public:
