@@ -26,6 +26,9 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   tune_cmd->add_option("--trial-timeout", *timeout, "Wall-clock limit of one trial in seconds (default: the space's trial.timeout_s)");
   tune_cmd->add_flag("--resume", options->resume, "Continue the study in --study (after the tuner was killed, or to add trials)");
   tune_cmd->add_option("--export-env", options->export_env_path, "Write the best settings as `export K=V` lines to FILE");
+  tune_cmd->add_option("--export-nccl-rules", options->export_nccl_rules_path,
+                       "Write the space's *.rules file with the best settings to FILE: per-size NCCL choices for "
+                       "collscope's NCCL tuner plugin (COLLSCOPE_NCCL_TUNER_RULES)");
   tune_cmd->add_option("--report", options->report_dir, "Write an HTML report with SVG plots into DIR");
   tune_cmd->add_option("--grid-levels", options->grid_levels, "grid: levels per numeric knob (default: from --trials)");
   tune_cmd->add_option("--confirm-top", options->confirm_top, "Best candidates re-run at the end (default: the space's trial.confirm_top)");
@@ -41,10 +44,19 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto show_report = std::make_shared<std::string>();
   show_cmd->add_option("study", *show_study, "Study file (SQLite)")->required();
   show_cmd->add_option("--report", *show_report, "Also write the HTML/SVG report into DIR");
-  show_cmd->callback([&action, show_study, show_report] {
-    action = [show_study, show_report] {
+  auto show_rules = std::make_shared<std::string>();
+  show_cmd->add_option("--export-nccl-rules", *show_rules, "Also write the best settings as NCCL tuner rules to FILE");
+  show_cmd->callback([&action, show_study, show_report, show_rules] {
+    action = [show_study, show_report, show_rules] {
       try {
         print_study(*show_study, std::cout);
+        if (!show_rules->empty()) {
+          const Study study = Study::open(*show_study);
+          const SearchSpace space = stored_space(study);
+          const auto best = best_settings(space, checked_trials(study, space));
+          if (!best) throw InputError(fmt::format("{}: no trial succeeded: no rules to export", *show_study));
+          write_nccl_rules(space, *best, *show_study, *show_rules);
+        }
         if (!show_report->empty()) {
           const Study study = Study::open(*show_study);
           const SearchSpace space = stored_space(study);

@@ -1,4 +1,6 @@
-// `collscope trace [-o RUN_DIR] -- CMD...`: runs CMD with the preload tracer, one trace file per rank.
+// `collscope trace [-o RUN_DIR] [--nccl-profiler [--no-preload]] -- CMD...`: runs CMD with the preload tracer, one
+// trace file per rank; --nccl-profiler also has NCCL load collscope's profiler plugin (NCCL_PROFILER_PLUGIN),
+// which records into the same files; with --no-preload the plugin records alone.
 // Works around a launcher (`collscope trace -- mpirun -np 4 ./app`) and inside one
 // (`mpirun -np 4 collscope trace -- ./app`): either way every process inherits LD_PRELOAD and the run directory.
 #include <collscope/store/error.hpp>
@@ -72,9 +74,12 @@ class PreloadPath {
 
 }  // namespace
 
-int trace(const std::string& run_dir_arg, const std::vector<std::string>& command) {
+int trace(const std::string& run_dir_arg, const std::vector<std::string>& command, const TraceOptions& options) {
   if (command.empty()) throw InputError("trace: no command given (usage: collscope trace [-o RUN_DIR] -- CMD...)");
-  const std::string preload = find_preload();
+  if (options.no_preload && !options.nccl_profiler)
+    throw InputError("trace: --no-preload records nothing without --nccl-profiler");
+  const std::string preload = options.no_preload ? std::string() : find_preload();
+  const std::string profiler = options.nccl_profiler ? find_nccl_profiler() : std::string();
   fs::path run_dir = run_dir_arg.empty() ? fs::path("collscope-run") : fs::path(run_dir_arg);
   std::error_code ec;
   fs::create_directories(run_dir, ec);
@@ -88,11 +93,13 @@ int trace(const std::string& run_dir_arg, const std::vector<std::string>& comman
   }
   // An unwritable run directory is not fatal: the tracer warns once per process and the job runs untraced.
   const PreloadPath preload_path(preload);
-  std::vector<std::pair<std::string, std::string>> env = {
-      {"LD_PRELOAD", prepend_path_list("LD_PRELOAD", preload_path.path(), ':')},
-      {"NVTX_INJECTION64_PATH", preload_path.path()},  // the same file, so dlopen finds the preloaded instance
-      {"COLLSCOPE_RUN_DIR", run_dir.string()},
-  };
+  std::vector<std::pair<std::string, std::string>> env = {{"COLLSCOPE_RUN_DIR", run_dir.string()}};
+  if (!preload.empty()) {
+    env.emplace_back("LD_PRELOAD", prepend_path_list("LD_PRELOAD", preload_path.path(), ':'));
+    // The same file, so dlopen finds the preloaded instance.
+    env.emplace_back("NVTX_INJECTION64_PATH", preload_path.path());
+  }
+  if (!profiler.empty()) env.emplace_back("NCCL_PROFILER_PLUGIN", profiler);
   return run_process(command, env);
 }
 
@@ -100,11 +107,19 @@ void add_trace_command(CLI::App& app, std::function<int()>& action) {
   auto* cmd = app.add_subcommand("trace", "Run a command under the tracer: one SQLite trace file per rank");
   auto run_dir = std::make_shared<std::string>();
   auto command = std::make_shared<std::vector<std::string>>();
+  auto options = std::make_shared<TraceOptions>();
   cmd->add_option("-o,--output", *run_dir, "Run directory for the rank files (default: ./collscope-run)");
+  cmd->add_flag("--nccl-profiler", options->nccl_profiler,
+                "Also load collscope's NCCL profiler plugin (NCCL_PROFILER_PLUGIN): per collective its kernel "
+                "channels' GPU times, algorithm, protocol, channels and network transfers");
+  cmd->add_flag("--no-preload", options->no_preload,
+                "With --nccl-profiler: record with the profiler plugin alone (no LD_PRELOAD)");
   cmd->add_option("command", *command, "The job to run, after --")->required();
   cmd->prefix_command(false);
   cmd->footer("Example: collscope trace -o run1 -- mpirun -np 4 ./train --batch-size 64");
-  cmd->callback([&action, run_dir, command] { action = [run_dir, command] { return trace(*run_dir, *command); }; });
+  cmd->callback([&action, run_dir, command, options] {
+    action = [run_dir, command, options] { return trace(*run_dir, *command, *options); };
+  });
 }
 
 }  // namespace collscope::cli

@@ -90,7 +90,7 @@ TEST(Store, RoundTrip) {
   TraceReader r(path);
   EXPECT_EQ(r.schema_version().major, kSchemaMajor);
   EXPECT_EQ(r.meta_int(meta_key::kWorldRank), 3);
-  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.1");
+  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.2");
   auto strings = r.strings();
   auto comms = r.communicators();
   ASSERT_EQ(comms.size(), 1u);
@@ -231,6 +231,61 @@ TEST(Store, Version10FilesHaveNoCallsInFlight) {
   TraceReader r(path);
   EXPECT_TRUE(r.calls_in_flight().empty());
   EXPECT_EQ(r.collectives().size(), 5u);
+}
+
+TEST(Store, NcclProfileProxyOpsAndGpuWorkRoundTrip) {
+  const auto path = (temp_dir() / "nccl-profile.sqlite").string();
+  {
+    TraceWriter w(path);
+    w.begin();
+    CollectiveRow c;
+    c.comm = 1;
+    w.add_collective(c);
+    const std::int64_t row = w.last_id();
+    NcclProfileRow p{.collective = row, .algorithm = w.intern("RING"), .protocol = w.intern("LL128"), .channels = 4,
+                     .warps = 16, .kernel_channels = 4, .nccl_seq = 7, .proxy_ops = 2, .api_version = 5};
+    w.add(p);
+    p.channels = 8;  // a later report of the same collective replaces the row
+    w.add(p);
+    w.add(NcclProxyOpRow{.collective = row, .channel = 3, .peer = 1, .is_send = true, .steps = 8, .steps_done = 8,
+                         .chunk_bytes = 131072, .bytes = 1 << 20, .start_ns = 100, .end_ns = 900});
+    w.add(CollectiveGpuWorkRow{row, 11});
+    w.add(CollectiveGpuWorkRow{row, 11});  // the same pair twice: one row
+    w.add(CollectiveGpuWorkRow{row, 12});
+    w.commit();
+  }
+  TraceReader r(path);
+  const auto profile = r.rows<NcclProfileRow>();
+  ASSERT_EQ(profile.size(), 1u);
+  const auto strings = r.strings();
+  EXPECT_EQ(strings.at(profile[0].algorithm), "RING");
+  EXPECT_EQ(strings.at(profile[0].protocol), "LL128");
+  EXPECT_EQ(profile[0].channels, 8);
+  EXPECT_EQ(profile[0].warps, 16);
+  EXPECT_EQ(profile[0].nccl_seq, 7);
+  EXPECT_EQ(profile[0].api_version, 5);
+  const auto ops = r.rows<NcclProxyOpRow>();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_TRUE(ops[0].is_send);
+  EXPECT_EQ(ops[0].channel, 3);
+  EXPECT_EQ(ops[0].bytes, 1 << 20);
+  EXPECT_EQ(ops[0].end_ns - ops[0].start_ns, 800);
+  const auto work = r.rows<CollectiveGpuWorkRow>();
+  ASSERT_EQ(work.size(), 2u);
+  EXPECT_EQ(work[0].activity, 11);
+  EXPECT_EQ(work[1].activity, 12);
+  EXPECT_EQ(r.row_count("nccl_proxy_ops"), 1);
+}
+
+TEST(Store, Version11FilesHaveNoNcclProfile) {
+  auto path = write_sample(temp_dir() / "v11.sqlite");
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite)
+      .exec("DROP TABLE nccl_profile; DROP TABLE nccl_proxy_ops; DROP TABLE collective_gpu_work; "
+            "UPDATE meta SET value='1.1' WHERE key='schema_version'");
+  TraceReader r(path);
+  EXPECT_TRUE(r.rows<NcclProfileRow>().empty());
+  EXPECT_TRUE(r.rows<NcclProxyOpRow>().empty());
+  EXPECT_TRUE(r.rows<CollectiveGpuWorkRow>().empty());
 }
 
 TEST(Store, TruncatedFile) {

@@ -40,6 +40,8 @@ struct NcclPayload {
   std::uint64_t stream;       // cudaStream_t
   std::uint64_t correlation;  // CUPTI external correlation id (collectives.correlation)
   std::uint64_t group;        // ncclGroupStart/End id, 0 = none
+  std::uint64_t nccl_seq_plus1;  // NCCL's own per-function number of the call + 1 (0: none; nccl_profile_sink.cpp)
+  std::uint64_t count_bytes;     // count x datatype size: what NCCL's profiler reports per rank
 };
 
 struct Event {

@@ -13,7 +13,7 @@
 namespace collscope::store {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 1;  // 1.1: calls_in_flight
+inline constexpr int kSchemaMinor = 2;  // 1.1: calls_in_flight; 1.2: nccl_profile, nccl_proxy_ops, collective_gpu_work
 
 // The largest world a reader accepts (meta.world_size): 8 Mi ranks, beyond any machine's process count, so that a
 // corrupt value is refused instead of sizing per-rank arrays.
