@@ -96,6 +96,8 @@ class StatusesOut {
       if (own.size() < static_cast<std::size_t>(n)) own.resize(static_cast<std::size_t>(n));
       use_ = own.data();
     }
+    if (use_ != MPI_STATUSES_IGNORE)
+      for (int i = 0; i < n; ++i) mark_unwritten(&use_[i]);
   }
   MPI_Status* use() const { return use_; }
 
@@ -154,6 +156,7 @@ int custom_Wait(MPI_Request* request, MPI_Status* status) {
   const RequestSnapshot before(1, request);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  mark_unwritten(st);
   const std::uint64_t t0 = ticks();
   int rc;
   {
@@ -169,6 +172,7 @@ int custom_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   const RequestSnapshot before(1, request);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  mark_unwritten(st);
   const std::uint64_t t0 = ticks();
   const int rc = real<kMpi_Test>()(request, flag, st);
   account(before, t0, rc, st, [&](int) { return *flag != 0; });
@@ -204,6 +208,7 @@ int custom_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* st
   const RequestSnapshot before(count, requests);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  mark_unwritten(st);
   const std::uint64_t t0 = ticks();
   int rc;
   {
@@ -223,6 +228,7 @@ int custom_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI
   const RequestSnapshot before(count, requests);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  mark_unwritten(st);
   const std::uint64_t t0 = ticks();
   const int rc = real<kMpi_Testany>()(count, requests, index, flag, st);
   const std::uint64_t t1 = ticks();
@@ -310,10 +316,10 @@ int custom_Request_free(MPI_Request* request) {
   if (rc != MPI_SUCCESS) return rc;
   if (any_persistent()) persistent_remove(r);
   Event e;
-  // Freed while pending: its completion is never observed; the row ends at the free (flagged).
+  // Freed while pending: its completion is never observed; the row ends at the free, status kStatusFreed.
   if (any_pending() && pending_take(r, e)) {
     e.t1 = ticks();
-    e.flags |= kFlagFreed;
+    e.status = store::kStatusFreed;
     if (recording()) record(e);
   }
   return rc;

@@ -72,9 +72,22 @@ MPI_Comm comm_of_message(MPI_Message m) {
   return g.null;
 }
 
+// A status an implementation may leave unwritten (MPICH 4.0's MPI_Isendrecv does): marked before the call, so
+// that what it says is used only when the call wrote it.
+constexpr int kUnwrittenSource = -1'000'001;
+void mark_unwritten(MPI_Status* st) {
+  if (st && st != MPI_STATUS_IGNORE) st->MPI_SOURCE = kUnwrittenSource;
+}
+
 // What a status says about a receive: its source (a world rank), tag and size.
 void apply_status(Event& e, const MPI_Status& st) {
-  if (!(e.flags & kFlagReceives) || e.mpi.recv_peer == kPeerProcNull) return;
+  if (!(e.flags & kFlagReceives) || e.mpi.recv_peer == kPeerProcNull || st.MPI_SOURCE == kUnwrittenSource) return;
+  // MPICH 4.0's MPI_Isendrecv completes with the status of an earlier call: its receive side keeps what the
+  // arguments said (source, tag, the buffer's size) unless they were wildcards.
+  const Op op = static_cast<Op>(e.op);
+  if ((op == Op::Isendrecv || op == Op::IsendrecvReplace) && e.mpi.recv_peer != kPeerUnknown &&
+      e.mpi.recv_tag != MPI_ANY_TAG)
+    return;
   if (st.MPI_SOURCE == MPI_PROC_NULL) {
     e.mpi.recv_peer = kPeerProcNull;
     e.mpi.recv_bytes = 0;
@@ -98,6 +111,7 @@ int message_blocking(MessageShape& s, Call&& call) {
   message_event(s, e);
   MPI_Status own;
   if (s.status == MPI_STATUS_IGNORE) s.status = &own;
+  mark_unwritten(s.status);
   return record_blocking(e, false, call, [&](Event& done) {
     if (done.status != MPI_SUCCESS || !s.status) return;
     apply_status(done, *s.status);
@@ -141,6 +155,7 @@ int probe_polled(MessageShape& s, int* flag, Call&& call) {
   if (!traceable(s.comm)) return call();
   MPI_Status own;
   if (s.status == MPI_STATUS_IGNORE) s.status = &own;
+  mark_unwritten(s.status);
   const std::uint64_t t0 = ticks();
   int rc;
   {
