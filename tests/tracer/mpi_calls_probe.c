@@ -52,6 +52,19 @@ static double now_ns(void) {
 
 static void wait1(MPI_Request* r) { MPI_Wait(r, MPI_STATUS_IGNORE); }
 
+/* In collectives() and neighbourhood(): the blocking call, or (nb) the non-blocking one completed by MPI_Wait
+ * on the request q; and the op's name in that form. */
+#define CALL(blocking, nonblocking) \
+  do {                              \
+    if (nb) {                       \
+      nonblocking;                  \
+      wait1(&q);                    \
+    } else {                        \
+      blocking;                     \
+    }                               \
+  } while (0)
+#define OP(name) (nb ? "i" name : name)
+
 /* Every collective, blocking (nb = 0) or non-blocking and completed by MPI_Wait (nb = 1), on MPI_COMM_WORLD. */
 static void collectives(int nb) {
   const char* w = "world";
@@ -66,16 +79,6 @@ static void collectives(int nb) {
   memset(d, 0, sizeof d);
   memset(f, 0, sizeof f);
   memset(sh, 0, sizeof sh);
-#define CALL(blocking, nonblocking) \
-  do {                              \
-    if (nb) {                       \
-      nonblocking;                  \
-      wait1(&q);                    \
-    } else {                        \
-      blocking;                     \
-    }                               \
-  } while (0)
-#define OP(name) (nb ? "i" name : name)
 
   coll(OP("barrier"), w, 0, 0, -1);
   CALL(MPI_Barrier(MPI_COMM_WORLD), MPI_Ibarrier(MPI_COMM_WORLD, &q));
@@ -151,8 +154,6 @@ static void collectives(int nb) {
   coll(OP("alltoall"), w, 0, 2L * 4 * n, -1);
   CALL(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, intr, 2, MPI_INT, MPI_COMM_WORLD),
        MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, intr, 2, MPI_INT, MPI_COMM_WORLD, &q));
-#undef CALL
-#undef OP
 }
 
 /* Neighbourhood collectives on a periodic ring (2 out-neighbours each, the same rank twice when size is 2). */
@@ -166,16 +167,6 @@ static void neighbourhood(MPI_Comm ring, int nb) {
   MPI_Datatype types[2] = {MPI_DOUBLE, MPI_DOUBLE}, rtypes[2] = {MPI_DOUBLE, MPI_DOUBLE};
   double d[8] = {0}, dr[8];
   MPI_Request q;
-#define CALL(blocking, nonblocking) \
-  do {                              \
-    if (nb) {                       \
-      nonblocking;                  \
-      wait1(&q);                    \
-    } else {                        \
-      blocking;                     \
-    }                               \
-  } while (0)
-#define OP(name) (nb ? "i" name : name)
   coll(OP("neighbor_allgather"), c, 3, 24, -1);
   CALL(MPI_Neighbor_allgather(ints, 3, MPI_INT, intr, 3, MPI_INT, ring),
        MPI_Ineighbor_allgather(ints, 3, MPI_INT, intr, 3, MPI_INT, ring, &q));
@@ -192,8 +183,6 @@ static void neighbourhood(MPI_Comm ring, int nb) {
   int wcounts[2] = {1, 1};
   CALL(MPI_Neighbor_alltoallw(d, wcounts, wdispls, types, dr, wcounts, wrdispls, rtypes, ring),
        MPI_Ineighbor_alltoallw(d, wcounts, wdispls, types, dr, wcounts, wrdispls, rtypes, ring, &q));
-#undef CALL
-#undef OP
 }
 
 /* Persistent collectives: MPI 4.0, or Open MPI 4's MPIX_ spelling. */

@@ -154,9 +154,8 @@ void account(const RequestSnapshot& requests, std::uint64_t t0, int rc, MPI_Stat
 int custom_Wait(MPI_Request* request, MPI_Status* status) {
   if (!any_pending()) return real<kMpi_Wait>()(request, status);
   const RequestSnapshot before(1, request);
-  MPI_Status own;
-  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  mark_unwritten(st);
+  StatusOut out(status);
+  MPI_Status* const st = out.use;
   const std::uint64_t t0 = ticks();
   int rc;
   {
@@ -170,9 +169,8 @@ int custom_Wait(MPI_Request* request, MPI_Status* status) {
 int custom_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (!any_pending()) return real<kMpi_Test>()(request, flag, status);
   const RequestSnapshot before(1, request);
-  MPI_Status own;
-  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  mark_unwritten(st);
+  StatusOut out(status);
+  MPI_Status* const st = out.use;
   const std::uint64_t t0 = ticks();
   const int rc = real<kMpi_Test>()(request, flag, st);
   account(before, t0, rc, st, [&](int) { return *flag != 0; });
@@ -206,9 +204,8 @@ int custom_Testall(int count, MPI_Request requests[], int* flag, MPI_Status stat
 int custom_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (!any_pending()) return real<kMpi_Waitany>()(count, requests, index, status);
   const RequestSnapshot before(count, requests);
-  MPI_Status own;
-  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  mark_unwritten(st);
+  StatusOut out(status);
+  MPI_Status* const st = out.use;
   const std::uint64_t t0 = ticks();
   int rc;
   {
@@ -226,9 +223,8 @@ int custom_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* st
 int custom_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (!any_pending()) return real<kMpi_Testany>()(count, requests, index, flag, status);
   const RequestSnapshot before(count, requests);
-  MPI_Status own;
-  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  mark_unwritten(st);
+  StatusOut out(status);
+  MPI_Status* const st = out.use;
   const std::uint64_t t0 = ticks();
   const int rc = real<kMpi_Testany>()(count, requests, index, flag, st);
   const std::uint64_t t1 = ticks();
