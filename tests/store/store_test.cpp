@@ -133,6 +133,65 @@ TEST(Store, OpNamesRoundTrip) {
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Bcast, 4), 1.0);
 }
 
+TEST(Store, NonBlockingAndPersistentFormsShareTheirCallsFactors) {
+  EXPECT_EQ(blocking_form(Op::Iallreduce), Op::Allreduce);
+  EXPECT_EQ(blocking_form(Op::AllreduceInit), Op::Allreduce);
+  EXPECT_EQ(blocking_form(Op::NeighborAlltoallwInit), Op::NeighborAlltoallw);
+  EXPECT_EQ(blocking_form(Op::IreduceScatterBlock), Op::ReduceScatterBlock);
+  EXPECT_EQ(blocking_form(Op::Isend), Op::Send);
+  EXPECT_EQ(blocking_form(Op::Iprobe), Op::Probe);
+  EXPECT_EQ(blocking_form(Op::Barrier), Op::Barrier);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::AllreduceInit, 4), 1.5);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Ialltoallw, 4), 0.75);
+}
+
+TEST(Store, PointToPointRowsRoundTrip) {
+  const auto path = (temp_dir() / "p2p.sqlite").string();
+  {
+    TraceWriter w(path);
+    w.begin();
+    PointToPointRow r;
+    r.comm = 1;
+    r.seq = 3;
+    r.op = Op::Sendrecv;
+    r.count = 6;
+    r.send_peer = 1;
+    r.send_tag = 10;
+    r.send_bytes = 24;
+    r.recv_peer = kPeerUnknown;
+    r.recv_tag = 11;
+    r.recv_bytes = 20;
+    r.start_ns = 100;
+    r.end_ns = 250;
+    r.post_end_ns = 120;
+    r.wait_ns = 90;
+    r.wait_calls = 3;
+    w.add(r);
+    r.op = Op::Recv;
+    r.send_peer.reset();
+    r.send_tag.reset();
+    r.send_bytes.reset();
+    r.post_end_ns.reset();
+    r.wait_ns.reset();
+    r.wait_calls.reset();
+    w.add(r);
+    w.commit();
+  }
+  TraceReader reader(path);
+  EXPECT_EQ(reader.schema_version().minor, 2);
+  const auto rows = reader.rows<PointToPointRow>();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].op, Op::Sendrecv);
+  EXPECT_EQ(rows[0].send_peer, 1);
+  EXPECT_EQ(rows[0].recv_peer, kPeerUnknown);
+  EXPECT_EQ(rows[0].recv_bytes, 20);
+  EXPECT_EQ(rows[0].wait_ns, 90);
+  EXPECT_EQ(rows[0].wait_calls, 3);
+  EXPECT_FALSE(rows[1].send_peer.has_value());
+  EXPECT_FALSE(rows[1].post_end_ns.has_value());
+  EXPECT_EQ(rows[1].recv_tag, 11);
+}
+
 TEST(Store, MissingFile) {
   auto msg = error_of((temp_dir() / "nope.sqlite").string());
   EXPECT_NE(msg.find("nope.sqlite: no such file"), std::string::npos) << msg;

@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "comm_registry.hpp"
+#include "event_rows.hpp"
 #include "string_pool.hpp"
 #include "thread_buffer.hpp"
 
@@ -223,6 +224,7 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
   r.start_ns = clock.to_ns(e.t0);
   r.end_ns = clock.to_ns(e.t1);
   r.status = e.status;
+  set_nonblocking_times(e, clock, r);
   file->add_collective(r);
   const std::int64_t row_id = file->last_id();
   for (auto& hook : collective_hooks) hook(e, row_id, ctx);
@@ -295,6 +297,9 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
   switch (e.kind) {
     case EventKind::Collective:
       write_collective(e, ctx);
+      break;
+    case EventKind::PointToPoint:
+      file->add(point_to_point_row(e, ctx));
       break;
     case EventKind::CommCreated: {
       const CommSlot& s = comm_slot(e.comm_slot);
