@@ -53,6 +53,7 @@ std::vector<OpSizeStats> op_size_stats(const MatchedRun& m) {
 Analysis analyze(Run run, const AnalysisOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Analysis a;
+  a.options = options;
   a.run = std::move(run);
   a.clocks = ClockAligner().align(a.run);
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
