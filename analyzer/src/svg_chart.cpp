@@ -85,22 +85,24 @@ Mapped map_axis(const Axis& axis, std::vector<double> values, int target) {
     m.hi = axis.max ? hi : std::max(hi, m.ticks.back());
     std::erase_if(m.ticks, [&](double t) { return t < m.lo - 1e-9 * step || t > m.hi + 1e-9 * step; });
   } else {
-    const double base_step = 1;  // one power of the base
-    double tlo = std::floor(transform(axis.scale, lo) + 1e-9), thi = std::ceil(transform(axis.scale, hi) - 1e-9);
-    if (thi <= tlo) thi = tlo + 1;
-    const double every = std::max(base_step, std::ceil((thi - tlo) / std::max(1, target)));
-    for (double t = tlo; t <= thi + 1e-9; t += every) m.ticks.push_back(inverse(axis.scale, t));
-    if (axis.scale == Scale::Log10 && thi - tlo <= 1)  // one decade: 2 and 5 too
-      for (double t = tlo; t < thi; ++t)
-        for (double f : {2.0, 5.0}) m.ticks.push_back(f * inverse(axis.scale, t));
+    // Powers of the base inside the data's range plus a little room, so marks at the ends do not sit on the axis
+    // and no decade is empty; within one decade, 2× and 5× too.
+    const double tlo = transform(axis.scale, lo), thi = transform(axis.scale, hi);
+    const double pad = std::max(0.15, 0.04 * (thi - tlo));
+    m.lo = axis.min ? tlo : tlo - pad;
+    m.hi = axis.max ? thi : thi + pad;
+    const double every = std::max(1.0, std::ceil((m.hi - m.lo) / std::max(1, target)));
+    for (double t = std::ceil(m.lo / every - 1e-9) * every; t <= m.hi + 1e-9; t += every) m.ticks.push_back(inverse(axis.scale, t));
+    if (axis.scale == Scale::Log10 && m.ticks.size() < 3)
+      for (double t = std::floor(m.lo); t <= m.hi; ++t)
+        for (double f : {2.0, 5.0})
+          if (const double v = f * inverse(axis.scale, t); transform(axis.scale, v) >= m.lo && transform(axis.scale, v) <= m.hi)
+            m.ticks.push_back(v);
     std::sort(m.ticks.begin(), m.ticks.end());
-    // A little room beyond the outer values, so marks at the ends do not sit on the axis.
-    m.lo = std::min(tlo, transform(axis.scale, lo) - 0.3);
-    m.hi = std::max(thi, transform(axis.scale, hi) + 0.3);
   }
   for (double t : m.ticks)
     m.labels.push_back(axis.format ? axis.format(t)
-                                   : plain_number(t, axis.scale == Scale::Linear ? step : std::min(1.0, t)));
+                                   : plain_number(t, axis.scale == Scale::Linear ? step : t));
   return m;
 }
 
@@ -180,7 +182,9 @@ std::string plain_number(double value, double step) {
   const double magnitude = std::max(std::fabs(value), step);
   static constexpr std::pair<double, const char*> kSuffixes[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
   for (const auto& [unit, suffix] : kSuffixes)
-    if (magnitude >= 10 * unit && step >= unit / 10) {
+    // 10k and up; or a whole multiple of the unit at a step of at least one unit (a power of ten: "1M").
+    if ((magnitude >= 10 * unit && step >= unit / 10) ||
+        (std::fabs(value) >= unit && step >= unit && std::fmod(std::fabs(value), unit) == 0)) {
       const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step / unit) + 1e-9)), 0, 3);
       return fmt::format("{:.{}f}{}", value / unit, decimals, suffix);
     }
@@ -205,14 +209,16 @@ std::string render(const XYChart& c) {
   // Layout: the legend's height and the widest y tick decide the margins.
   const auto [legend_svg_probe, legend_h] = legend(entries, 8, W - 8, kTitleHeight);
   (void)legend_svg_probe;
-  const double top = kTitleHeight + legend_h + 10, bottom = 44, right = 18;
+  const double top = kTitleHeight + legend_h + 10, bottom = 44;
   Mapped y = map_axis(c.y, ys, std::max(3, static_cast<int>((H - top - bottom) / 45)));
   double widest = 0;
   for (const auto& l : y.labels) widest = std::max(widest, text_width(l));
   const double left = 22 + widest + 8;
   y.p0 = H - bottom;
   y.p1 = top;
-  Mapped x = map_axis(c.x, xs, std::max(2, static_cast<int>((W - left - right) / 90)));
+  Mapped x = map_axis(c.x, xs, std::max(2, static_cast<int>((W - left - 18) / 90)));
+  // The last tick's text is centred on its tick: room for its right half.
+  const double right = std::max(18.0, x.labels.empty() ? 0.0 : text_width(x.labels.back()) / 2 + 6);
   x.p0 = left;
   x.p1 = W - right;
 
