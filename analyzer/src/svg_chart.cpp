@@ -179,15 +179,12 @@ std::string plain_number(double value, double step) {
   step = std::fabs(step);
   if (!(step > 0)) step = std::max(1e-9, std::fabs(value));
   if (std::fabs(value) < step * 1e-9) value = 0;
-  const double magnitude = std::max(std::fabs(value), step);
+  // Steps of 10 000 and more: whole multiples of the largest unit the step holds ("20k", "500M", "1G"); the
+  // rule depends on the step only, so every tick of an axis has the same form.
   static constexpr std::pair<double, const char*> kSuffixes[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
-  for (const auto& [unit, suffix] : kSuffixes)
-    // 10k and up; or a whole multiple of the unit at a step of at least one unit (a power of ten: "1M").
-    if ((magnitude >= 10 * unit && step >= unit / 10) ||
-        (std::fabs(value) >= unit && step >= unit && std::fmod(std::fabs(value), unit) == 0)) {
-      const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step / unit) + 1e-9)), 0, 3);
-      return fmt::format("{:.{}f}{}", value / unit, decimals, suffix);
-    }
+  if (step >= 1e4)
+    for (const auto& [unit, suffix] : kSuffixes)
+      if (step >= unit) return value == 0 ? "0" : fmt::format("{:.0f}{}", value / unit, suffix);
   const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 9);
   return fmt::format("{:.{}f}", value, decimals);
 }

@@ -141,7 +141,7 @@ std::string effect_chart(const SearchSpace& space, const std::vector<TrialRecord
   }
   if (e.values.empty()) return chart::render(c) + "<p class=\"note\">Fewer than two scored trials: no model yet.</p>\n";
   chart::Series band{.name = "model: 95 % band (±2 sd)", .colour = palette::kModel, .mark = chart::Mark::Band};
-  chart::Series mean{.name = "model: mean", .colour = palette::kModel, .mark = categories ? chart::Mark::ErrorBars : chart::Mark::Line};
+  chart::Series mean{.name = categories ? "model: mean ± 2 sd" : "model: mean", .colour = palette::kModel, .mark = categories ? chart::Mark::ErrorBars : chart::Mark::Line};
   for (std::size_t i = 0; i < e.values.size(); ++i) {
     const double x = x_of(e.values[i]);
     const auto tip = fmt::format("{}={}: {} ± {} (2 sd)", k.name, e.values[i], score_text(e.mean[i], o), score_text(2 * e.sd[i], o));
