@@ -28,6 +28,7 @@ struct CompareArgs {
   std::string format = "text";
   std::string output;
   std::int64_t batch_size = 0;
+  bool allow_new_findings = false;
 };
 
 void write_output(const std::string& path, const std::string& text) {
@@ -77,7 +78,7 @@ int run_compare(const CompareArgs& args) {
   o.batch_size = args.batch_size;
   const Analysis base = analyze_run(args.base_dir, o);
   const Analysis next = analyze_run(args.new_dir, o);
-  const Comparison c = compare_analyses(base, next, gate);
+  const Comparison c = compare_analyses(base, next, gate, !args.allow_new_findings);
   std::string text;
   switch (format) {
     case ReportFormat::Json: text = comparison_json(c).dump(2) + "\n"; break;
@@ -103,7 +104,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   analyze->callback([&action, a] { action = [a] { return run_analyze(*a); }; });
 
   auto c = std::make_shared<CompareArgs>();
-  auto* compare = app.add_subcommand("compare", "Compare two runs; exit 1 on a statistically significant regression");
+  auto* compare = app.add_subcommand("compare", "Compare two runs; exit 1 on a significant slowdown or a new finding");
   compare->add_option("base", c->base_dir, "Baseline run directory")->required();
   compare->add_option("new", c->new_dir, "New run directory")->required();
   compare->add_option("--max-regression", c->max_regression, "Tolerated slowdown of the median step (e.g. 5%)")->capture_default_str();
@@ -111,6 +112,8 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   compare->add_option("--format", c->format, "text, json or markdown")->capture_default_str();
   compare->add_option("-o,--output", c->output, "Write the comparison to FILE (default: stdout)");
   compare->add_option("--batch-size", c->batch_size, "Samples per rank per step");
+  compare->add_flag("--allow-new-findings", c->allow_new_findings,
+                    "A new finding (a straggler, a hang...) is listed but does not fail the comparison");
   compare->footer("Example: collscope compare base-run new-run --max-regression 5% --junit compare.xml");
   compare->callback([&action, c] { action = [c] { return run_compare(*c); }; });
 }

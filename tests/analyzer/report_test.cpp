@@ -1,6 +1,7 @@
 // Reports for people: the SVG chart library and the HTML report on synthetic runs with known ground truth.
 // Every SVG must be well-formed XML (checked by Python's parser), say its units and draw what was injected.
 #include <collscope/analyzer/analysis.hpp>
+#include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/analyzer/svg_chart.hpp>
 #include <collscope/testing/synthetic_run.hpp>
@@ -135,4 +136,98 @@ TEST(HtmlReport, ShowsLatenessOfTheStragglerBandwidthReferenceAndUnits) {
   EXPECT_NE(html.find("4 MiB"), std::string::npos);
   EXPECT_EQ(html.find("4194304"), std::string::npos);  // sizes are formatted, never raw byte counts
   EXPECT_EQ(html.find("<script"), std::string::npos);
+}
+
+namespace {
+
+Analysis synthetic(const std::string& name, SyntheticRunSpec spec) {
+  const auto dir = temp_dir(name);
+  collscope::testing::write_synthetic_run(dir.string(), spec);
+  return analyze_run(dir.string());
+}
+
+std::vector<std::string> junit_case_names(const std::string& xml) {
+  std::vector<std::string> out;
+  static const std::regex name(R"re(<testcase classname="[^"]*" name="([^"]*)")re");
+  for (std::sregex_iterator it(xml.begin(), xml.end(), name), end; it != end; ++it) out.push_back((*it)[1].str());
+  return out;
+}
+
+}  // namespace
+
+TEST(CompareReport, VerdictFirstChangesReadRightNoBusbwOfTinyMessages) {
+  SyntheticRunSpec spec;
+  spec.ranks = 2;
+  spec.steps = 20;
+  const Analysis base = synthetic("cmp-base", spec);
+  spec.seed = 2;
+  spec.link_gbps = 1;  // the link falls to a tenth: busbw −90 %, a bit slower steps
+  const Analysis slow_link = synthetic("cmp-slow-link", spec);
+  const Comparison c = compare_analyses(base, slow_link, 0.05);
+  const std::string md = comparison_markdown(c);
+  // The verdict is the first paragraph; the table is folded.
+  const auto verdict = md.find("**Regression**: step time");
+  ASSERT_NE(verdict, std::string::npos) << md;
+  EXPECT_LT(verdict, md.find("<details>"));
+  EXPECT_LT(md.find("<details>"), md.find("| metric |"));
+  // Bandwidth that fell reads as a fall: "−9x %" and worse, never "+900 %".
+  const auto row = md.find("| busbw allreduce 4 MiB..8 MiB |");
+  ASSERT_NE(row, std::string::npos) << md;
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  EXPECT_TRUE(std::regex_search(line, std::regex(R"(\| -(8[5-9]|9[0-9])\.[0-9] % worse \|)"))) << line;
+  // The same run against itself: "no change", never "+0.0 % better".
+  const std::string same = comparison_markdown(compare_analyses(base, base, 0.05));
+  EXPECT_NE(same.find("**No regression**"), std::string::npos) << same;
+  EXPECT_EQ(same.find("+0.0 %"), std::string::npos) << same;
+  EXPECT_NE(same.find("no change"), std::string::npos) << same;
+  // 8-byte allreduces: latency, not bandwidth; no busbw row at all.
+  spec = {};
+  spec.ranks = 2;
+  spec.steps = 20;
+  spec.allreduce_bytes = 8;
+  const Analysis tiny = synthetic("cmp-tiny", spec);
+  for (const auto& m : compare_analyses(tiny, tiny, 0.05).metrics) EXPECT_FALSE(m.name.starts_with("busbw")) << m.name;
+  // Text for a terminal fits 100 columns.
+  const std::string text = comparison_text(c);
+  for (std::size_t a = 0, b; a < text.size(); a = b + 1) {
+    b = text.find('\n', a);
+    if (b == std::string::npos) b = text.size();
+    std::size_t cols = 0;
+    for (std::size_t i = a; i < b; ++i) cols += (static_cast<unsigned char>(text[i]) & 0xc0) != 0x80;
+    EXPECT_LE(cols, 100u) << text.substr(a, b - a);
+  }
+}
+
+TEST(CompareReport, NewStragglerFailsItsJUnitCaseWithStableNames) {
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 12;
+  const Analysis base = synthetic("junit-base", spec);
+  spec.seed = 3;
+  spec.slow_rank = 3;
+  spec.slow_ms = 1.5;
+  const Analysis straggler = synthetic("junit-straggler", spec);
+  const Comparison c = compare_analyses(base, straggler, 0.5);  // a gate the step time stays within
+  ASSERT_FALSE(c.metrics.at(0).regression);
+  ASSERT_EQ(c.findings_new.size(), 1u);
+  EXPECT_EQ(c.findings_new[0].key, "straggler rank 3");
+  EXPECT_TRUE(c.regression);  // the new finding fails the comparison
+  EXPECT_NE(comparison_markdown(c).find("new finding: straggler rank 3"), std::string::npos);
+  const std::string xml = comparison_junit(c);
+  const auto at = xml.find("name=\"finding straggler\"");
+  ASSERT_NE(at, std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure message=\"new finding: straggler rank 3", at), std::string::npos) << xml;
+  EXPECT_NE(xml.find("failures=\"1\""), std::string::npos) << xml;
+  // Opted out: listed, not failing.
+  const Comparison allowed = compare_analyses(base, straggler, 0.5, false);
+  EXPECT_FALSE(allowed.regression);
+  EXPECT_EQ(comparison_junit(allowed).find("<failure"), std::string::npos);
+  // Case names do not depend on what the runs hold (sizes, findings): the same for any two runs.
+  spec = {};
+  spec.ranks = 2;
+  spec.steps = 12;
+  spec.allreduce_bytes = 300 << 10;
+  const Analysis other = synthetic("junit-other", spec);
+  EXPECT_EQ(junit_case_names(xml), junit_case_names(comparison_junit(compare_analyses(other, other, 0.05))));
+  EXPECT_EQ(junit_case_names(xml).front(), "step time");
 }

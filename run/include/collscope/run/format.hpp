@@ -3,6 +3,7 @@
 // tuner. Machine formats (JSON) keep raw numbers with the unit in the key.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace collscope::run {
 
@@ -14,5 +15,10 @@ std::string format_duration(double ns);
 std::string format_ms(double ns);
 // Gigabytes per second (10^9 bytes/s, the nccl-tests unit) with 3 significant digits: "12.3 GB/s", "0.0412 GB/s".
 std::string format_bandwidth(double gbps);
+
+// Text for a terminal: `text` wrapped at spaces so that no line is wider than `width` columns (UTF-8 code points),
+// lines after the first indented by `indent` spaces; a word longer than a line is cut. Newlines in `text` are
+// kept (the next line is indented too). No trailing newline is added.
+std::string wrap_text(std::string_view text, std::size_t width = 100, std::size_t indent = 0);
 
 }  // namespace collscope::run
