@@ -231,3 +231,29 @@ TEST(CompareReport, NewStragglerFailsItsJUnitCaseWithStableNames) {
   EXPECT_EQ(junit_case_names(xml), junit_case_names(comparison_junit(compare_analyses(other, other, 0.05))));
   EXPECT_EQ(junit_case_names(xml).front(), "step time");
 }
+
+TEST(TextReport, WrapsToHundredColumns) {
+  EXPECT_EQ(wrap_text("aaa bbb ccc ddd", 12, 2), "aaa bbb ccc\n  ddd");
+  EXPECT_EQ(wrap_text("µµµµµ µµµµ", 10, 0), "µµµµµ µµµµ");  // columns, not bytes
+  EXPECT_EQ(wrap_text("abcdefghijklmnop", 10, 0), "abcdefghij\nklmnop");  // a word longer than a line is cut
+  EXPECT_EQ(wrap_text("one\n  two", 100, 4), "one\n      two");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 10;
+  spec.slow_rank = 1;
+  spec.slow_ms = 4;
+  spec.allreduces_per_step = 40;  // latency-bound too: findings with long evidence
+  spec.allreduce_bytes = 64 << 10;
+  const auto dir = temp_dir("text");
+  collscope::testing::write_synthetic_run(dir.string(), spec);
+  const std::string text = text_report(analyze_run(dir.string()));
+  EXPECT_NE(text.find("rank 1 is a straggler"), std::string::npos) << text;
+  for (std::size_t a = 0, b; a < text.size(); a = b + 1) {
+    b = text.find('\n', a);
+    if (b == std::string::npos) b = text.size();
+    std::size_t cols = 0;
+    for (std::size_t i = a; i < b; ++i) cols += (static_cast<unsigned char>(text[i]) & 0xc0) != 0x80;
+    if (text.compare(a, 2, "==") == 0) continue;  // the header names the run directory, whatever its length
+    EXPECT_LE(cols, 100u) << text.substr(a, b - a);
+  }
+}
