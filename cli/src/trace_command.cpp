@@ -1,7 +1,11 @@
-// `collscope trace [-o RUN_DIR] -- CMD...`: runs CMD with the preload tracer, one trace file per rank.
+// `collscope trace [-o RUN_DIR] [--force] -- CMD...`: runs CMD with the preload tracer, one trace file per rank,
+// then says what was traced (ranks, files, events, drops) and what to run next.
 // Works around a launcher (`collscope trace -- mpirun -np 4 ./app`) and inside one
 // (`mpirun -np 4 collscope trace -- ./app`): either way every process inherits LD_PRELOAD and the run directory.
+#include <collscope/run/format.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/schema.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <fmt/format.h>
 
@@ -21,47 +25,128 @@ std::string prepend_path_list(const char* var, const std::string& value, char se
   return value + sep + old;
 }
 
-// Launched by a launcher as one of its ranks: every rank runs `collscope trace`, so none may clean the directory.
+// Launched by a launcher as one of its ranks: every rank runs `collscope trace`, so none may clean the directory
+// (nor refuse it: the first rank's file is already there when the second looks), and none prints a summary.
 bool inside_launcher() {
   for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
     if (std::getenv(v)) return true;
   return false;
 }
 
-}  // namespace
-
-int trace(const std::string& run_dir_arg, const std::vector<std::string>& command) {
-  if (command.empty()) throw InputError("trace: no command given (usage: collscope trace [-o RUN_DIR] -- CMD...)");
-  const std::string preload = find_preload();
-  fs::path run_dir = run_dir_arg.empty() ? fs::path("collscope-run") : fs::path(run_dir_arg);
+// rank-*.sqlite and their -wal/-shm companions.
+std::vector<fs::path> rank_file_paths(const fs::path& dir) {
+  std::vector<fs::path> out;
   std::error_code ec;
-  fs::create_directories(run_dir, ec);
-  run_dir = fs::absolute(run_dir);
-  if (!inside_launcher() && fs::is_directory(run_dir, ec)) {
-    // Old rank files of a bigger previous run would otherwise mix into this one.
-    for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
-      const auto name = entry.path().filename().string();
-      if (name.starts_with("rank-") && name.find(".sqlite") != std::string::npos) fs::remove(entry.path(), ec);
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.starts_with("rank-") && name.find(".sqlite") != std::string::npos) out.push_back(entry.path());
+  }
+  return out;
+}
+
+std::string shown(const fs::path& dir) {
+  std::error_code ec;
+  const auto rel = fs::relative(dir, fs::current_path(ec), ec);
+  return !ec && !rel.empty() && !rel.string().starts_with("..") ? rel.string() : dir.string();
+}
+
+// What the run holds, in a few lines on stderr (stdout is the job's).
+void print_summary(const fs::path& dir, const std::vector<std::string>& command, bool created_dir) {
+  std::vector<std::string> files;
+  try {
+    files = store::rank_files(dir.string());
+  } catch (const InputError&) {
+  }
+  if (files.empty()) {
+    std::error_code ec;
+    if (created_dir && fs::is_empty(dir, ec)) fs::remove(dir, ec);
+    fmt::print(stderr, "{}\n",
+               run::wrap_text(fmt::format("collscope trace: nothing traced: `{}` made no MPI call and created no NCCL "
+                                          "communicator, so no process wrote a trace{}. The tracer starts in a process "
+                                          "at MPI_Init or at its first NCCL communicator; a statically linked program "
+                                          "or one that clears LD_PRELOAD cannot be traced.",
+                                          command.front(), created_dir ? " (the empty run directory was removed)" : ""),
+                              100, 4));
+    return;
+  }
+  std::int64_t collectives = 0, ranges = 0, gpu = 0, dropped = 0, bytes = 0;
+  std::vector<int> dropping_ranks;
+  for (const auto& f : files) {
+    std::error_code ec;
+    bytes += static_cast<std::int64_t>(fs::file_size(f, ec));
+    try {
+      store::TraceReader reader(f);
+      collectives += reader.row_count("collectives");
+      ranges += reader.row_count("nvtx_ranges");
+      gpu += reader.row_count("gpu_activities");
+      if (const auto d = reader.meta_int(store::meta_key::kEventsDropped); d && *d > 0) {
+        dropped += *d;
+        dropping_ranks.push_back(static_cast<int>(reader.meta_int(store::meta_key::kWorldRank).value_or(-1)));
+      }
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "collscope trace: {}\n", e.what());
     }
   }
+  fmt::print(stderr, "{}\n",
+             run::wrap_text(fmt::format("collscope trace: {} rank file{} in {} ({}): {} collectives, {} NVTX ranges, {} GPU "
+                                        "activities",
+                                        files.size(), files.size() == 1 ? "" : "s", shown(dir),
+                                        run::format_bytes(double(bytes)), collectives, ranges, gpu),
+                            100, 4));
+  if (dropped > 0)
+    fmt::print(stderr, "{}\n",
+               run::wrap_text(fmt::format("collscope trace: {} events dropped on rank(s) {} (a thread's buffer filled "
+                                          "before the writer emptied it); set COLLSCOPE_FLUSH_MS=10 (default 50) to "
+                                          "empty it more often",
+                                          dropped, fmt::join(dropping_ranks, ",")),
+                              100, 4));
+  fmt::print(stderr, "Next: collscope analyze {0}   |   collscope view {0}\n", shown(dir));
+}
+
+}  // namespace
+
+int trace(const TraceOptions& options, const std::vector<std::string>& command) {
+  if (command.empty()) throw InputError("trace: no command given (usage: collscope trace [-o RUN_DIR] -- CMD...)");
+  const std::string preload = find_preload();
+  fs::path run_dir = options.run_dir.empty() ? fs::path("collscope-run") : fs::path(options.run_dir);
+  std::error_code ec;
+  const bool existed = fs::exists(run_dir, ec);
+  if (existed && !fs::is_directory(run_dir, ec)) throw InputError(fmt::format("{}: not a directory", run_dir.string()));
+  const bool launcher = inside_launcher();
+  if (!launcher && existed) {
+    // Rank files of an earlier run: refused, unless --force replaces them (a bigger earlier run's files would
+    // otherwise mix into this one).
+    const auto old = rank_file_paths(run_dir);
+    if (!old.empty() && !options.force)
+      throw InputError(fmt::format("{}: holds an earlier run ({} rank files); use --force to replace it, or another -o",
+                                   run_dir.string(), store::rank_files(run_dir.string()).size()));
+    for (const auto& p : old) fs::remove(p, ec);
+  }
+  fs::create_directories(run_dir, ec);
+  run_dir = fs::absolute(run_dir);
   // An unwritable run directory is not fatal: the tracer warns once per process and the job runs untraced.
   std::vector<std::pair<std::string, std::string>> env = {
       {"LD_PRELOAD", prepend_path_list("LD_PRELOAD", preload, ':')},
       {"NVTX_INJECTION64_PATH", preload},
       {"COLLSCOPE_RUN_DIR", run_dir.string()},
   };
-  return run_process(command, env);
+  const int rc = run_process(command, env, options.job_output);
+  if (options.summary && !launcher) print_summary(run_dir, command, !existed);
+  return rc;
 }
 
 void add_trace_command(CLI::App& app, std::function<int()>& action) {
   auto* cmd = app.add_subcommand("trace", "Run a command under the tracer: one SQLite trace file per rank");
-  auto run_dir = std::make_shared<std::string>();
+  auto o = std::make_shared<TraceOptions>();
   auto command = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("-o,--output", *run_dir, "Run directory for the rank files (default: ./collscope-run)");
-  cmd->add_option("command", *command, "The job to run, after --")->required();
+  cmd->add_option("-o,--output", o->run_dir, "Run directory for the rank files (default: ./collscope-run)")->type_name("DIR");
+  cmd->add_flag("--force", o->force, "Replace the rank files of an earlier run in the run directory");
+  cmd->add_option("COMMAND", *command, "The job to run, after --")->required();
   cmd->prefix_command(false);
-  cmd->footer("Example: collscope trace -o run1 -- mpirun -np 4 ./train --batch-size 64");
-  cmd->callback([&action, run_dir, command] { action = [run_dir, command] { return trace(*run_dir, *command); }; });
+  cmd->footer("Example: collscope trace -o run1 -- mpirun -np 4 ./train --batch-size 64\n"
+              "The job's exit code is collscope's. Inside a launcher (mpirun -np 4 collscope trace -- ./app) each\n"
+              "rank traces itself into the same directory.");
+  cmd->callback([&action, o, command] { action = [o, command] { return trace(*o, *command); }; });
 }
 
 }  // namespace collscope::cli
