@@ -105,8 +105,8 @@ int run_demo(const DemoOptions& o) {
   fmt::print("\nThe job's output: {}\n", job_output.string());
   fmt::print("Next: collscope analyze {0} --format html -o {0}.html   |   collscope view {0}\n", o.run_dir);
   if (const auto space = find_data("samples/fusion_trainer/space.yaml"))
-    fmt::print("      collscope tune {} --trials 12 -- mpirun -np 2 --oversubscribe {} --batch-size {{batch_size}}\n", *space,
-               *trainer);
+    fmt::print("Tune it: collscope tune {} --trials 12 -- \\\n    mpirun -np 2 --oversubscribe \\\n    {} --batch-size {{batch_size}}\n",
+               *space, *trainer);
   return 0;
 }
 

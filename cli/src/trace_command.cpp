@@ -51,7 +51,7 @@ std::string shown(const fs::path& dir) {
 }
 
 // What the run holds, in a few lines on stderr (stdout is the job's).
-void print_summary(const fs::path& dir, const std::vector<std::string>& command, bool created_dir) {
+void print_summary(const fs::path& dir, const std::vector<std::string>& command, int exit_code, bool created_dir) {
   std::vector<std::string> files;
   try {
     files = store::rank_files(dir.string());
@@ -60,12 +60,15 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
   if (files.empty()) {
     std::error_code ec;
     if (created_dir && fs::is_empty(dir, ec)) fs::remove(dir, ec);
+    const std::string why =
+        exit_code != 0 ? fmt::format("`{}` exited with {} before any of its processes called MPI_Init or created an "
+                                     "NCCL communicator", command.front(), exit_code)
+                       : fmt::format("`{}` made no MPI call and created no NCCL communicator", command.front());
     fmt::print(stderr, "{}\n",
-               run::wrap_text(fmt::format("collscope trace: nothing traced: `{}` made no MPI call and created no NCCL "
-                                          "communicator, so no process wrote a trace{}. The tracer starts in a process "
-                                          "at MPI_Init or at its first NCCL communicator; a statically linked program "
-                                          "or one that clears LD_PRELOAD cannot be traced.",
-                                          command.front(), created_dir ? " (the empty run directory was removed)" : ""),
+               run::wrap_text(fmt::format("collscope trace: nothing traced: {}, so no process wrote a trace{}. The "
+                                          "tracer starts in a process at MPI_Init or at its first NCCL communicator; "
+                                          "a statically linked program or one that clears LD_PRELOAD cannot be traced.",
+                                          why, created_dir ? " (the empty run directory was removed)" : ""),
                               100, 4));
     return;
   }
@@ -131,7 +134,7 @@ int trace(const TraceOptions& options, const std::vector<std::string>& command) 
       {"COLLSCOPE_RUN_DIR", run_dir.string()},
   };
   const int rc = run_process(command, env, options.job_output);
-  if (options.summary && !launcher) print_summary(run_dir, command, !existed);
+  if (options.summary && !launcher) print_summary(run_dir, command, rc, !existed);
   return rc;
 }
 
