@@ -323,7 +323,7 @@ std::string render(const HeatMap& m) {
   const double row_h = std::clamp(360.0 / double(std::max<std::size_t>(1, row_groups.size())), 3.0, 22.0);
   const double plot_h = row_h * double(row_groups.size());
   const double bar_h = std::max(plot_h, 70.0);
-  const double H = top + bar_h + 46;
+  const double H = top + std::max(plot_h + 42, bar_h + 10);
   const double col_w = plot_w / double(std::max<std::size_t>(1, col_groups.size()));
 
   std::string svg = svg_open(W, H, m.title);

@@ -77,6 +77,18 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
   for (const auto& f : files) {
     std::error_code ec;
     bytes += static_cast<std::int64_t>(fs::file_size(f, ec));
+    // A read-only SQLite connection to a WAL-mode file creates -wal and -shm beside it and leaves them: the job
+    // has finished, so the ones this reading creates are removed again (one left by a killed job is kept).
+    const bool had_wal = fs::exists(f + "-wal", ec), had_shm = fs::exists(f + "-shm", ec);
+    struct RemoveCreated {
+      std::string path;
+      bool had_wal, had_shm;
+      ~RemoveCreated() {
+        std::error_code e;
+        if (!had_wal) fs::remove(path + "-wal", e);
+        if (!had_shm) fs::remove(path + "-shm", e);
+      }
+    } cleanup{f, had_wal, had_shm};
     try {
       store::TraceReader reader(f);
       collectives += reader.row_count("collectives");
