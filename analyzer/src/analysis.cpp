@@ -58,6 +58,7 @@ std::optional<std::int64_t> command_line_int(const Run& run, const std::string& 
 Analysis analyze(Run run, const AnalysisOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Analysis a;
+  a.options = options;
   a.run = std::move(run);
   a.clocks = ClockAligner().align(a.run);
   a.matched = CollectiveMatcher().match(a.run, a.clocks);

@@ -23,6 +23,7 @@ struct OpSizeStats {
 };
 
 struct Analysis {
+  AnalysisOptions options;  // what it ran with (the reports draw options.link_gbps)
   Run run;
   ClockAlignment clocks;
   MatchedRun matched;

@@ -29,5 +29,9 @@ inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
 std::size_t utf8_sequence(std::string_view s, std::size_t at, std::size_t& bad, bool* incomplete = nullptr);
 // `s` with each ill-formed UTF-8 sequence replaced by U+FFFD.
 std::string valid_utf8(std::string_view s);
+// Text for a terminal: `text` wrapped at spaces so that no line is wider than `width` columns (UTF-8 code points),
+// lines after the first indented by `indent` spaces; a word longer than a line is cut. Newlines in `text` are
+// kept (the next line is indented too). No trailing newline is added.
+std::string wrap_text(std::string_view text, std::size_t width = 100, std::size_t indent = 0);
 
 }  // namespace collscope::run
