@@ -181,11 +181,11 @@ Comparison compare_analyses(const Analysis& base, const Analysis& next, double m
     c.metrics.push_back(compare_samples("comm_time", "time in collectives", "ms", false, per_step(base, [](const Step& s) { return s.comm_ns; }),
                                         per_step(next, [](const Step& s) { return s.comm_ns; }), max_regression, false));
   } else if (base_steps > 0 || new_steps > 0) {
-    c.metrics.push_back(missing("step_time", base_steps > 0 ? fmt::format("the new run has no steps (the base run has {})", base_steps)
+    c.metrics.push_back(missing("step_time", "step time", base_steps > 0 ? fmt::format("the new run has no steps (the base run has {})", base_steps)
                                                             : fmt::format("the base run has no steps (the new run has {})", new_steps)));
   } else if (!(base.wall_ns > 0) || !(next.wall_ns > 0)) {
     // Runs without steps (benchmarks) are compared on wall time, which needs collectives matched across ranks.
-    c.metrics.push_back(missing("wall_time", fmt::format("the {} run has no collectives matched across ranks",
+    c.metrics.push_back(missing("wall_time", "wall time", fmt::format("the {} run has no collectives matched across ranks",
                                                          base.wall_ns > 0 ? "new" : "base")));
   } else {
     c.metrics.push_back(compare_samples("wall_time", "wall time", "ms", false, {base.wall_ns / 1e6}, {next.wall_ns / 1e6}, max_regression, true));
