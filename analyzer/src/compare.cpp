@@ -124,7 +124,8 @@ std::string metric_line(const MetricComparison& m) {
 std::string verdict_text(const Comparison& c, bool markdown) {
   const char* strong = markdown ? "**" : "";
   const char* arrow = markdown ? "→" : "->";
-  if (!c.regression && !c.no_data.empty()) return fmt::format("{}No data{}: {}; the gate fails.", strong, strong, c.no_data);
+  if (!c.regression && !c.no_data.empty())
+    return fmt::format("{}No data{}: {}; the gate fails.", strong, strong, markdown ? markdown_text(c.no_data) : c.no_data);
   std::string out;
   const MetricComparison* gated = nullptr;
   for (const auto& m : c.metrics)
@@ -137,7 +138,7 @@ std::string verdict_text(const Comparison& c, bool markdown) {
                        gated->regression ? "beyond" : "within", 100 * c.max_regression);
   if (!failing.empty()) {
     std::vector<std::string> keys;
-    for (const auto* f : failing) keys.push_back(f->key);
+    for (const auto* f : failing) keys.push_back(markdown ? markdown_text(f->key) : f->key);
     out += fmt::format("; new finding{}: {}", failing.size() == 1 ? "" : "s", fmt::join(keys, ", "));
   }
   return out + ".";
@@ -235,20 +236,16 @@ std::string comparison_text(const Comparison& c) {
 }
 
 std::string comparison_markdown(const Comparison& c) {
-  auto cell = [](std::string s) {
-    std::replace(s.begin(), s.end(), '|', '/');
-    return s;
-  };
-  std::string out = fmt::format("### collscope compare: {}\n\n{}\n\n`{}` → `{}`\n\n", c.regression ? "regression" : !c.no_data.empty() ? "no data, gate failed" : "no regression",
-                                verdict_text(c, true), c.base_dir, c.new_dir);
+  std::string out = fmt::format("### collscope compare: {}\n\n{}\n\n{} → {}\n\n", c.regression ? "regression" : !c.no_data.empty() ? "no data, gate failed" : "no regression",
+                                verdict_text(c, true), markdown_code(c.base_dir), markdown_code(c.new_dir));
   out += fmt::format("<details><summary>Metrics ({})</summary>\n\n| metric | base | new | change | significance | effect size | verdict |\n"
                      "|---|---:|---:|---|---|---:|---|\n",
                      c.metrics.size());
   for (const auto& m : c.metrics)
     if (!m.no_data.empty())
-      out += fmt::format("| {} | - | - | - | - | - | **no data**: {} |\n", cell(m.label), cell(m.no_data));
+      out += fmt::format("| {} | - | - | - | - | - | **no data**: {} |\n", markdown_text(m.label), markdown_text(m.no_data));
     else
-      out += fmt::format("| {} | {} | {} | {} | {} | {:+.2f} | {} |\n", cell(m.label), value_text(m.base_median, m.unit),
+      out += fmt::format("| {} | {} | {} | {} | {} | {:+.2f} | {} |\n", markdown_text(m.label), value_text(m.base_median, m.unit),
                        value_text(m.new_median, m.unit), change_text(m), p_text(m.p_value), m.effect_size,
                        m.regression && m.gated ? "**regression**" : metric_verdict(m));
   out += fmt::format("\nGate: the median step time slower by more than {:.1f} % with p < {} and effect size ≥ {} (one-sided "
@@ -259,8 +256,8 @@ std::string comparison_markdown(const Comparison& c) {
                      format_bytes(double(DetectorThresholds{}.bandwidth_min_bytes)));
   if (!c.findings_new.empty() || !c.findings_gone.empty()) {
     out += fmt::format("\n<details><summary>Findings: {} new, {} gone</summary>\n\n", c.findings_new.size(), c.findings_gone.size());
-    for (const auto& f : c.findings_new) out += fmt::format("- new ({}): `{}`: {}\n", severity_name(f.severity), f.key, cell(f.title));
-    for (const auto& f : c.findings_gone) out += fmt::format("- gone: `{}`: {}\n", f.key, cell(f.title));
+    for (const auto& f : c.findings_new) out += fmt::format("- new ({}): {}: {}\n", severity_name(f.severity), markdown_text(f.key), markdown_text(f.title));
+    for (const auto& f : c.findings_gone) out += fmt::format("- gone: {}: {}\n", markdown_text(f.key), markdown_text(f.title));
     out += "\n</details>\n";
   }
   return out;
@@ -297,6 +294,7 @@ nlohmann::json comparison_json(const Comparison& c) {
 std::string comparison_junit(const Comparison& c) {
   struct Case {
     std::string name, failure, out;
+    std::string type = "regression";  // the failure's type: "regression", or "no-data" for a gated metric without data
   };
   std::vector<Case> cases;
   std::string busbw;
@@ -308,7 +306,7 @@ std::string comparison_junit(const Comparison& c) {
     cases.push_back({m.label,
                      m.gated && !m.no_data.empty() ? fmt::format("{}: no data: {}", m.label, m.no_data)
                      : m.gated && m.regression ? fmt::format("{} {} (gate {:.1f} %)", m.label, change_text(m), 100 * c.max_regression) : "",
-                     metric_line(m)});
+                     metric_line(m), m.gated && !m.no_data.empty() ? "no-data" : "regression"});
   }
   cases.push_back({"busbw", "", busbw.empty() ? "no message size of both runs large enough to compare" : busbw});
   const auto failing = c.failing_findings();
@@ -336,7 +334,7 @@ std::string comparison_junit(const Comparison& c) {
   for (const auto& t : cases) {
     out += fmt::format("  <testcase classname=\"collscope.compare\" name=\"{}\" time=\"0\">\n", xml_escape(t.name));
     if (!t.failure.empty())
-      out += fmt::format("    <failure message=\"{}\" type=\"regression\">{}</failure>\n", xml_escape(t.failure), xml_escape(t.out));
+      out += fmt::format("    <failure message=\"{}\" type=\"{}\">{}</failure>\n", xml_escape(t.failure), t.type, xml_escape(t.out));
     if (!t.out.empty()) out += fmt::format("    <system-out>{}</system-out>\n", xml_escape(t.out));
     out += "  </testcase>\n";
   }

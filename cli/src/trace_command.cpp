@@ -104,14 +104,14 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
   if (files.empty()) {
     std::error_code ec;
     if (created_dir && fs::is_empty(dir, ec)) fs::remove(dir, ec);
-    const std::string why =
-        exit_code != 0 ? fmt::format("`{}` exited with {} before any of its processes called MPI_Init or created an "
-                                     "NCCL communicator", command.front(), exit_code)
-                       : fmt::format("`{}` made no MPI call and created no NCCL communicator", command.front());
+    const std::string why = exit_code != 0 ? fmt::format("`{}` exited with {} and none of its processes", command.front(), exit_code)
+                                           : fmt::format("none of the processes of `{}`", command.front());
     fmt::print(stderr, "{}\n",
-               run::wrap_text(fmt::format("collscope trace: nothing traced: {}, so no process wrote a trace{}. The "
-                                          "tracer starts in a process at MPI_Init or at its first NCCL communicator; "
-                                          "a statically linked program or one that clears LD_PRELOAD cannot be traced.",
+               run::wrap_text(fmt::format("collscope trace: nothing traced: {} started the tracer{}. It starts in a "
+                                          "process at MPI_Init of an MPI it knows (Open MPI, MPICH and their kin) or "
+                                          "at its first NCCL communicator; a program without MPI or NCCL, a statically "
+                                          "linked one, one that clears LD_PRELOAD or an MPI collscope does not know "
+                                          "(a line above says so) is not traced.",
                                           why, created_dir ? " (the empty run directory was removed)" : ""),
                               100, 4));
     return;

@@ -39,7 +39,7 @@ done
 grep -q -- "--screenshot" help.txt || { cat help.txt; fail "collscope view --help lists no options"; }
 
 # trace of a command without MPI: says so, leaves no empty directory, keeps the command's exit code.
-expect 0 "nothing traced: .true. made no MPI call" trace -o untraced -- true
+expect 0 "nothing traced: none of the processes of .true. started the tracer" trace -o untraced -- true
 [ -e untraced ] && fail "trace -- true left the run directory behind"
 
 # trace of a real MPI job: a summary and the next command.

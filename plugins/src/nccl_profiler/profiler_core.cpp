@@ -276,8 +276,9 @@ void emit_own_row(CallRecord& rec) {
   // A point-to-point task names one buffer: the interposer's rows have it as sendbuf (send) or recvbuf (recv).
   e.sendbuf = func.op == Op::Recv ? 0 : reinterpret_cast<std::uint64_t>(rec.task.sendbuf);
   e.recvbuf = func.op == Op::Send ? 0 : reinterpret_cast<std::uint64_t>(rec.task.recvbuf);
-  e.flags = !rec.task.p2p && e.sendbuf == e.recvbuf ? tracer::kFlagInPlace : 0;
-  e.a[0] = reinterpret_cast<std::uint64_t>(rec.api.stream);
+  // An NCCL row like the interposer's: the payload is `nccl` (its stream), which the writer reads only with kFlagNccl.
+  e.flags = tracer::kFlagNccl | (!rec.task.p2p && e.sendbuf == e.recvbuf ? tracer::kFlagInPlace : 0);
+  e.nccl.stream = reinterpret_cast<std::uint64_t>(rec.api.stream);
   r->emit(&e);
 }
 
