@@ -50,23 +50,37 @@ std::vector<OpSizeStats> op_size_stats(const MatchedRun& m) {
 
 }  // namespace
 
+RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched,
+                           const AnalysisOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RunResults a;
+  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : batch_size_from_command_line(run);
+  a.steps = StepDetector({.batch_size = batch}).detect(run, clocks, matched);
+  a.op_sizes = op_size_stats(matched);
+  a.findings = detect_findings(run, matched, a.steps, options);
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& i : matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
+  a.wall_ns = hi > lo ? double(hi - lo) : 0;
+  double comm = 0;
+  for (const auto& r : run.ranks)
+    for (const auto& c : r.collectives) comm += double(c.end_ns - c.start_ns);
+  a.comm_ns = run.ranks.empty() ? 0 : comm / double(run.ranks.size());
+  a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
 Analysis analyze(Run run, const AnalysisOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Analysis a;
   a.run = std::move(run);
   a.clocks = ClockAligner().align(a.run);
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
-  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : batch_size_from_command_line(a.run);
-  a.steps = StepDetector({.batch_size = batch}).detect(a.run, a.clocks, a.matched);
-  a.op_sizes = op_size_stats(a.matched);
-  a.findings = detect_findings(a.run, a.matched, a.steps, options);
-  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& i : a.matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
-  a.wall_ns = hi > lo ? double(hi - lo) : 0;
-  double comm = 0;
-  for (const auto& r : a.run.ranks)
-    for (const auto& c : r.collectives) comm += double(c.end_ns - c.start_ns);
-  a.comm_ns = a.run.ranks.empty() ? 0 : comm / double(a.run.ranks.size());
+  auto results = analyze_matched(a.run, a.clocks, a.matched, options);
+  a.steps = std::move(results.steps);
+  a.op_sizes = std::move(results.op_sizes);
+  a.findings = std::move(results.findings);
+  a.wall_ns = results.wall_ns;
+  a.comm_ns = results.comm_ns;
   a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return a;
 }

@@ -7,7 +7,7 @@
 #include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
-#include "synthetic_run.hpp"
+#include <collscope/testing/lockstep_run.hpp>
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -40,13 +40,16 @@ double load_average() {
   return getloadavg(l, 1) == 1 ? l[0] : 0;
 }
 
-long rss_kib() {
+// VmRSS (resident now) or VmHWM (the peak so far), KiB.
+long status_kib(const char* key) {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+    if (line.rfind(key, 0) == 0) return std::atol(line.c_str() + std::strlen(key));
   return 0;
 }
+long rss_kib() { return status_kib("VmRSS:"); }
+long peak_rss_kib() { return status_kib("VmHWM:"); }
 
 struct Frames {
   std::vector<double> ms;
@@ -62,7 +65,7 @@ struct Frames {
 // Paints `frames` frames: zooms from the whole run to 1/10^5 of it around several centres, then pans.
 Frames paint_frames(TimelineView& view, QImage& image, int frames) {
   Frames out;
-  const double total = view.run()->duration_ns;
+  const double total = view.run()->model().duration_ns();
   const double centres[] = {0.13, 0.5, 0.77, 0.98};
   for (int f = 0; f < frames; ++f) {
     const double c = centres[f % 4] * total;
@@ -91,7 +94,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--events-scale")) scale = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--dir")) dir = argv[++i];
   }
-  synthetic::Spec spec;
+  collscope::testing::LockstepSpec spec;
   spec.ranks = 4;
   spec.ranks_per_host = 2;
   spec.collectives_per_step = 4;
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
     fs::remove_all(dir);
     QElapsedTimer t;
     t.start();
-    synthetic::write(dir, spec);
+    collscope::testing::write_lockstep_run(dir.string(), spec);
     std::ofstream(marker) << "ok\n";
     fmt::print("wrote {} in {:.1f} s\n", dir.string(), t.nsecsElapsed() / 1e9);
   }
@@ -134,13 +137,18 @@ int main(int argc, char** argv) {
   const double analyzed_s = open_timer.nsecsElapsed() / 1e9;
   const auto* run = window.run();
   const long rss_after = rss_kib();
-  const double events = static_cast<double>(run->event_count());
-  fmt::print("run: {} collectives, {} GPU activities, {} NVTX ranges, {} lanes, {} instances\n", run->collectives.size(),
-             run->gpu.size(), run->nvtx.size(), run->lanes.size(), run->instances.size());
+  const long peak_after = peak_rss_kib();
+  const auto& model = run->model();
+  const double events = static_cast<double>(model.event_count());
+  fmt::print("run: {} collectives, {} GPU activities, {} NVTX ranges, {} lanes, {} instances\n",
+             model.collective_count(), model.span_count(LaneKind::GpuStream), model.span_count(LaneKind::Nvtx),
+             model.lanes().size(), model.matched().instances.size());
   fmt::print("time to first paint: {:.2f} s (first frame {:.1f} ms); analysis done at {:.2f} s{}\n", first_paint_s,
              first_frame_ms, analyzed_s, run->analyzed ? "" : " (no analyzer)");
-  fmt::print("memory: {:.0f} B/event in the viewer's arrays; process RSS grew {:.0f} B/event\n",
-             run->memory_bytes() / events, (rss_after - rss_before) * 1024.0 / events);
+  fmt::print("memory: {:.0f} B/event for the run, its matching and the lanes; process RSS grew {:.0f} B/event, "
+             "peak RSS {:.0f} B/event above the empty window\n",
+             model.memory_bytes() / events, (rss_after - rss_before) * 1024.0 / events,
+             (peak_after - rss_before) * 1024.0 / events);
 
   // Direct loader timing (no window), for the breakdown.
   {
@@ -148,16 +156,16 @@ int main(int argc, char** argv) {
     t.start();
     const double cpu0 = cpu_seconds();
     std::string stages;
-    auto again = load_run(dir.string(), [&](int, const std::string& stage) {
+    auto again = load_timeline(dir.string(), [&](int, const std::string& stage) {
       stages += fmt::format("  {:.2f} s {}\n", t.nsecsElapsed() / 1e9, stage);
     });
-    fmt::print("load_run alone: {:.2f} s wall, {:.2f} s CPU (all threads), load average {:.1f} on {} cores\n{}",
+    fmt::print("load_timeline alone: {:.2f} s wall, {:.2f} s CPU (all threads), load average {:.1f} on {} cores\n{}",
                t.nsecsElapsed() / 1e9, cpu_seconds() - cpu0, load_average(), std::thread::hardware_concurrency(), stages);
   }
 
   TimelineView view;
   view.resize(1600, 900);
-  view.setRun(window.run() ? std::shared_ptr<const RunData>(std::make_shared<RunData>(*run)) : nullptr);
+  view.setRun(window.run() ? std::make_shared<const RunData>(*run) : nullptr);  // shares the model
   QImage image(view.size(), QImage::Format_ARGB32_Premultiplied);
   view.setLevelOfDetail(true);
   // A fresh widget's first render pays one-time costs that no later frame does (style polish, the glyph

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 using collscope::gui::kNoInstance;
@@ -25,13 +26,24 @@ void frame_interesting_part(MainWindow& window) {
   auto* timeline = window.timeline();
   if (run->steps.size() >= 4) timeline->setVisibleRange(run->steps[1].start_ns, run->steps[3].end_ns);
   else timeline->zoomToFit();
+  // The instance in view with the largest spread of arrivals.
+  const auto& m = run->model();
   std::uint32_t best = kNoInstance;
   std::int64_t best_wait = -1;
-  for (std::uint32_t i = 0; i < run->collectives.size(); ++i) {
-    const auto& e = run->collectives[i];
-    if (e.instance == kNoInstance || e.start_ns < timeline->visibleStart() || e.end_ns > timeline->visibleEnd()) continue;
-    const auto wait = run->instances[e.instance].last_arrival_ns - e.start_ns;
-    if (wait > best_wait) best_wait = wait, best = i;
+  const auto& instances = m.matched().instances;
+  for (std::uint32_t i = 0; i < instances.size(); ++i) {
+    const auto& inst = instances[i];
+    const auto first = m.run_time(inst.first_arrival_ns), end = m.run_time(inst.last_completion_ns);
+    if (first < timeline->visibleStart() || end > timeline->visibleEnd()) continue;
+    if (inst.last_arrival_ns - inst.first_arrival_ns > best_wait) best_wait = inst.last_arrival_ns - inst.first_arrival_ns, best = i;
+  }
+  if (best != kNoInstance) {
+    // Select the call that waited longest: the first arriver's.
+    std::uint32_t waited = kNoInstance;
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+    for (const auto id : m.instance_members(best))
+      if (const auto e = m.collective(id); e.start_ns < earliest) earliest = e.start_ns, waited = id;
+    best = waited;
   }
   if (best != kNoInstance) timeline->selectCollective(best);
 }

@@ -153,8 +153,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->hide();
     if (run_)
       statusBar()->showMessage(QString::fromStdString(fmt::format(
-          "{}: {} ranks, {} collectives, {} GPU activities, {} NVTX ranges{}", run_->dir, run_->ranks.size(),
-          run_->collectives.size(), run_->gpu.size(), run_->nvtx.size(), run_->analyzed ? ", analyzed" : "")));
+          "{}: {} ranks, {} collectives, {} GPU activities, {} NVTX ranges{}", run_->dir, run_->run().ranks.size(),
+          run_->model().collective_count(), run_->model().span_count(LaneKind::GpuStream),
+          run_->model().span_count(LaneKind::Nvtx), run_->analyzed ? ", analyzed" : "")));
     else
       statusBar()->clearMessage();  // not "Loading …" under the error banner
     emit loadFinished();
@@ -162,15 +163,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   connect(timeline_, &TimelineView::collectiveSelected, details_, &DetailsPanel::showCollective);
   connect(timeline_, &TimelineView::collectiveHovered, this, [this](std::uint32_t event) {
-    if (!run_ || event >= run_->collectives.size()) {
+    if (!run_ || event >= run_->model().collective_count()) {
       hover_label_->clear();
       return;
     }
-    const auto& e = run_->collectives[event];
-    std::string text = fmt::format("rank {}: {} {}  {}", run_->ranks[e.rank_index].world_rank, store::op_name(e.op),
-                                   format_bytes(e.bytes), format_duration(e.end_ns - e.start_ns));
+    const auto& m = run_->model();
+    const auto e = m.collective(event);
+    std::string text = fmt::format("rank {}: {} {}  {}", run_->run().ranks[e.rank_index].world_rank, store::op_name(e.op),
+                                   format_bytes(double(e.bytes)), format_duration(double(e.end_ns - e.start_ns)));
     if (e.instance != kNoInstance)
-      text += fmt::format("  wait {}", format_duration(std::max<std::int64_t>(0, run_->instances[e.instance].last_arrival_ns - e.start_ns)));
+      text += fmt::format("  wait {}", format_duration(double(std::max<std::int64_t>(
+                                           0, m.run_time(m.matched().instances[e.instance].last_arrival_ns) - e.start_ns))));
     hover_label_->setText(QString::fromStdString(text));
   });
   connect(findings_, &FindingsPanel::findingActivated, this, &MainWindow::activateFinding);
@@ -268,19 +271,24 @@ bool MainWindow::findNext(const QString& query) {
   const QString q = query.trimmed();
   const auto op = store::op_from_name(q.toLower().toStdString());
   const auto size = op ? std::nullopt : parse_size(q);
-  const auto& cs = run_->collectives;
+  const auto& m = run_->model();
+  const auto& ranks = run_->run().ranks;
   if (op || size) {
     // Next matching collective in time after the selection (or the visible start), wrapping around.
     const auto sel = timeline_->selectedCollective();
-    const std::int64_t after = sel != kNoInstance ? cs[sel].start_ns : timeline_->visibleStart() - 1;
+    const std::int64_t after = sel != kNoInstance ? m.collective(sel).start_ns : timeline_->visibleStart() - 1;
     std::uint32_t best = kNoInstance, first = kNoInstance;
-    for (std::uint32_t i = 0; i < cs.size(); ++i) {
-      const auto& e = cs[i];
-      if (op ? e.op != *op : e.bytes != *size) continue;
-      if (first == kNoInstance || e.start_ns < cs[first].start_ns) first = i;
-      const bool later = e.start_ns > after || (e.start_ns == after && sel != kNoInstance && i > sel && cs[i].start_ns == cs[sel].start_ns);
-      if (later && (best == kNoInstance || e.start_ns < cs[best].start_ns)) best = i;
-    }
+    std::int64_t best_start = 0, first_start = 0;
+    for (std::size_t r = 0; r < ranks.size(); ++r)
+      for (std::size_t j = 0; j < ranks[r].collectives.size(); ++j) {
+        const auto& c = ranks[r].collectives[j];
+        if (op ? c.op != *op : c.bytes != *size) continue;
+        const auto start = m.run_time(static_cast<int>(r), c.start_ns);
+        const auto id = m.collective_id(static_cast<int>(r), static_cast<std::int32_t>(j));
+        if (first == kNoInstance || start < first_start) first = id, first_start = start;
+        const bool later = start > after || (start == after && sel != kNoInstance && id > sel);
+        if (later && (best == kNoInstance || start < best_start)) best = id, best_start = start;
+      }
     if (best == kNoInstance) best = first;
     if (best == kNoInstance) return false;
     timeline_->selectCollective(best);
@@ -288,25 +296,32 @@ bool MainWindow::findNext(const QString& query) {
     return true;
   }
   // NVTX range or GPU activity whose name contains the text.
-  std::vector<bool> matches(run_->names.size(), false);
+  const auto& names = m.names();
+  std::vector<bool> matches(names.size(), false);
   bool any = false;
-  for (std::size_t n = 1; n < run_->names.size(); ++n)
-    if (QString::fromStdString(run_->names[n]).contains(q, Qt::CaseInsensitive)) matches[n] = any = true;
+  for (std::size_t n = 1; n < names.size(); ++n)
+    if (QString::fromStdString(names[n]).contains(q, Qt::CaseInsensitive)) matches[n] = any = true;
   if (!any) return false;
   const double centre = (timeline_->visibleStart() + timeline_->visibleEnd()) / 2.0;
-  const SpanEvent* best = nullptr;
-  const SpanEvent* first = nullptr;
-  for (const auto* spans : {&run_->nvtx, &run_->gpu})
-    for (const auto& s : *spans) {
-      if (!matches[s.name]) continue;
-      if (!first || s.start_ns < first->start_ns) first = &s;
-      if (s.start_ns > centre + 1 && (!best || s.start_ns < best->start_ns)) best = &s;
-    }
-  if (!best) best = first;
-  if (!best) return false;
-  const double w = std::max<double>(best->end_ns - best->start_ns, 1000);
-  timeline_->setVisibleRange(best->start_ns + w / 2 - 2 * w, best->start_ns + w / 2 + 2 * w);
-  statusBar()->showMessage(QString::fromStdString(run_->names[best->name]), 4000);
+  struct Hit {
+    std::int64_t start = 0, end = 0;
+    std::int32_t name = -1;
+  } best, first;
+  auto consider = [&](int r, std::int32_t name, std::int64_t raw_start, std::int64_t raw_end) {
+    if (!matches[name]) return;
+    const Hit h{m.run_time(r, raw_start), m.run_time(r, std::max(raw_start, raw_end)), name};
+    if (first.name < 0 || h.start < first.start) first = h;
+    if (h.start > centre + 1 && (best.name < 0 || h.start < best.start)) best = h;
+  };
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (const auto& s : ranks[r].nvtx_ranges) consider(static_cast<int>(r), s.name, s.start_ns, s.end_ns);
+    for (const auto& g : ranks[r].gpu_activities) consider(static_cast<int>(r), g.name, g.start_ns, g.end_ns);
+  }
+  if (best.name < 0) best = first;
+  if (best.name < 0) return false;
+  const double w = std::max<double>(best.end - best.start, 1000);
+  timeline_->setVisibleRange(best.start + w / 2 - 2 * w, best.start + w / 2 + 2 * w);
+  statusBar()->showMessage(QString::fromStdString(names[best.name]), 4000);
   return true;
 }
 
@@ -321,7 +336,7 @@ void MainWindow::activateFinding(const Finding& finding) {
   if (!run_) return;
   std::vector<int> ranks;
   for (int world : finding.world_ranks)
-    if (int r = run_->rank_index_of_world(world); r >= 0) ranks.push_back(r);
+    if (int r = run_->model().rank_index_of_world(world); r >= 0) ranks.push_back(r);
   timeline_->setHighlightedRanks(ranks);
   timeline_->setVisibleRange(static_cast<double>(finding.start_ns), static_cast<double>(finding.end_ns));
   statusBar()->showMessage(QString::fromStdString(finding.suggestion), 8000);

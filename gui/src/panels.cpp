@@ -1,6 +1,7 @@
 #include <collscope/gui/panels.hpp>
 
 #include <collscope/store/schema.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include "run_analysis.hpp"
 
@@ -12,42 +13,68 @@
 #include <QVBoxLayout>
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace collscope::gui {
 namespace {
 
-// Every column of one collectives row, read back from the rank file (the viewer keeps only what it draws).
-std::vector<std::pair<std::string, std::string>> recorded_fields(const std::string& file, std::uint32_t row_id) {
+// Every column of one call as its rank file recorded it, names decoded (datatype, reduce op, communicator),
+// read back on demand through the store's reader: the run in memory keeps only what analysis and drawing need.
+std::vector<std::pair<std::string, std::string>> recorded_fields(const run::Run& run, int rank_index,
+                                                                 const run::CollectiveCall& call, bool in_flight) {
+  const auto& rank = run.ranks[rank_index];
   std::vector<std::pair<std::string, std::string>> out;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return {{"error", file + ": cannot reopen the trace file"}};
-  }
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT * FROM collectives WHERE id = ?", -1, &s, nullptr) == SQLITE_OK) {
-    sqlite3_bind_int64(s, 1, row_id);
-    if (sqlite3_step(s) == SQLITE_ROW) {
-      for (int c = 0; c < sqlite3_column_count(s); ++c) {
-        const char* v = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
-        out.emplace_back(sqlite3_column_name(s, c), v ? v : "NULL");
+  try {
+    store::TraceReader reader(rank.path);
+    const auto strings = reader.strings();
+    auto name = [&](std::int64_t id) {
+      return id > 0 && static_cast<std::size_t>(id) < strings.size() ? strings[id] : std::string("—");
+    };
+    std::int64_t comm_id = -1;
+    for (const auto& c : reader.communicators())
+      if (c.key == run.communicators[call.comm].key) comm_id = c.id;
+    auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string("NULL"); };
+    if (in_flight) {
+      for (const auto& r : reader.calls_in_flight()) {
+        if (r.comm != comm_id || r.seq != call.seq) continue;
+        out = {{"thread", std::to_string(r.thread)}, {"comm", std::to_string(r.comm)},
+               {"seq", std::to_string(r.seq)}, {"op", std::string(store::op_name(r.op))},
+               {"count", std::to_string(r.count)}, {"datatype", name(r.datatype)},
+               {"bytes", std::to_string(r.bytes)}, {"reduce_op", name(r.reduce_op)},
+               {"root", opt(r.root)}, {"start_ns", std::to_string(r.start_ns)},
+               {"seen_ns", std::to_string(r.seen_ns)}};
       }
+      return out;
     }
+    const auto r = reader.find_collective(comm_id, call.seq);
+    if (!r) return {{"error", rank.path + ": the call is no longer in the file"}};
+    out = {{"id", std::to_string(r->id)},
+           {"comm", std::to_string(r->comm)},
+           {"seq", std::to_string(r->seq)},
+           {"op", std::string(store::op_name(r->op))},
+           {"count", std::to_string(r->count)},
+           {"datatype", name(r->datatype)},
+           {"bytes", std::to_string(r->bytes)},
+           {"reduce_op", name(r->reduce_op)},
+           {"root", opt(r->root)},
+           {"peer", opt(r->peer)},
+           {"sendbuf", fmt::format("{:#x}", r->sendbuf)},
+           {"recvbuf", fmt::format("{:#x}", r->recvbuf)},
+           {"stream", r->stream ? fmt::format("{:#x}", *r->stream) : std::string("NULL")},
+           {"thread", std::to_string(r->thread)},
+           {"start_ns", std::to_string(r->start_ns)},
+           {"end_ns", std::to_string(r->end_ns)},
+           {"gpu_start_ns", opt(r->gpu_start_ns)},
+           {"gpu_end_ns", opt(r->gpu_end_ns)},
+           {"correlation", opt(r->correlation)},
+           {"grp", opt(r->group)},
+           {"status", r->status == 0 ? std::string("0 (success)") : std::to_string(r->status)}};
+  } catch (const std::exception& e) {
+    out = {{"error", e.what()}};
   }
-  sqlite3_finalize(s);
-  sqlite3_close(db);
   return out;
-}
-
-double busbw_gbps(const CollectiveEvent& e, const CollectiveInstance& inst) {
-  // nccl-tests: algbw = bytes / transfer time (GB/s = bytes per ns); busbw = algbw × factor(op, ranks).
-  const double transfer = static_cast<double>(e.end_ns - std::max(e.start_ns, inst.last_arrival_ns));
-  if (transfer <= 0) return 0;
-  const int ranks = inst.comm_size ? inst.comm_size : inst.member_count;
-  return static_cast<double>(e.bytes) / transfer * store::bus_bandwidth_factor(e.op, ranks);
 }
 
 QTableView* make_table(QWidget* parent) {
@@ -74,7 +101,7 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   fields_->setRootIsDecorated(false);
   fields_->setAlternatingRowColors(true);
   ranks_ = new QTableWidget(0, 6, this);
-  ranks_->setHorizontalHeaderLabels({tr("Rank"), tr("Arrival"), tr("Wait"), tr("Call"), tr("Bytes"), tr("busbw GB/s")});
+  ranks_->setHorizontalHeaderLabels({tr("Rank"), tr("Arrival"), tr("Wait"), tr("Call"), tr("Bytes"), tr("State")});
   ranks_->verticalHeader()->hide();
   ranks_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   ranks_->horizontalHeader()->setStretchLastSection(true);
@@ -92,45 +119,59 @@ void DetailsPanel::setRun(std::shared_ptr<const RunData> run) {
 void DetailsPanel::showCollective(std::uint32_t event) {
   fields_->clear();
   ranks_->setRowCount(0);
-  if (!run_ || event >= run_->collectives.size()) {
+  if (!run_ || event >= run_->model().collective_count()) {
     title_->setText(tr("Click a collective to see its details"));
     return;
   }
-  const auto& e = run_->collectives[event];
-  const auto& rank = run_->ranks[e.rank_index];
+  const auto& m = run_->model();
+  const auto e = m.collective(event);
+  const auto& call = m.call(event);
+  const auto& rank = run_->run().ranks[e.rank_index];
+  const auto& comm = run_->run().communicators[call.comm];
   auto add = [&](const std::string& name, const std::string& value) {
     fields_->addTopLevelItem(new QTreeWidgetItem({QString::fromStdString(name), QString::fromStdString(value)}));
   };
   title_->setText(QString::fromStdString(fmt::format("<b>{}</b> {} on rank {} ({})", store::op_name(e.op),
-                                                     format_bytes(e.bytes), rank.world_rank, rank.host)));
+                                                     format_bytes(double(e.bytes)), rank.world_rank, rank.host)));
   add("op", std::string(store::op_name(e.op)));
   add("rank", std::to_string(rank.world_rank));
   add("host", rank.host);
-  add("start", format_duration(e.start_ns));
-  add("duration", format_duration(e.end_ns - e.start_ns));
+  add("start", format_duration(double(e.start_ns)));
+  add("duration", format_duration(double(e.end_ns - e.start_ns)));
   if (e.flags & kCallInFlight)
     add("state", "in flight: never returned (the job hung here); duration until the tracer last saw it");
   if (e.fusion_fill_percent) add("fusion buffer fill", fmt::format("{} %", e.fusion_fill_percent));
-  if (e.instance != kNoInstance) {
-    const auto& inst = run_->instances[e.instance];
-    add("seq", std::to_string(inst.seq));
-    add("communicator key", fmt::format("{:016x}", inst.comm_key));
-    add("ranks in call", fmt::format("{} of {}", inst.member_count, inst.comm_size));
-    add("wait", format_duration(std::max<std::int64_t>(0, inst.last_arrival_ns - e.start_ns)));
-    add("transfer", format_duration(e.end_ns - std::max(e.start_ns, inst.last_arrival_ns)));
-    add("busbw", fmt::format("{:.3f} GB/s", busbw_gbps(e, inst)));
-    add("last arrival", fmt::format("rank {}", run_->ranks[inst.last_rank_index].world_rank));
-    ranks_->setRowCount(inst.member_count);
-    for (std::uint32_t m = 0; m < inst.member_count; ++m) {
-      const auto& me = run_->collectives[run_->instance_members[inst.members_begin + m]];
-      const std::string cells[] = {
-          std::to_string(run_->ranks[me.rank_index].world_rank), format_duration(me.start_ns),
-          format_duration(std::max<std::int64_t>(0, inst.last_arrival_ns - me.start_ns)),
-          format_duration(me.end_ns - me.start_ns), format_bytes(me.bytes), fmt::format("{:.3f}", busbw_gbps(me, inst))};
-      for (int c = 0; c < 6; ++c) ranks_->setItem(static_cast<int>(m), c, new QTableWidgetItem(QString::fromStdString(cells[c])));
-    }
+  add("seq", std::to_string(call.seq));
+  add("communicator", fmt::format("{} ({}, {:016x})", comm.name.empty() ? std::string("unnamed") : comm.name,
+                                  store::backend_name(comm.backend), comm.key));
+  const auto members = m.members(event);
+  std::int64_t last_arrival = std::numeric_limits<std::int64_t>::min(), first_arrival = std::numeric_limits<std::int64_t>::max();
+  int last_rank = -1;
+  for (const auto id : members) {
+    const auto me = m.collective(id);
+    first_arrival = std::min(first_arrival, me.start_ns);
+    if (me.start_ns > last_arrival) last_arrival = me.start_ns, last_rank = me.rank_index;
   }
-  for (const auto& [name, value] : recorded_fields(rank.file, e.row_id)) add("recorded." + name, value);
+  add("ranks in call", fmt::format("{} of {}", members.size(), comm.size));
+  add("wait", format_duration(double(std::max<std::int64_t>(0, last_arrival - e.start_ns))));
+  add("last arrival", fmt::format("rank {}", run_->run().ranks[last_rank].world_rank));
+  if (e.instance != kNoInstance) {
+    const auto& inst = m.matched().instances[e.instance];
+    add("transfer", fmt::format("{} (shortest call of any rank)", format_duration(double(inst.duration_ns))));
+    add("busbw", inst.duration_ns > 0 && inst.bytes > 0 ? run::format_bandwidth(inst.busbw_gbps()) : std::string("—"));
+  }
+  ranks_->setRowCount(static_cast<int>(members.size()));
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    const auto me = m.collective(members[k]);
+    const std::string cells[] = {std::to_string(run_->run().ranks[me.rank_index].world_rank),
+                                 format_duration(double(me.start_ns)),
+                                 format_duration(double(std::max<std::int64_t>(0, last_arrival - me.start_ns))),
+                                 format_duration(double(me.end_ns - me.start_ns)), format_bytes(double(me.bytes)),
+                                 (me.flags & kCallInFlight) ? "in flight" : ""};
+    for (int c = 0; c < 6; ++c) ranks_->setItem(static_cast<int>(k), c, new QTableWidgetItem(QString::fromStdString(cells[c])));
+  }
+  for (const auto& [name, value] : recorded_fields(run_->run(), e.rank_index, call, e.flags & kCallInFlight))
+    add("recorded." + name, value);
   fields_->resizeColumnToContents(0);
 }
 
@@ -158,7 +199,7 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case Severity: return QString::fromStdString(f.severity);
     case Kind: return QString::fromStdString(f.kind);
-    case Cost: return QString::fromStdString(format_duration(f.cost_ns));
+    case Cost: return QString::fromStdString(format_duration(double(f.cost_ns)));
     case Ranks: {
       std::string s;
       for (int r : f.world_ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
@@ -216,9 +257,11 @@ QVariant StatisticsModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Op: return QString::fromStdString(std::string(store::op_name(r.op)));
-    case Size: return QString::fromStdString(r.size_bucket);
+    case Size:
+      return QString::fromStdString(fmt::format("{} – {}", format_bytes(double(r.size_bucket_bytes)),
+                                                format_bytes(double(r.size_bucket_bytes) * 2)));
     case Count: return QVariant::fromValue<qlonglong>(r.count);
-    case Time: return QString::fromStdString(format_duration(r.total_ns));
+    case Time: return QString::fromStdString(format_duration(double(r.total_ns)));
     case BusBw: return QString::number(r.busbw_gbps, 'f', 3);
   }
   return {};

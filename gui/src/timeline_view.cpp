@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 namespace collscope::gui {
 namespace {
@@ -88,7 +89,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
 }
 
 void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
-  const bool same_events = run_ && run && run_->collectives.size() == run->collectives.size();
+  const bool same_events = run_ && run && run_->timeline == run->timeline;
   run_ = std::move(run);
   if (!same_events || !keep_range) {
     selected_ = kNoInstance;
@@ -99,7 +100,7 @@ void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
   name_rgb_.clear();
   name_rgb_dark_.clear();
   if (run_)
-    for (std::uint32_t n = 0; n < run_->names.size(); ++n) {
+    for (std::uint32_t n = 0; n < run_->model().names().size(); ++n) {
       name_rgb_.push_back(name_color(n).rgb());
       name_rgb_dark_.push_back(name_color(n).darker(115).rgb());
     }
@@ -116,8 +117,8 @@ void TimelineView::layoutLanes() {
   int y = 0;
   std::string host;
   if (run_) {
-    for (const auto& lane : run_->lanes) {
-      const auto& h = run_->ranks[lane.rank_index].host;
+    for (const auto& lane : run_->model().lanes()) {
+      const auto& h = run_->run().ranks[lane.rank_index].host;
       if (lane_top_.empty() || h != host) {
         host = h;
         host_header_top_.push_back(y);
@@ -139,7 +140,7 @@ void TimelineView::clampVerticalScroll() {
   scroll_y_ = std::clamp(scroll_y_, 0, std::max(0, content_height_ - room));
 }
 
-int TimelineView::laneCount() const { return run_ ? static_cast<int>(run_->lanes.size()) : 0; }
+int TimelineView::laneCount() const { return run_ ? static_cast<int>(run_->model().lanes().size()) : 0; }
 double TimelineView::plotWidth() const { return std::max(1, width() - kLabelWidth); }
 double TimelineView::timeToX(double t) const { return kLabelWidth + (t - t0_) / (t1_ - t0_) * plotWidth(); }
 double TimelineView::xToTime(double x) const { return t0_ + (x - kLabelWidth) / plotWidth() * (t1_ - t0_); }
@@ -152,7 +153,7 @@ int TimelineView::laneAt(double y) const {
 }
 
 void TimelineView::setVisibleRange(double start_ns, double end_ns) {
-  const double total = run_ ? std::max<double>(run_->duration_ns, 1000) : 1000;
+  const double total = run_ ? std::max<double>(run_->model().duration_ns(), 1000) : 1000;
   double span = std::clamp(end_ns - start_ns, 10.0, total * 1.2);  // 10 ns at the deepest zoom
   double mid = (start_ns + end_ns) / 2;
   mid = std::clamp(mid, -0.1 * total + span / 2 - span, total * 1.1 - span / 2 + span);
@@ -163,7 +164,7 @@ void TimelineView::setVisibleRange(double start_ns, double end_ns) {
 }
 
 void TimelineView::zoomToFit() {
-  const double total = run_ ? std::max<double>(run_->duration_ns, 1000) : 1000;
+  const double total = run_ ? std::max<double>(run_->model().duration_ns(), 1000) : 1000;
   setVisibleRange(-0.01 * total, total * 1.01);
 }
 
@@ -178,7 +179,7 @@ void TimelineView::panByPixels(double dx) {
 }
 
 std::uint32_t TimelineView::selectedInstance() const {
-  return run_ && selected_ < run_->collectives.size() ? run_->collectives[selected_].instance : kNoInstance;
+  return run_ && selected_ < run_->model().collective_count() ? run_->model().instance_of_collective(selected_) : kNoInstance;
 }
 
 void TimelineView::zoomToSelection() {
@@ -187,15 +188,20 @@ void TimelineView::zoomToSelection() {
     range_a_ = range_b_ = -1;
     return;
   }
-  const auto inst = selectedInstance();
-  if (inst == kNoInstance) return;
-  const auto& i = run_->instances[inst];
-  const double w = std::max<double>(i.last_end_ns - i.first_arrival_ns, 100);
-  setVisibleRange(i.first_arrival_ns - 0.25 * w, i.last_end_ns + 0.25 * w);
+  if (!run_ || selected_ >= run_->model().collective_count()) return;
+  // From the first arrival to the last exit of the selected call on every rank.
+  std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+  for (const auto m : run_->model().members(selected_)) {
+    const auto e = run_->model().collective(m);
+    first = std::min(first, e.start_ns);
+    last = std::max(last, e.end_ns);
+  }
+  const double w = std::max<double>(last - first, 100);
+  setVisibleRange(first - 0.25 * w, last + 0.25 * w);
 }
 
 void TimelineView::selectCollective(std::uint32_t event) {
-  if (!run_ || event >= run_->collectives.size()) event = kNoInstance;
+  if (!run_ || event >= run_->model().collective_count()) event = kNoInstance;
   if (event == selected_) return;
   selected_ = event;
   update();
@@ -208,8 +214,8 @@ void TimelineView::setHighlightedRanks(std::vector<int> rank_indices) {
 }
 
 QPointF TimelineView::pointOfCollective(std::uint32_t event) const {
-  if (!run_ || event >= run_->collectives.size()) return {};
-  const auto& e = run_->collectives[event];
+  if (!run_ || event >= run_->model().collective_count()) return {};
+  const auto e = run_->model().collective(event);
   const double x = timeToX((e.start_ns + e.end_ns) / 2.0);
   const double y = kHeaderHeight - scroll_y_ + lane_top_[e.lane] + lane_height_[e.lane] / 2.0;
   if (x < kLabelWidth || x >= width() || y < kHeaderHeight || y >= height()) return {};
@@ -219,17 +225,18 @@ QPointF TimelineView::pointOfCollective(std::uint32_t event) const {
 std::uint32_t TimelineView::collectiveAt(QPointF pos) const {
   if (!run_ || pos.x() < kLabelWidth) return kNoInstance;
   const int l = laneAt(pos.y());
-  if (l < 0 || run_->lanes[l].kind != LaneKind::Collectives) return kNoInstance;
-  const auto& lane = run_->lanes[l];
+  const auto& m = run_->model();
+  if (l < 0 || m.lanes()[l].kind != LaneKind::Collectives) return kNoInstance;
+  const auto& lane = m.lanes()[l];
   const double t = xToTime(pos.x());
   const double tolerance = 3.0 / plotWidth() * (t1_ - t0_);  // 3 px
   std::uint32_t best = kNoInstance;
   double best_distance = tolerance;
-  for (std::uint32_t i = run_->first_ending_after(lane, static_cast<std::int64_t>(t - tolerance));
-       i < lane.end && run_->collectives[i].start_ns <= t + tolerance; ++i) {
-    const auto& e = run_->collectives[i];
-    const double d = t < e.start_ns ? e.start_ns - t : t > e.end_ns ? t - e.end_ns : 0;
-    if (d <= best_distance) best_distance = d, best = i;
+  for (std::uint32_t i = m.first_ending_after(lane, static_cast<std::int64_t>(t - tolerance));
+       i < lane.end && m.start_at(lane, i) <= t + tolerance; ++i) {
+    const double start = m.start_at(lane, i), end = m.end_at(lane, i);
+    const double d = t < start ? start - t : t > end ? t - end : 0;
+    if (d <= best_distance) best_distance = d, best = m.id_at(LaneKind::Collectives, i);
     if (d == 0) break;
   }
   return best;
@@ -266,8 +273,9 @@ void TimelineView::paintEvent(QPaintEvent*) {
   }
   p.setFont(small);
   int previous_rank = -1;
-  for (std::size_t l = 0; l < run_->lanes.size(); ++l) {
-    const auto& lane = run_->lanes[l];
+  const auto& lanes = run_->model().lanes();
+  for (std::size_t l = 0; l < lanes.size(); ++l) {
+    const auto& lane = lanes[l];
     const int top = kHeaderHeight - scroll_y_ + lane_top_[l];
     const int h = lane_height_[l];
     const bool first_of_rank = lane.rank_index != previous_rank;
@@ -282,7 +290,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
     }
     // Label: rank on its first lane, then what the lane holds.
     p.setPen(QColor(30, 30, 30));
-    const auto& rank = run_->ranks[lane.rank_index];
+    const auto& rank = run_->run().ranks[lane.rank_index];
     const QString label = first_of_rank ? QString::fromStdString(fmt::format("rank {}  {}", rank.world_rank, lane.label))
                                         : QString::fromStdString("      " + lane.label);
     p.drawText(QRect(6, top, kLabelWidth - 10, h), Qt::AlignVCenter | Qt::AlignLeft,
@@ -296,9 +304,9 @@ void TimelineView::paintEvent(QPaintEvent*) {
   // Hovered and selected instance on every rank: a vertical band from first arrival to last completion,
   // the last arrival as a line, every member outlined.
   p.setClipRect(QRect(kLabelWidth, kHeaderHeight, plot.width(), plot.height()));
-  if (hovered_ != kNoInstance && hovered_ < run_->collectives.size() && hovered_ != selected_)
-    paintInstanceOutline(p, run_->collectives[hovered_].instance, QColor(60, 60, 60, 160), 1);
-  if (selected_ != kNoInstance) paintInstanceOutline(p, run_->collectives[selected_].instance, QColor(0, 0, 0), 2);
+  if (hovered_ != kNoInstance && hovered_ < run_->model().collective_count() && hovered_ != selected_)
+    paintInstanceOutline(p, hovered_, QColor(60, 60, 60, 160), 1);
+  if (selected_ != kNoInstance) paintInstanceOutline(p, selected_, QColor(0, 0, 0), 2);
   if (range_a_ >= 0 && range_b_ >= 0) {
     const double xa = timeToX(std::min(range_a_, range_b_)), xb = timeToX(std::max(range_a_, range_b_));
     p.fillRect(QRectF(xa, kHeaderHeight, xb - xa, plot.height()), QColor(80, 140, 255, 50));
@@ -364,15 +372,16 @@ std::uint32_t TimelineView::aggregated_until(const Lane& lane, std::uint32_t i, 
   // of one lane mostly follow each other, so the prefix maximum of end is each event's own end there and a
   // binary search finds the first long one (when an earlier, overlapping event holds the maximum, the
   // candidate is checked and the column stays whole).
-  std::uint32_t next = run_->first_starting_at_from(lane, static_cast<std::int64_t>(std::ceil(column_end_t)), i + 1);
+  const auto& m = run_->model();
+  std::uint32_t next = m.first_starting_at_from(lane, static_cast<std::int64_t>(std::ceil(column_end_t)), i + 1);
   const auto reach = static_cast<std::int64_t>(column_end_t + kMinBoxPx * ns_per_px);
-  const std::uint32_t long_one = run_->first_ending_after(lane, reach, i + 1, next);
-  if (long_one < next && run_->end_of(lane.kind, long_one) > reach) next = long_one;
+  const std::uint32_t long_one = m.first_ending_after(lane, reach, i + 1, next);
+  if (long_one < next && m.end_at(lane, long_one) > reach) next = long_one;
   return next;
 }
 
 void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, int h) {
-  const auto& cs = run_->collectives;
+  const auto& m = run_->model();
   const double ns_per_px = (t1_ - t0_) / plotWidth();
   const int box_top = top + 3, box_h = h - 6;
   ColumnRun columns(p, box_top, box_h, last_primitives_);
@@ -381,16 +390,18 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
     for (int o = 0; o < store::kOpCount; ++o) colors[o] = op_color(static_cast<store::Op>(o)).rgb();
     return colors;
   }();
-  std::uint32_t i = run_->first_ending_after(lane, static_cast<std::int64_t>(std::floor(t0_)));
-  while (i < lane.end && cs[i].start_ns <= t1_) {
-    const auto& e = cs[i];
-    const double x0 = timeToX(e.start_ns), x1 = timeToX(e.end_ns);
+  std::uint32_t i = m.first_ending_after(lane, static_cast<std::int64_t>(std::floor(t0_)));
+  while (i < lane.end && m.start_at(lane, i) <= t1_) {
+    const double start = m.start_at(lane, i), end = m.end_at(lane, i);
+    const double x0 = timeToX(start), x1 = timeToX(end);
     if (!level_of_detail_ || x1 - x0 >= kMinBoxPx) {
       columns.flush();
+      const auto e = m.collective(m.id_at(LaneKind::Collectives, i));
       const bool in_flight = e.flags & kCallInFlight;
       const QColor color = in_flight ? QColor(200, 30, 30) : op_color(e.op);
       double wait_x = x0;
-      if (e.instance != kNoInstance) wait_x = std::min(x1, timeToX(std::max<double>(e.start_ns, run_->instances[e.instance].last_arrival_ns)));
+      if (e.instance != kNoInstance)
+        wait_x = std::min(x1, timeToX(std::max<double>(e.start_ns, m.run_time(m.matched().instances[e.instance].last_arrival_ns))));
       if (wait_x > x0) p.fillRect(QRectF(x0, box_top, wait_x - x0, box_h), color.lighter(175));
       p.fillRect(QRectF(wait_x, box_top, std::max(1.0, x1 - wait_x), box_h), color);
       if (e.fusion_fill_percent > 0 && x1 - x0 >= 6) {
@@ -416,29 +427,29 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
     const double column = std::floor(x0);
     const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
     const std::uint32_t next = aggregated_until(lane, i, column_end_t, ns_per_px);
-    columns.add(static_cast<int>(column), op_rgb[static_cast<int>(e.op) % store::kOpCount]);
+    columns.add(static_cast<int>(column), op_rgb[static_cast<int>(m.call_at(lane, i).op) % store::kOpCount]);
     i = std::max(next, i + 1);
   }
 }
 
 void TimelineView::paintSpanLane(QPainter& p, const Lane& lane, int top, int h) {
-  const auto& spans = run_->spans(lane.kind);
+  const auto& m = run_->model();
   const double ns_per_px = (t1_ - t0_) / plotWidth();
   const int box_top = top + 2, box_h = h - 4;
   ColumnRun columns(p, box_top, box_h, last_primitives_);
-  std::uint32_t i = run_->first_ending_after(lane, static_cast<std::int64_t>(std::floor(t0_)));
-  while (i < lane.end && spans[i].start_ns <= t1_) {
-    const auto& s = spans[i];
-    const double x0 = timeToX(s.start_ns), x1 = timeToX(s.end_ns);
+  std::uint32_t i = m.first_ending_after(lane, static_cast<std::int64_t>(std::floor(t0_)));
+  while (i < lane.end && m.start_at(lane, i) <= t1_) {
+    const double x0 = timeToX(m.start_at(lane, i)), x1 = timeToX(m.end_at(lane, i));
+    const auto name = m.name_at(lane, i);
     if (!level_of_detail_ || x1 - x0 >= kMinBoxPx) {
       columns.flush();
       const QRectF box(x0, box_top, std::max(1.0, x1 - x0), box_h);
-      p.fillRect(box, QColor(name_rgb_[s.name]));
+      p.fillRect(box, QColor(name_rgb_[name]));
       if (x1 - x0 > 40) {
         p.setPen(QColor(20, 20, 20));
         const double left = std::max<double>(x0, kLabelWidth);
         p.drawText(QRectF(left + 2, box_top, x1 - left - 4, box_h), Qt::AlignVCenter | Qt::AlignLeft,
-                   p.fontMetrics().elidedText(QString::fromStdString(run_->names[s.name]), Qt::ElideRight,
+                   p.fontMetrics().elidedText(QString::fromStdString(m.names()[name]), Qt::ElideRight,
                                               static_cast<int>(x1 - left - 4)));
       }
       ++last_primitives_;
@@ -448,23 +459,34 @@ void TimelineView::paintSpanLane(QPainter& p, const Lane& lane, int top, int h) 
     const double column = std::floor(x0);
     const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
     const std::uint32_t next = aggregated_until(lane, i, column_end_t, ns_per_px);
-    columns.add(static_cast<int>(column), name_rgb_dark_[s.name]);
+    columns.add(static_cast<int>(column), name_rgb_dark_[name]);
     i = std::max(next, i + 1);
   }
 }
 
-void TimelineView::paintInstanceOutline(QPainter& p, std::uint32_t instance, const QColor& color, int width) {
-  if (instance == kNoInstance || instance >= run_->instances.size()) return;
-  const auto& inst = run_->instances[instance];
-  const double xa = timeToX(inst.first_arrival_ns), xb = timeToX(inst.last_end_ns);
+void TimelineView::paintInstanceOutline(QPainter& p, std::uint32_t event, const QColor& color, int width) {
+  const auto& m = run_->model();
+  if (event >= m.collective_count()) return;
+  // Every rank's call of the same collective; the band spans first arrival to last exit, the dashed line is the
+  // last arrival.
+  const auto members = m.members(event);
+  std::int64_t first = std::numeric_limits<std::int64_t>::max(), last_arrival = std::numeric_limits<std::int64_t>::min();
+  std::int64_t last_end = last_arrival;
+  for (const auto id : members) {
+    const auto e = m.collective(id);
+    first = std::min(first, e.start_ns);
+    last_arrival = std::max(last_arrival, e.start_ns);
+    last_end = std::max(last_end, e.end_ns);
+  }
+  const double xa = timeToX(first), xb = timeToX(last_end);
   if (width > 1) p.fillRect(QRectF(xa, kHeaderHeight, std::max(2.0, xb - xa), height() - kHeaderHeight), QColor(255, 200, 0, 45));
-  const double x_last = timeToX(inst.last_arrival_ns);
+  const double x_last = timeToX(last_arrival);
   p.setPen(QPen(QColor(200, 30, 30, 200), 1, Qt::DashLine));
   p.drawLine(QPointF(x_last, kHeaderHeight), QPointF(x_last, height()));
   p.setPen(QPen(color, width));
   p.setBrush(Qt::NoBrush);
-  for (std::uint32_t m = 0; m < inst.member_count; ++m) {
-    const auto& e = run_->collectives[run_->instance_members[inst.members_begin + m]];
+  for (const auto id : members) {
+    const auto e = m.collective(id);
     const int top = kHeaderHeight - scroll_y_ + lane_top_[e.lane] + 2;
     const double x0 = timeToX(e.start_ns), x1 = std::max(timeToX(e.end_ns), x0 + 3);
     p.drawRect(QRectF(x0 - 1, top, x1 - x0 + 2, lane_height_[e.lane] - 4));

@@ -1,4 +1,5 @@
 // Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
+#include <collscope/run/parallel.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -139,6 +141,14 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
     for (const auto& c : reader.communicators()) comm_map[c.id] = shared.map_comm(c);
     t.threads = reader.threads();
     t.buffers = reader.buffers();
+    // Fusion buffers: one address reused for different sizes. Capacity: the job's HOROVOD_FUSION_THRESHOLD
+    // when it set one (bytes), else the largest use seen.
+    const std::int64_t threshold =
+        t.meta_int(std::string(store::meta_key::kEnvPrefix) + "HOROVOD_FUSION_THRESHOLD").value_or(0);
+    std::unordered_map<std::uint64_t, std::int64_t> fusion_capacity;
+    for (const auto& b : t.buffers)
+      if (b.uses >= 2 && b.bytes_min < b.bytes_max)
+        fusion_capacity[b.address] = threshold > 0 ? std::max(threshold, b.bytes_max) : b.bytes_max;
     t.collectives.reserve(static_cast<std::size_t>(reader.row_count("collectives")));
     std::int64_t unknown_comm = 0;
     // A row of collectives or calls_in_flight (they share these columns) as a call on a run-wide communicator;
@@ -165,6 +175,10 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
         return;
       }
       c.status = r.status;
+      if (!fusion_capacity.empty())
+        if (auto it = fusion_capacity.find(r.sendbuf); it != fusion_capacity.end() && it->second > 0)
+          c.fusion_fill_pct = static_cast<std::uint8_t>(
+              std::clamp<std::int64_t>((r.bytes * 100 + it->second - 1) / it->second, 1, 100));
       t.collectives.push_back(c);
     });
     for (const auto& r : reader.calls_in_flight()) {
@@ -172,6 +186,9 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       f.thread = r.thread;
       if (to_call(r, r.seen_ns, r.root ? *r.root : -1, f.call)) t.calls_in_flight.push_back(f);
     }
+    if (options.nvtx_ranges) t.nvtx_ranges.reserve(static_cast<std::size_t>(reader.row_count("nvtx_ranges")));
+    if (options.gpu_activities)
+      t.gpu_activities.reserve(static_cast<std::size_t>(reader.row_count("gpu_activities")));
     if (options.nvtx_ranges) reader.for_each_nvtx_range([&](const store::NvtxRangeRow& r) {
       NvtxRange n;
       n.name = global_string(r.name);
@@ -184,6 +201,7 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
     if (options.gpu_activities) reader.for_each_gpu_activity([&](const store::GpuActivityRow& r) {
       GpuActivity g;
       g.kind = r.kind;
+      g.device = static_cast<std::int16_t>(std::clamp<std::int32_t>(r.device, INT16_MIN, INT16_MAX));
       g.name = global_string(r.name);
       g.start_ns = r.start_ns;
       g.end_ns = r.end_ns;
@@ -209,15 +227,14 @@ Run RunLoader::load(const std::string& run_dir) const {
 
   SharedTables shared;
   std::vector<LoadedFile> loaded(paths.size());
-  int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::clamp(threads, 1, static_cast<int>(paths.size()));
-  std::atomic<std::size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int i = 0; i < threads; ++i)
-    pool.emplace_back([&] {
-      for (std::size_t k = next++; k < paths.size(); k = next++) load_file(paths[k], options_, shared, loaded[k]);
-    });
-  for (auto& t : pool) t.join();
+  std::atomic<std::size_t> files_done{0};
+  parallel_for(
+      paths.size(),
+      [&](std::size_t k) {
+        load_file(paths[k], options_, shared, loaded[k]);
+        if (options_.on_file_loaded) options_.on_file_loaded(++files_done, paths.size(), paths[k]);
+      },
+      options_.threads);
 
   Run run;
   run.dir = run_dir;

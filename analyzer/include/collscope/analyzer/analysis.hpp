@@ -20,6 +20,16 @@ struct OpSizeStats {
   std::vector<double> busbw_samples;  // up to 256, for compare's statistics
 };
 
+// What the analysis adds to a run already loaded, aligned and matched.
+struct RunResults {
+  StepSummary steps;
+  std::vector<OpSizeStats> op_sizes;
+  std::vector<Finding> findings;
+  double wall_ns = 0;       // aligned first arrival → last completion
+  double comm_ns = 0;       // mean over ranks: time inside collectives
+  double analysis_seconds = 0;
+};
+
 struct Analysis {
   Run run;
   ClockAlignment clocks;
@@ -34,5 +44,9 @@ struct Analysis {
 
 Analysis analyze_run(const std::string& run_dir, const AnalysisOptions& options = {});
 Analysis analyze(Run run, const AnalysisOptions& options = {});
+// The same analysis on a run its caller already aligned and matched with collscope::run, and keeps (the viewer:
+// it reads each rank file once and draws from the same run and matching). `options.threads` is not used.
+RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched,
+                           const AnalysisOptions& options = {});
 
 }  // namespace collscope::analyzer

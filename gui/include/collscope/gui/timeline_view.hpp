@@ -34,7 +34,7 @@ class TimelineView : public QWidget {
   void panByPixels(double dx);
   void zoomToSelection();  // the range dragged with Shift, else the selected instance
 
-  // Selection: an index into RunData::collectives, kNoInstance for none.
+  // Selection: a collective id (TimelineModel), kNoInstance for none.
   void selectCollective(std::uint32_t event);
   std::uint32_t selectedCollective() const { return selected_; }
   std::uint32_t selectedInstance() const;
@@ -81,7 +81,7 @@ class TimelineView : public QWidget {
   void paintSpanLane(QPainter& p, const Lane& lane, int top, int height);
   // End (exclusive) of the events aggregated into the pixel column of event i (see timeline_view.cpp).
   std::uint32_t aggregated_until(const Lane& lane, std::uint32_t i, double column_end_t, double ns_per_px) const;
-  void paintInstanceOutline(QPainter& p, std::uint32_t instance, const QColor& color, int width);
+  void paintInstanceOutline(QPainter& p, std::uint32_t event, const QColor& color, int width);
 
   std::shared_ptr<const RunData> run_;
   double t0_ = 0, t1_ = 1;           // visible range, ns run time

@@ -34,6 +34,7 @@ struct CollectiveSummary {
   std::int64_t end_ns = 0;
   Status status = 0;
   std::int64_t thread = 0;  // threads.id
+  std::uint64_t sendbuf = 0;  // the send buffer's address (fusion buffers: one address reused for many sizes)
 };
 
 class TraceReader {
@@ -60,6 +61,9 @@ class TraceReader {
   // Streams rows in id order without materialising the table (10 M rows fit in any memory budget).
   void for_each_collective(const std::function<void(const CollectiveRow&)>& fn) const;
   std::vector<CollectiveRow> collectives() const;
+  // One rank's call number `seq` on file communicator `comm` (communicators.id), every column; nullopt when the
+  // file has none. For a viewer showing one call's details on demand (scans the table: ~10 ms per 100 k rows).
+  std::optional<CollectiveRow> find_collective(std::int64_t comm, std::int64_t seq) const;
   // The same rows, only the columns analysis needs (half the decoding work of for_each_collective).
   void for_each_collective_summary(const std::function<void(const CollectiveSummary&)>& fn) const;
   void for_each_nvtx_range(const std::function<void(const NvtxRangeRow&)>& fn) const;
