@@ -57,7 +57,7 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
   const std::int64_t batch = options.batch_size > 0 ? options.batch_size : batch_size_from_command_line(run);
   a.steps = StepDetector({.batch_size = batch}).detect(run, clocks, matched);
   a.op_sizes = op_size_stats(matched);
-  a.findings = detect_findings(run, matched, a.steps, options);
+  a.findings = detect_findings({run, clocks, matched, a.steps, options});
   std::int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& i : matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
   a.wall_ns = hi > lo ? double(hi - lo) : 0;

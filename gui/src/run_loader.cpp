@@ -3,7 +3,6 @@
 #include <collscope/gui/run_loader.hpp>
 
 #include <collscope/run/clock_alignment.hpp>
-#include <collscope/run/matching.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/store/error.hpp>
 
@@ -36,12 +35,10 @@ std::shared_ptr<const RunData> load_timeline(const std::string& dir, const Progr
   auto loaded = std::make_shared<const run::Run>(run::RunLoader(options).load(dir));
   report(82, "aligning clocks");
   auto clocks = run::ClockAligner().align(*loaded);
-  report(86, "matching collectives");
-  auto matched = run::CollectiveMatcher().match(*loaded, clocks);
-  report(92, "building lanes");
+  report(86, "matching collectives, building lanes");
   auto data = std::make_shared<RunData>();
   data->dir = dir;
-  data->timeline = std::make_shared<const TimelineModel>(loaded, std::move(clocks), std::move(matched));
+  data->timeline = std::make_shared<const TimelineModel>(loaded, std::move(clocks));
   data->warnings = loaded->problems;
   const auto readable = loaded->ranks.size();
   if (loaded->world_size > 0 && static_cast<std::size_t>(loaded->world_size) > readable)

@@ -2,6 +2,7 @@
 
 #include <collscope/gui/run_data.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/sqlite.hpp>
 
 #include <QHeaderView>
 #include <QLabel>
@@ -12,10 +13,10 @@
 #include <QVBoxLayout>
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <regex>
 
 namespace collscope::gui {
@@ -32,72 +33,58 @@ std::vector<std::optional<double>> StudyData::best_so_far() const {
 
 namespace {
 
-struct Db {
-  sqlite3* db = nullptr;
-  explicit Db(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      sqlite3_close(db);
-      db = nullptr;
-    }
+// The study file read-only through the store's SQLite wrapper; nullopt when it is no SQLite file at all.
+std::optional<store::sqlite::Database> open_study(const std::string& path) {
+  try {
+    return store::sqlite::Database(path, store::sqlite::OpenMode::ReadOnly);
+  } catch (const Error&) {
+    return std::nullopt;
   }
-  ~Db() { sqlite3_close(db); }
-  bool has_table(const char* name) const {
-    sqlite3_stmt* s = nullptr;
-    bool found = false;
-    if (db && sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", -1, &s, nullptr) == SQLITE_OK) {
-      sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-      found = sqlite3_step(s) == SQLITE_ROW;
-    }
-    sqlite3_finalize(s);
-    return found;
-  }
-};
+}
 
 }  // namespace
 
 bool is_study_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
-  Db d(path);
-  return d.db && d.has_table("trials") && !d.has_table("collectives");
+  try {
+    const auto db = open_study(path);
+    return db && db->has_table("trials") && !db->has_table("collectives");
+  } catch (const Error&) {
+    return false;  // not an SQLite database
+  }
 }
 
 StudyData load_study(const std::string& path) {
-  Db d(path);
-  if (!d.db || !d.has_table("trials")) throw InputError(fmt::format("{}: not a collscope study file (no trials table)", path));
+  const auto db = open_study(path);
+  if (!db || !db->has_table("trials"))
+    throw InputError(fmt::format("{}: not a collscope study file (no trials table)", path));
   StudyData study;
   study.path = path;
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(d.db, "SELECT value FROM meta WHERE key='space'", -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
-    const std::string space = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    static const std::regex minimize(R"(direction\s*:\s*["']?minimi[sz]e)");
-    study.maximize = !std::regex_search(space, minimize);
+  if (db->has_table("meta")) {
+    auto q = db->prepare("SELECT value FROM meta WHERE key='space'");
+    if (q.step()) {
+      static const std::regex minimize(R"(direction\s*:\s*["']?minimi[sz]e)");
+      study.maximize = !std::regex_search(q.text(0), minimize);
+    }
   }
-  sqlite3_finalize(s);
-  if (sqlite3_prepare_v2(d.db, "SELECT * FROM trials ORDER BY id", -1, &s, nullptr) != SQLITE_OK)
-    throw InputError(fmt::format("{}: cannot read trials: {}", path, sqlite3_errmsg(d.db)));
+  auto q = db->prepare("SELECT * FROM trials ORDER BY id");
   int score_col = -1;
   std::vector<int> shown;
-  for (int c = 0; c < sqlite3_column_count(s); ++c) {
-    const std::string name = sqlite3_column_name(s, c);
+  for (int c = 0; c < q.column_count(); ++c) {
+    const std::string name = q.column_name(c);
     if (name == "score") score_col = c;
     if (name == "unit" || name == "pgid") continue;  // internal to the optimiser
     shown.push_back(c);
     study.columns.push_back(name);
   }
-  int rc;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  while (q.step()) {
     std::vector<std::string> row;
-    for (int c : shown) {
-      const auto* v = sqlite3_column_text(s, c);
-      row.push_back(v ? reinterpret_cast<const char*>(v) : "");
-    }
+    for (int c : shown) row.push_back(q.text(c));
     study.rows.push_back(std::move(row));
-    if (score_col >= 0 && sqlite3_column_type(s, score_col) != SQLITE_NULL) study.scores.push_back(sqlite3_column_double(s, score_col));
+    if (score_col >= 0 && !q.is_null(score_col)) study.scores.push_back(q.real(score_col));
     else study.scores.push_back(std::nullopt);
   }
-  sqlite3_finalize(s);
-  if (rc != SQLITE_DONE) throw InputError(fmt::format("{}: cannot read trials: {}", path, sqlite3_errmsg(d.db)));
   return study;
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <future>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
@@ -58,6 +59,20 @@ std::size_t key_index(const std::vector<std::int64_t>& keys, std::int64_t k) {
 TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched)
     : run_(std::move(run)), clocks_(std::move(clocks)), matched_(std::move(matched)) {
   build();
+}
+
+TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks)
+    : run_(std::move(run)), clocks_(std::move(clocks)) {
+  // Matching (one thread, ~0.1 s per million calls) and the lanes (ranks in parallel) need only the run and its
+  // clocks: side by side they take the longer of the two, not the sum.
+  auto matching = std::async(std::launch::async, [this] { return run::CollectiveMatcher().match(*run_, clocks_); });
+  try {
+    build();
+  } catch (...) {
+    matching.wait();
+    throw;
+  }
+  matched_ = matching.get();
 }
 
 void TimelineModel::build() {
@@ -162,6 +177,7 @@ void TimelineModel::build() {
     }
   for (int k = 0; k < 3; ++k) {
     order_[k].resize(position[k]);
+    start_[k].resize(position[k]);
     max_end_[k].resize(position[k]);
   }
 
@@ -182,6 +198,7 @@ void TimelineModel::build() {
         order[next[last]++] = id_of(i);
       }
       auto& max_end = max_end_[k];
+      auto& start = start_[k];
       std::size_t begin = block[r][k];
       for (std::size_t l = 0; l < kl.keys.size(); ++l) {
         const std::size_t end = begin + kl.count[l];
@@ -189,7 +206,10 @@ void TimelineModel::build() {
         if (!std::is_sorted(order.begin() + begin, order.begin() + end, by_start))
           std::stable_sort(order.begin() + begin, order.begin() + end, by_start);
         std::int64_t m = std::numeric_limits<std::int64_t>::min();
-        for (std::size_t p = begin; p < end; ++p) max_end[p] = m = std::max(m, end_of(order[p]) + shift);
+        for (std::size_t p = begin; p < end; ++p) {
+          start[p] = start_of(order[p]) + shift;
+          max_end[p] = m = std::max(m, end_of(order[p]) + shift);
+        }
         rank_end[r] = std::max(rank_end[r], m);
         begin = end;
       }
@@ -241,13 +261,21 @@ std::uint32_t TimelineModel::lane_of_collective(std::uint32_t id) const {
 
 CollectiveEvent TimelineModel::collective(std::uint32_t id) const {
   const int r = rank_of_collective(id);
+  return event_of(r, id, lane_of(0, r, call_of(r, id).thread));
+}
+
+CollectiveEvent TimelineModel::collective_at(const Lane& lane, std::uint32_t pos) const {
+  return event_of(lane.rank_index, order_[0][pos], static_cast<std::uint16_t>(&lane - lanes_.data()));
+}
+
+CollectiveEvent TimelineModel::event_of(int r, std::uint32_t id, std::uint16_t lane) const {
   const auto& c = call_of(r, id);
   CollectiveEvent e;
   e.start_ns = c.start_ns + shift_[r];
   e.end_ns = c.end_ns + shift_[r];
   e.bytes = c.bytes;
   e.instance = instance_of(c.comm, c.seq);
-  e.lane = lane_of(0, r, c.thread);
+  e.lane = lane;
   e.rank_index = static_cast<std::uint16_t>(r);
   e.op = c.op;
   e.fusion_fill_percent = c.fusion_fill_pct;
@@ -317,16 +345,6 @@ SpanEvent TimelineModel::span(LaneKind kind, std::uint32_t id) const {
     s.lane = lane_of(2, r, gpu_lane_key(g));
   }
   return s;
-}
-
-std::int64_t TimelineModel::start_at(const Lane& lane, std::uint32_t pos) const {
-  const int r = lane.rank_index;
-  const std::uint32_t id = order_[index(lane.kind)][pos];
-  switch (lane.kind) {
-    case LaneKind::Collectives: return call_of(r, id).start_ns + shift_[r];
-    case LaneKind::Nvtx: return run_->ranks[r].nvtx_ranges[id - nvtx_first_[r]].start_ns + shift_[r];
-    default: return run_->ranks[r].gpu_activities[id - gpu_first_[r]].start_ns + shift_[r];
-  }
 }
 
 std::int64_t TimelineModel::end_at(const Lane& lane, std::uint32_t pos) const {
@@ -406,7 +424,8 @@ std::size_t TimelineModel::memory_bytes() const {
   for (const auto& per_rank : matched_.call_index)
     for (const auto& v : per_rank) bytes += sizeof(v) + v.capacity() * sizeof(std::int32_t);
   for (int k = 0; k < 3; ++k)
-    bytes += order_[k].capacity() * sizeof(std::uint32_t) + max_end_[k].capacity() * sizeof(std::int64_t);
+    bytes += order_[k].capacity() * sizeof(std::uint32_t) +
+             (start_[k].capacity() + max_end_[k].capacity()) * sizeof(std::int64_t);
   for (const auto& l : lanes_) bytes += sizeof(l) + l.label.capacity();
   return bytes;
 }

@@ -65,20 +65,27 @@ class ColumnRun {
 
 QColor op_color(store::Op op) {
   using store::Op;
-  switch (op) {
-    case Op::Allreduce: return QColor(0x1f, 0x77, 0xb4);
-    case Op::Iallreduce: return QColor(0x17, 0xbe, 0xcf);
-    case Op::Bcast: return QColor(0xff, 0x7f, 0x0e);
-    case Op::Reduce: return QColor(0x8c, 0x56, 0x4b);
-    case Op::Allgather: case Op::Allgatherv: return QColor(0x2c, 0xa0, 0x2c);
-    case Op::Gather: case Op::Gatherv: return QColor(0xbc, 0xbd, 0x22);
-    case Op::Scatter: case Op::Scatterv: return QColor(0xe3, 0x77, 0xc2);
-    case Op::ReduceScatter: case Op::ReduceScatterBlock: return QColor(0x94, 0x67, 0xbd);
-    case Op::Alltoall: case Op::Alltoallv: return QColor(0xd6, 0x27, 0x28);
-    case Op::Barrier: return QColor(0x7f, 0x7f, 0x7f);
-    case Op::Send: case Op::Recv: return QColor(0x55, 0x55, 0xaa);
-    default: return QColor(0x99, 0x99, 0x99);
-  }
+  static const auto colors = [] {
+    std::array<QColor, store::kOpCount> c;
+    c.fill(QColor(0x99, 0x99, 0x99));
+    auto set = [&](std::initializer_list<Op> ops, QColor color) {
+      for (const Op o : ops) c[static_cast<int>(o)] = color;
+    };
+    set({Op::Allreduce}, QColor(0x1f, 0x77, 0xb4));
+    set({Op::Iallreduce}, QColor(0x17, 0xbe, 0xcf));
+    set({Op::Bcast}, QColor(0xff, 0x7f, 0x0e));
+    set({Op::Reduce}, QColor(0x8c, 0x56, 0x4b));
+    set({Op::Allgather, Op::Allgatherv}, QColor(0x2c, 0xa0, 0x2c));
+    set({Op::Gather, Op::Gatherv}, QColor(0xbc, 0xbd, 0x22));
+    set({Op::Scatter, Op::Scatterv}, QColor(0xe3, 0x77, 0xc2));
+    set({Op::ReduceScatter, Op::ReduceScatterBlock}, QColor(0x94, 0x67, 0xbd));
+    set({Op::Alltoall, Op::Alltoallv}, QColor(0xd6, 0x27, 0x28));
+    set({Op::Barrier}, QColor(0x7f, 0x7f, 0x7f));
+    set({Op::Send, Op::Recv}, QColor(0x55, 0x55, 0xaa));
+    return c;
+  }();
+  const int i = static_cast<int>(op);
+  return i >= 0 && i < store::kOpCount ? colors[i] : colors[0];
 }
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
@@ -396,7 +403,7 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
     const double x0 = timeToX(start), x1 = timeToX(end);
     if (!level_of_detail_ || x1 - x0 >= kMinBoxPx) {
       columns.flush();
-      const auto e = m.collective(m.id_at(LaneKind::Collectives, i));
+      const auto e = m.collective_at(lane, i);
       const bool in_flight = e.flags & kCallInFlight;
       const QColor color = in_flight ? QColor(200, 30, 30) : op_color(e.op);
       double wait_x = x0;

@@ -1,39 +1,46 @@
 #pragma once
-// The v1 DDL. Changing a table means a schema version bump (minor for added columns/tables, major otherwise)
-// and an update of docs/trace-format.md.
+// The DDL, generated from tables.def. Changing a table means a schema version bump (minor for added
+// columns/tables, major otherwise) and an update of docs/trace-format.md.
+#include <collscope/store/schema.hpp>
+
+#include <string>
+
 namespace collscope::store::detail {
 
-inline constexpr const char* kSchemaSql = R"sql(
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE ops(code INTEGER PRIMARY KEY, name TEXT NOT NULL);
-CREATE TABLE threads(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL, name TEXT);
-CREATE TABLE communicators(
-  id INTEGER PRIMARY KEY, key INTEGER NOT NULL, backend TEXT NOT NULL, size INTEGER NOT NULL,
-  rank INTEGER NOT NULL, parent INTEGER, color INTEGER, members TEXT NOT NULL,
-  created_ns INTEGER NOT NULL, destroyed_ns INTEGER, name TEXT);
-CREATE TABLE collectives(
-  id INTEGER PRIMARY KEY, comm INTEGER NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL,
-  count INTEGER NOT NULL, datatype INTEGER NOT NULL, bytes INTEGER NOT NULL, reduce_op INTEGER NOT NULL,
-  root INTEGER, peer INTEGER, sendbuf INTEGER NOT NULL, recvbuf INTEGER NOT NULL, stream INTEGER,
-  thread INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
-  gpu_start_ns INTEGER, gpu_end_ns INTEGER, correlation INTEGER, grp INTEGER, status INTEGER NOT NULL);
-CREATE TABLE buffers(
-  address INTEGER PRIMARY KEY, bytes_max INTEGER NOT NULL, bytes_min INTEGER NOT NULL,
-  bytes_total INTEGER NOT NULL, uses INTEGER NOT NULL, first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
-  tensors_packed INTEGER NOT NULL DEFAULT 0, bytes_packed INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE nvtx_ranges(
-  id INTEGER PRIMARY KEY, domain INTEGER NOT NULL, name INTEGER NOT NULL, kind INTEGER NOT NULL,
-  category INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER, thread INTEGER NOT NULL,
-  end_thread INTEGER, depth INTEGER NOT NULL, payload_int INTEGER, payload_double REAL, color INTEGER);
-CREATE TABLE calls_in_flight(
-  thread INTEGER PRIMARY KEY, comm INTEGER NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL,
-  count INTEGER NOT NULL, datatype INTEGER NOT NULL, bytes INTEGER NOT NULL, reduce_op INTEGER NOT NULL,
-  root INTEGER, start_ns INTEGER NOT NULL, seen_ns INTEGER NOT NULL);
-CREATE TABLE gpu_activities(
-  id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, name INTEGER NOT NULL, device INTEGER NOT NULL,
-  stream INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, correlation INTEGER NOT NULL,
-  bytes INTEGER NOT NULL, copy_kind INTEGER);
-)sql";
+// "CREATE TABLE name(col TYPE ..., ...);" for one table.
+template <typename Row>
+std::string create_table_sql() {
+  using T = Table<Row>;
+  std::string sql = "CREATE TABLE " + std::string(T::name) + "(";
+  std::string keys;  // key columns, in order
+  bool integer_key = false;
+  for (const ColumnInfo& c : T::columns) {
+    if (!(c.flags.bits & column_bit::kKey)) continue;
+    keys += (keys.empty() ? "" : ", ") + std::string(c.name);
+    integer_key = c.type == SqlType::Integer;
+  }
+  const bool one_key = !keys.empty() && keys.find(',') == std::string::npos;
+  bool first = true;
+  for (const ColumnInfo& c : T::columns) {
+    if (!first) sql += ", ";
+    first = false;
+    sql += c.name;
+    sql += c.type == SqlType::Integer ? " INTEGER" : c.type == SqlType::Real ? " REAL" : " TEXT";
+    if ((c.flags.bits & column_bit::kKey) && one_key) sql += " PRIMARY KEY";
+    else if (!c.nullable) sql += " NOT NULL";
+    if (c.flags.bits & column_bit::kDefaultZero) sql += " DEFAULT 0";
+  }
+  if (!keys.empty() && !one_key) sql += ", PRIMARY KEY(" + keys + ")";
+  sql += ")";
+  // A single INTEGER key is the rowid; a table keyed otherwise (meta by text, pairs) needs no rowid of its own.
+  if (!keys.empty() && !(one_key && integer_key)) sql += " WITHOUT ROWID";
+  return sql + ";\n";
+}
+
+inline std::string schema_sql() {
+  std::string sql;
+  for_each_table([&](auto table) { sql += create_table_sql<typename decltype(table)::Row>(); });
+  return sql;
+}
 
 }  // namespace collscope::store::detail

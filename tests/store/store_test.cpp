@@ -1,10 +1,10 @@
 // The trace store: what the writer puts in, the reader gets back; bad files give one clear line.
 #include <collscope/store/error.hpp>
+#include <collscope/store/sqlite.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -151,20 +151,14 @@ TEST(Store, NotSqlite) {
 TEST(Store, SqliteButNotATrace) {
   auto path = temp_dir() / "other.sqlite";
   fs::remove(path);
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_exec(db, "CREATE TABLE t(x)", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  sqlite::Database(path.string(), sqlite::OpenMode::Create).exec("CREATE TABLE t(x)");
   auto msg = error_of(path.string());
   EXPECT_NE(msg.find("other.sqlite: not a collscope trace (no meta table)"), std::string::npos) << msg;
 }
 
 TEST(Store, NewerMajorVersionRefused) {
   auto path = write_sample(temp_dir() / "newer.sqlite");
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_exec(db, "UPDATE meta SET value='2.0' WHERE key='schema_version'", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite).exec("UPDATE meta SET value='2.0' WHERE key='schema_version'");
   auto msg = error_of(path);
   EXPECT_NE(msg.find("newer.sqlite: schema version 2.0 is newer than this collscope reads (1.x)"), std::string::npos)
       << msg;
@@ -173,10 +167,7 @@ TEST(Store, NewerMajorVersionRefused) {
 
 TEST(Store, NewerMinorVersionAccepted) {
   auto path = write_sample(temp_dir() / "minor.sqlite");
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_exec(db, "UPDATE meta SET value='1.7' WHERE key='schema_version'", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite).exec("UPDATE meta SET value='1.7' WHERE key='schema_version'");
   TraceReader r(path);
   EXPECT_EQ(r.schema_version().minor, 7);
   EXPECT_EQ(r.collectives().size(), 5u);
@@ -237,11 +228,8 @@ TEST(Store, CallsInFlightKeepOneRowPerThread) {
 TEST(Store, Version10FilesHaveNoCallsInFlight) {
   // A file written before 1.1: no calls_in_flight table; the reader gives none instead of failing.
   auto path = write_sample(temp_dir() / "v10.sqlite");
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE calls_in_flight; UPDATE meta SET value='1.0' WHERE key='schema_version'",
-                         nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite)
+      .exec("DROP TABLE calls_in_flight; UPDATE meta SET value='1.0' WHERE key='schema_version'");
   TraceReader r(path);
   EXPECT_TRUE(r.calls_in_flight().empty());
   EXPECT_EQ(r.collectives().size(), 5u);
@@ -263,12 +251,8 @@ TEST(Store, TruncatedFile) {
     }
     w.commit();
   }
-  {  // fold the WAL into the main file, as a finished run does
-    sqlite3* db = nullptr;
-    sqlite3_open(src.c_str(), &db);
-    sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
+  // fold the WAL into the main file, as a finished run does
+  sqlite::Database(src.string(), sqlite::OpenMode::ReadWrite).exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE");
   auto cut = temp_dir() / "cut.sqlite";
   fs::copy_file(src, cut, fs::copy_options::overwrite_existing);
   fs::resize_file(cut, fs::file_size(src) / 2);

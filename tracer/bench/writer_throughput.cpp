@@ -3,10 +3,10 @@
 // measured in the same run. Also prints the bytes on disk per collective event.
 //   writer_throughput [--events-per-thread N]
 #include <collscope/store/schema.hpp>
+#include <collscope/store/sqlite.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <fmt/format.h>
 #include <sched.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -30,29 +30,19 @@ static double seconds_since(Clock::time_point t0) { return std::chrono::duration
 // The baseline: what SQLite does with the simplest possible row, under the same pragmas and batch size.
 static double plain_insert_rows_per_s(const fs::path& path, long rows) {
   fs::remove(path);
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA page_size=8192;"
-                   "CREATE TABLE t(a INTEGER, b INTEGER, c INTEGER, d INTEGER, e INTEGER, f INTEGER, g INTEGER)",
-               nullptr, nullptr, nullptr);
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &s, nullptr);
+  collscope::store::sqlite::Database db(path.string(), collscope::store::sqlite::OpenMode::Create);
+  db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA page_size=8192;"
+          "CREATE TABLE t(a INTEGER, b INTEGER, c INTEGER, d INTEGER, e INTEGER, f INTEGER, g INTEGER)");
+  auto insert = db.prepare_persistent("INSERT INTO t VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   const auto t0 = Clock::now();
-  sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
+  db.exec("BEGIN");
   for (long i = 0; i < rows; ++i) {
-    for (int c = 1; c <= 7; ++c) sqlite3_bind_int64(s, c, 5657174085210LL + i * 1000 + c);
-    sqlite3_step(s);
-    sqlite3_reset(s);
-    if (i % 16384 == 16383) {
-      sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
-      sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
-    }
+    for (int c = 1; c <= 7; ++c) insert.bind(c, std::int64_t{5657174085210LL + i * 1000 + c});
+    insert.run();
+    if (i % 16384 == 16383) db.exec("COMMIT; BEGIN");
   }
-  sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
-  const double dt = seconds_since(t0);
-  sqlite3_finalize(s);
-  sqlite3_close(db);
-  return rows / dt;
+  db.exec("COMMIT");
+  return rows / seconds_since(t0);
 }
 
 int main(int argc, char** argv) {

@@ -39,25 +39,72 @@ struct Finding {
   std::string suggestion;                // what to change
 };
 
+// Every threshold a detector decides by, with its unit, in one place; AnalysisOptions::thresholds overrides them
+// (tests name them instead of repeating the numbers).
+struct DetectorThresholds {
+  // Straggler: one rank's lateness must be this many times any other rank's, and per step at least:
+  double straggler_dominance = 3;
+  double straggler_min_share_waiting = 0.05;  // of the step, measured as others' waiting inside collectives
+  double straggler_min_share_phases = 0.15;   // of the step, measured from the start of its NVTX phases (noisier)
+  double straggler_min_delay_ns = 200e3;
+  double straggler_critical_share = 0.2;      // of the step: critical from here
+  double late_arrival_ns = 20e3;              // a rank "arrives last" only when later than this
+  // Latency-bound: payload collectives in [control, fusable) bytes are what fusion would merge.
+  std::int64_t control_message_bytes = 1 << 10;
+  std::int64_t fusable_message_bytes = 1 << 20;
+  double latency_bound_min_share = 0.5;       // of the time in payload collectives
+  double latency_bound_critical_share = 0.8;
+  double latency_bound_min_per_step = 16;     // small collectives per step
+  // Low bandwidth: sizes from this many bytes, with enough instances, below this fraction of the target.
+  std::int64_t bandwidth_min_bytes = 64 << 10;
+  int bandwidth_min_instances = 8;
+  double bandwidth_low_fraction = 0.5;        // median below this × (link, or the size's own p95)
+  double bandwidth_min_cost_share = 0.05;     // of all time in collectives
+  double bandwidth_min_cost_ns = 1e6;
+  // Exposed communication: share of the step.
+  double exposed_min_share = 0.2;
+  double exposed_warning_share = 0.4;
+  // Horovod cycle time and fusion: buffer fill (of the threshold) and gaps between collectives.
+  double stall_max_fill = 0.25;
+  double stall_min_gap_share = 0.3;           // of the gaps fall within [0.3, 1.3] × the cycle time
+  double stall_min_wall_share = 0.1;          // stalled time of the run's wall time
+  double stall_critical_wall_share = 0.25;
+  double underfilled_max_fill = 0.05;
+  // Process sets: same work, this many times slower, costing this share of the wall time.
+  double process_set_min_ratio = 1.5;
+  double process_set_min_wall_share = 0.05;
+};
+
 struct AnalysisOptions {
   double link_gbps = 0;          // expected bus bandwidth (GB/s); 0 = compare with the best seen only
   std::int64_t batch_size = 0;   // samples per rank per step; 0 = from the command line ("--batch-size N") if any
   int threads = 0;               // loader threads, 0 = one per core
+  DetectorThresholds thresholds;
 };
 
-// Each detector looks at one thing; run them all with detect_findings.
-std::vector<Finding> detect_stragglers(const Run&, const MatchedRun&, const StepSummary&);
-std::vector<Finding> detect_latency_bound(const Run&, const MatchedRun&, const StepSummary&);
-std::vector<Finding> detect_low_bandwidth(const Run&, const MatchedRun&, const AnalysisOptions&);
-std::vector<Finding> detect_exposed_communication(const Run&, const StepSummary&);
-std::vector<Finding> detect_fusion_and_cycle_time(const Run&, const MatchedRun&, const StepSummary&);
-std::vector<Finding> detect_process_set_imbalance(const Run&, const MatchedRun&);
-// From the calls in flight when a hung job was killed (part of detect_mismatches); step_evidence names the
-// culprit of a deadlock cycle when the NVTX steps show one.
+// What every detector reads: the run on its aligned clock, matched across ranks, with its steps.
+struct DetectorInput {
+  const Run& run;
+  const ClockAlignment& clocks;
+  const MatchedRun& matched;
+  const StepSummary& steps;
+  const AnalysisOptions& options;
+  const DetectorThresholds& limits() const { return options.thresholds; }
+};
+
+// Each detector looks at one thing (one file each in src/detectors/); detect_findings runs them all.
+std::vector<Finding> detect_mismatches(const DetectorInput&);
+std::vector<Finding> detect_stragglers(const DetectorInput&);
+std::vector<Finding> detect_latency_bound(const DetectorInput&);
+std::vector<Finding> detect_low_bandwidth(const DetectorInput&);
+std::vector<Finding> detect_exposed_communication(const DetectorInput&);
+std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput&);
+std::vector<Finding> detect_process_set_imbalance(const DetectorInput&);
+// From the calls in flight when a hung job was killed (part of detect_mismatches; the autotuner asks it why a
+// trial hung); step_evidence names the culprit of a deadlock cycle when the NVTX steps show one.
 std::vector<Finding> detect_hangs(const Run&, const MatchedRun&, const std::vector<Mismatch>& step_evidence);
-std::vector<Finding> detect_mismatches(const Run&, const MatchedRun&);
 
 // All detectors, ordered by cost (mismatches first: they hang jobs).
-std::vector<Finding> detect_findings(const Run&, const MatchedRun&, const StepSummary&, const AnalysisOptions&);
+std::vector<Finding> detect_findings(const DetectorInput&);
 
 }  // namespace collscope::analyzer

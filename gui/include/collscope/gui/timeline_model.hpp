@@ -1,8 +1,9 @@
 #pragma once
 // The timeline's lanes over the one in-memory run of collscope::run. The viewer keeps no copy of the events:
 // the run (loaded once, rank files read once), its clock alignment and its cross-rank matching are shared with
-// the analyzer, and the model adds only what drawing needs, 12 bytes per event: each lane's events in start
-// order (an index into the rank's rows) and the prefix maximum of their ends (for the visible-range search).
+// the analyzer, and the model adds only what drawing needs, 20 bytes per event: each lane's events in start
+// order (an index into the rank's rows), their starts and the prefix maximum of their ends (run time, side by
+// side in lane order: the visible-range and pixel-column searches touch nothing else).
 //
 // Times the model returns are run time: ns since ClockAlignment::origin_ns on the aligned clock, the time the
 // analyzer's report and the Chrome export count from too (run time = raw + offset_ns[rank] − origin_ns).
@@ -64,6 +65,8 @@ class TimelineModel {
   // Builds the lanes (ranks in parallel). Lanes are grouped by host (clocks.hosts order), then world rank, then
   // collectives, NVTX depth and GPU stream. Throws collscope::InputError past 65535 lanes or 2^32 events.
   TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched);
+  // The same, matching the collectives (run::CollectiveMatcher) on another thread while the lanes are laid out.
+  TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks);
 
   const run::Run& run() const { return *run_; }
   std::shared_ptr<const run::Run> shared_run() const { return run_; }
@@ -105,7 +108,7 @@ class TimelineModel {
 
   // Lane positions: the id at a position of the lane, its start and end (run time), the prefix maximum of ends.
   std::uint32_t id_at(LaneKind kind, std::uint32_t pos) const { return order_[index(kind)][pos]; }
-  std::int64_t start_at(const Lane& lane, std::uint32_t pos) const;
+  std::int64_t start_at(const Lane& lane, std::uint32_t pos) const { return start_[index(lane.kind)][pos]; }
   std::int64_t end_at(const Lane& lane, std::uint32_t pos) const;
   const EventVector<std::int64_t>& max_end(LaneKind kind) const { return max_end_[index(kind)]; }
   // The call at a position of a collectives lane; the name (into names()) at a position of a span lane.
@@ -113,6 +116,8 @@ class TimelineModel {
     return call_of(lane.rank_index, order_[0][pos]);
   }
   std::uint32_t name_at(const Lane& lane, std::uint32_t pos) const;
+  // collective(id_at(pos)) without looking the rank and lane up (`lane` must be one of lanes()).
+  CollectiveEvent collective_at(const Lane& lane, std::uint32_t pos) const;
   // First position of `lane` whose event ends after t (may start before it); lane.end when none.
   std::uint32_t first_ending_after(const Lane& lane, std::int64_t t) const;
   // The same among positions [from, to) of the lane; `to` when none.
@@ -136,6 +141,7 @@ class TimelineModel {
                                : run_->ranks[r].calls_in_flight[inflight_[id - inflight_base_].index].call;
   }
   std::uint16_t lane_of(int kind, int r, std::int64_t key) const;
+  CollectiveEvent event_of(int r, std::uint32_t id, std::uint16_t lane) const;
 
   std::shared_ptr<const run::Run> run_;
   run::ClockAlignment clocks_;
@@ -154,6 +160,7 @@ class TimelineModel {
   // Per rank and kind: (key, lane) pairs, to find the lane of an event.
   std::vector<std::vector<std::pair<std::int64_t, std::uint16_t>>> lane_of_key_[3];
   EventVector<std::uint32_t> order_[3];      // per kind: ids in lane order
+  EventVector<std::int64_t> start_[3];       // per kind and position: start, run time
   EventVector<std::int64_t> max_end_[3];     // per kind and position: prefix maximum of end within the lane
 };
 

@@ -1,6 +1,6 @@
 #pragma once
-// The one parallel loop of collscope: fn(0 .. n-1) on up to `threads` threads (0 = one per core), this thread
-// among them. Items are handed out one at a time (rank files and ranks differ a lot in size).
+// Runs fn(0 .. n-1) on up to `threads` threads (0 = one per core), this thread included. Items are handed out
+// one at a time, so uneven items (rank files of different sizes) balance. fn must not throw.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>

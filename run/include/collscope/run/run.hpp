@@ -112,7 +112,7 @@ struct LoadOptions {
   bool gpu_activities = true;
   // Called after each rank file (done of total, its path) from the loader's threads, possibly at the same time
   // from several: for a progress bar.
-  std::function<void(std::size_t done, std::size_t total, const std::string& path)> on_file_loaded;
+  std::function<void(std::size_t done, std::size_t total, const std::string& path)> on_file_loaded = nullptr;
 };
 
 // Reads RUN_DIR/rank-*.sqlite. Throws collscope::InputError when the directory holds no readable rank file;

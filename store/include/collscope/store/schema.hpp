@@ -1,10 +1,13 @@
 #pragma once
 // The data contract: one SQLite file per rank, schema v1 (docs/trace-format.md documents every column).
-// Everything downstream (analyzer, autotuner, gui, plugins) sees a run only through these rows.
+// Everything downstream (analyzer, autotuner, gui, plugins) sees a run only through these rows. The tables are
+// declared once, in tables.def; this header turns that list into the row structs and their column tables.
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace collscope::store {
@@ -50,111 +53,162 @@ std::string_view backend_name(Backend b);
 // How a collective call ended. 0 = success; otherwise the backend's error code (MPI or ncclResult_t).
 using Status = std::int32_t;
 
-struct ThreadRow {
-  std::int64_t id = 0;   // small index, referenced by other tables
-  std::int64_t tid = 0;  // kernel thread id
-  std::string name;
-};
-
-struct CommunicatorRow {
-  std::int64_t id = 0;           // file-local id, referenced by collectives.comm
-  std::uint64_t key = 0;         // identical on every member rank: same communicator across the run
-  Backend backend = Backend::Mpi;
-  std::int32_t size = 0;
-  std::int32_t rank = 0;         // this process's rank in the communicator
-  std::optional<std::uint64_t> parent;  // key of the parent communicator (split/dup/create)
-  std::optional<std::int64_t> color;    // split colour
-  std::vector<std::int32_t> members;    // world ranks, in communicator rank order
-  std::int64_t created_ns = 0;          // CLOCK_MONOTONIC
-  std::optional<std::int64_t> destroyed_ns;
-  std::string name;                     // "MPI_COMM_WORLD", "split(world,color=1)", ...
-};
-
-struct CollectiveRow {
-  std::int64_t id = 0;
-  std::int64_t comm = 0;      // communicators.id
-  std::int64_t seq = 0;       // index of the call on its communicator, from 0
-  Op op = Op::Unknown;
-  std::int64_t count = 0;     // elements (send count where it differs per rank: this rank's)
-  std::int64_t datatype = 0;  // strings.id of the datatype name ("MPI_FLOAT", "ncclFloat32")
-  std::int64_t bytes = 0;     // payload of this rank: count * size of datatype (sum over v-counts)
-  std::int64_t reduce_op = 0; // strings.id ("MPI_SUM"), 0 when not a reduction
-  std::optional<std::int32_t> root;
-  std::optional<std::int32_t> peer;  // point-to-point peer
-  std::uint64_t sendbuf = 0;
-  std::uint64_t recvbuf = 0;
-  std::optional<std::uint64_t> stream;  // CUDA stream (NCCL)
-  std::int64_t thread = 0;              // threads.id
-  std::int64_t start_ns = 0;            // CLOCK_MONOTONIC, call entry
-  std::int64_t end_ns = 0;              // call exit (or completion of a non-blocking request)
-  std::optional<std::int64_t> gpu_start_ns;
-  std::optional<std::int64_t> gpu_end_ns;
-  std::optional<std::uint64_t> correlation;  // CUPTI correlation id
-  std::optional<std::int64_t> group;         // NCCL group id (calls between GroupStart/End)
-  Status status = 0;
-};
-// A blocking collective a thread has been inside for longer than the tracer's hang threshold
-// (COLLSCOPE_HANG_MS): one row per thread at most, removed when the call returns. What is left in a file
-// after the job was killed is where each thread hung.
-struct CallInFlightRow {
-  std::int64_t thread = 0;    // threads.id
-  std::int64_t comm = 0;      // communicators.id
-  std::int64_t seq = 0;       // the index this call has on its communicator
-  Op op = Op::Unknown;
-  std::int64_t count = 0;
-  std::int64_t datatype = 0;  // strings.id
-  std::int64_t bytes = 0;
-  std::int64_t reduce_op = 0; // strings.id, 0 when not a reduction
-  std::optional<std::int32_t> root;
-  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC, call entry
-  std::int64_t seen_ns = 0;   // last time the tracer saw the thread still inside it
-};
-
-struct BufferRow {
-  std::uint64_t address = 0;
-  std::int64_t bytes_max = 0;
-  std::int64_t bytes_min = 0;
-  std::int64_t bytes_total = 0;
-  std::int64_t uses = 0;
-  std::int64_t first_ns = 0;
-  std::int64_t last_ns = 0;
-  std::int64_t tensors_packed = 0;  // via collscope_fusion_pack / GPU copies (0 when unknown)
-  std::int64_t bytes_packed = 0;
-};
-
 enum class NvtxKind : std::uint8_t { PushPop = 0, StartEnd = 1, Mark = 2 };
-
-struct NvtxRangeRow {
-  std::int64_t id = 0;
-  std::int64_t domain = 0;   // strings.id ("" = default domain)
-  std::int64_t name = 0;     // strings.id
-  NvtxKind kind = NvtxKind::PushPop;
-  std::int64_t category = 0;
-  std::int64_t start_ns = 0;
-  std::optional<std::int64_t> end_ns;  // NULL: never ended (or a mark)
-  std::int64_t thread = 0;
-  std::optional<std::int64_t> end_thread;  // start/end ranges may end on another thread
-  std::int32_t depth = 0;                  // push/pop nesting depth, 0 = outermost
-  std::optional<std::int64_t> payload_int;
-  std::optional<double> payload_double;
-  std::optional<std::uint32_t> color;
-};
 
 enum class GpuActivityKind : std::uint8_t { Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3 };
 std::string_view gpu_activity_kind_name(GpuActivityKind k);
 
-struct GpuActivityRow {
-  std::int64_t id = 0;
-  GpuActivityKind kind = GpuActivityKind::Kernel;
-  std::int64_t name = 0;  // strings.id (kernel name, "HtoD", ...)
-  std::int32_t device = 0;
-  std::uint64_t stream = 0;
-  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC (CUPTI timestamps converted)
-  std::int64_t end_ns = 0;
-  std::uint64_t correlation = 0;
-  std::int64_t bytes = 0;
-  std::optional<std::int32_t> copy_kind;  // CUpti_ActivityMemcpyKind
+// ---- Tables ----------------------------------------------------------------------------------------------
+// Column flags of tables.def. A flag set combines with `|`: `kPlain | since(2)`.
+struct ColumnFlags {
+  unsigned bits = 0;
+  const char* sql_name = nullptr;  // when the SQL name is not the member's
+  int since_minor = 0;             // schema minor version that added the column
+  std::int64_t initial = 0;        // an integer member's value in a default-constructed row
 };
+constexpr ColumnFlags operator|(ColumnFlags a, ColumnFlags b) {
+  return {a.bits | b.bits, b.sql_name ? b.sql_name : a.sql_name,
+          a.since_minor > b.since_minor ? a.since_minor : b.since_minor, b.initial ? b.initial : a.initial};
+}
+namespace column_bit {
+inline constexpr unsigned kKey = 1, kAuto = 2, kNullable = 4, kDefaultZero = 8;
+}
+inline constexpr ColumnFlags kPlain{};
+inline constexpr ColumnFlags kKey{column_bit::kKey};                         // PRIMARY KEY
+inline constexpr ColumnFlags kAutoKey{column_bit::kKey | column_bit::kAuto};  // PRIMARY KEY; 0 in a new row: next id
+inline constexpr ColumnFlags kNullable{column_bit::kNullable};               // TEXT that may be NULL (read as "")
+inline constexpr ColumnFlags kDefaultZero{column_bit::kDefaultZero};         // NOT NULL DEFAULT 0
+constexpr ColumnFlags named(const char* sql_name) { return {0, sql_name, 0}; }
+constexpr ColumnFlags since(int minor) { return {0, nullptr, minor}; }
+constexpr ColumnFlags initial(std::int64_t value) { return {0, nullptr, 0, value}; }
+
+enum class SqlType : std::uint8_t { Integer, Real, Text };
+
+// One column of a table, as tables.def declares it.
+struct ColumnInfo {
+  std::string_view name;  // SQL name
+  SqlType type;
+  bool nullable;          // std::optional member (or kNullable text)
+  ColumnFlags flags;
+};
+
+namespace detail {
+template <typename T> struct SqlTypeOf { static constexpr SqlType value = SqlType::Integer; };  // integers, enums
+template <> struct SqlTypeOf<double> { static constexpr SqlType value = SqlType::Real; };
+template <> struct SqlTypeOf<std::string> { static constexpr SqlType value = SqlType::Text; };
+template <> struct SqlTypeOf<Backend> { static constexpr SqlType value = SqlType::Text; };
+template <> struct SqlTypeOf<std::vector<std::int32_t>> { static constexpr SqlType value = SqlType::Text; };
+template <typename T> struct SqlTypeOf<std::optional<T>> : SqlTypeOf<T> {};
+template <typename T> inline constexpr bool kIsOptional = false;
+template <typename T> inline constexpr bool kIsOptional<std::optional<T>> = true;
+
+template <typename T>
+constexpr ColumnInfo column_info(std::string_view member, ColumnFlags flags) {
+  return {flags.sql_name ? std::string_view(flags.sql_name) : member, SqlTypeOf<T>::value,
+          kIsOptional<T> || (flags.bits & column_bit::kNullable) != 0, flags};
+}
+template <typename A, typename B>
+constexpr bool same_member(A a, B b) {
+  if constexpr (std::is_same_v<A, B>) return a == b;
+  else return false;
+}
+template <typename T>
+constexpr T initial_value(ColumnFlags flags) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<T>(flags.initial);
+  else return T{};
+}
+template <typename M> struct MemberOf;
+template <typename C, typename T> struct MemberOf<T C::*> { using Class = C; };
+}  // namespace detail
+
+// The row structs, one per table (MetaRow, StringRow, OpRow, ThreadRow, CommunicatorRow, CollectiveRow,
+// BufferRow, NvtxRangeRow, CallInFlightRow, GpuActivityRow): members, types and units are in tables.def.
+#define COLLSCOPE_TABLE(sql, Row, since_minor, order_by) struct Row {
+#define COLLSCOPE_COLUMN(type, member, flags) type member = detail::initial_value<type>(flags);
+#define COLLSCOPE_TABLE_END(sql) };
+#include <collscope/store/tables.def>
+#undef COLLSCOPE_TABLE
+#undef COLLSCOPE_COLUMN
+#undef COLLSCOPE_TABLE_END
+
+// Table<Row>: the table's SQL name, the schema minor version that added it, the readers' order, its columns
+// (in declaration order) and index_of(&Row::member).
+template <typename Row> struct Table;
+#define COLLSCOPE_TABLE(sql, RowT, since_, order)                      \
+  template <> struct Table<RowT> {                                      \
+    using Row = RowT;                                                   \
+    static constexpr std::string_view name = #sql;                      \
+    static constexpr int since_minor = since_;                          \
+    static constexpr std::string_view order_by = order;                 \
+    template <typename M> static constexpr int index_of(M member);      \
+    static constexpr ColumnInfo columns[] = {
+#define COLLSCOPE_COLUMN(type, member, flags) detail::column_info<type>(#member, flags),
+#define COLLSCOPE_TABLE_END(sql) }; };
+#include <collscope/store/tables.def>
+#undef COLLSCOPE_TABLE
+#undef COLLSCOPE_COLUMN
+#undef COLLSCOPE_TABLE_END
+
+#define COLLSCOPE_TABLE(sql, RowT, since_, order) \
+  template <typename M> constexpr int Table<RowT>::index_of(M m) { using Row = RowT; int i = 0;
+#define COLLSCOPE_COLUMN(type, member, flags) if (detail::same_member(m, &Row::member)) return i; ++i;
+#define COLLSCOPE_TABLE_END(sql) return -1; }
+#include <collscope/store/tables.def>
+#undef COLLSCOPE_TABLE
+#undef COLLSCOPE_COLUMN
+#undef COLLSCOPE_TABLE_END
+
+// Every table's row type, in declaration order: for_each_table([](auto table) { ... decltype(table)::Row ... }).
+template <typename... Rows> struct RowList {};
+namespace detail {
+struct EndOfTables {};
+template <typename List, typename... Done> struct DropEnd;
+template <typename... Done> struct DropEnd<RowList<EndOfTables>, Done...> { using type = RowList<Done...>; };
+template <typename First, typename... Rest, typename... Done>
+struct DropEnd<RowList<First, Rest...>, Done...> : DropEnd<RowList<Rest...>, Done..., First> {};
+}  // namespace detail
+#define COLLSCOPE_TABLE(sql, Row, since_minor, order_by) Row,
+#define COLLSCOPE_COLUMN(type, member, flags)
+#define COLLSCOPE_TABLE_END(sql)
+using AllRows = typename detail::DropEnd<RowList<
+#include <collscope/store/tables.def>
+    detail::EndOfTables>>::type;
+#undef COLLSCOPE_TABLE
+#undef COLLSCOPE_COLUMN
+#undef COLLSCOPE_TABLE_END
+
+namespace detail {
+template <typename Fn, typename... Rows>
+constexpr void for_each_table_in(Fn& fn, RowList<Rows...>) {
+  (fn(Table<Rows>{}), ...);
+}
+}  // namespace detail
+template <typename Fn>
+constexpr void for_each_table(Fn&& fn) {
+  detail::for_each_table_in(fn, AllRows{});
+}
+
+// A choice of columns of one table, for reading only those (TraceReader::for_each). Bit i = column i.
+template <typename Row>
+struct ColumnSet {
+  static_assert(std::size(Table<Row>::columns) <= 64, "a ColumnSet holds at most 64 columns");
+  std::uint64_t mask = 0;
+  static constexpr ColumnSet all() {
+    constexpr auto n = std::size(Table<Row>::columns);
+    return {n == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1};
+  }
+};
+
+// columns<&CollectiveRow::comm, &CollectiveRow::seq>(): those columns of their table.
+template <auto First, auto... Rest>
+constexpr auto columns() {
+  using Row = typename detail::MemberOf<decltype(First)>::Class;
+  static_assert(Table<Row>::index_of(First) >= 0 && ((Table<Row>::index_of(Rest) >= 0) && ...),
+                "every member must be a column of the same table");
+  ColumnSet<Row> set;
+  set.mask = (std::uint64_t{1} << Table<Row>::index_of(First)) | ((std::uint64_t{1} << Table<Row>::index_of(Rest)) | ... | 0);
+  return set;
+}
 
 // Well-known keys of the meta table.
 namespace meta_key {

@@ -1,7 +1,9 @@
 #pragma once
-// Reads one rank's trace file. Opens read-only (works while the tracer is still writing: WAL mode),
-// checks the schema version and refuses an unknown major version with a one-line collscope::InputError.
+// Reads one rank's trace file. Opens read-only, writes nothing anywhere (a finished run reads from a read-only
+// file system or another user's directory; a file still being written reads too), checks the schema version
+// and refuses an unknown major version with a one-line collscope::InputError.
 #include <collscope/store/schema.hpp>
+#include <collscope/store/sqlite.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -9,9 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
-
-struct sqlite3;
 
 namespace collscope::store {
 
@@ -20,22 +21,15 @@ struct SchemaVersion {
   int minor = 0;
 };
 
-// What analysis keeps of a collectives row.
-struct CollectiveSummary {
-  std::int64_t comm = 0;
-  std::int64_t seq = 0;
-  Op op = Op::Unknown;
-  std::int64_t count = 0;
-  std::int64_t datatype = 0;
-  std::int64_t bytes = 0;
-  std::optional<std::int32_t> root;
-  std::optional<std::int32_t> peer;
-  std::int64_t start_ns = 0;
-  std::int64_t end_ns = 0;
-  Status status = 0;
-  std::int64_t thread = 0;  // threads.id
-  std::uint64_t sendbuf = 0;  // the send buffer's address (fusion buffers: one address reused for many sizes)
-};
+// What analysis keeps of a collectives row: comm, seq, op, count, datatype, bytes, root, peer, start_ns, end_ns,
+// status, thread, sendbuf (fusion buffers: one address reused for many sizes); the other members stay at their
+// defaults.
+using CollectiveSummary = CollectiveRow;
+inline constexpr ColumnSet<CollectiveRow> kCollectiveSummaryColumns =
+    columns<&CollectiveRow::comm, &CollectiveRow::seq, &CollectiveRow::op, &CollectiveRow::count,
+            &CollectiveRow::datatype, &CollectiveRow::bytes, &CollectiveRow::root, &CollectiveRow::peer,
+            &CollectiveRow::start_ns, &CollectiveRow::end_ns, &CollectiveRow::status, &CollectiveRow::thread,
+            &CollectiveRow::sendbuf>();
 
 class TraceReader {
  public:
@@ -55,31 +49,66 @@ class TraceReader {
 
   // strings()[id] is the string with that id; strings()[0] == "".
   std::vector<std::string> strings() const;
-  std::vector<ThreadRow> threads() const;
-  std::vector<CommunicatorRow> communicators() const;
+  std::vector<ThreadRow> threads() const { return rows<ThreadRow>(); }
+  std::vector<CommunicatorRow> communicators() const { return rows<CommunicatorRow>(); }
 
-  // Streams rows in id order without materialising the table (10 M rows fit in any memory budget).
-  void for_each_collective(const std::function<void(const CollectiveRow&)>& fn) const;
+  // Any table, in its readers' order (tables.def), reading only the columns in `cols` (the other members keep
+  // their defaults): for_each<CollectiveRow>(columns<&CollectiveRow::comm, &CollectiveRow::seq>(), fn).
+  // Streams rows without materialising the table (10 M rows fit in any memory budget). A table newer than the
+  // file's schema version has no rows; a column newer than it reads as its default.
+  template <typename Row, typename Fn>
+  void for_each(ColumnSet<Row> cols, Fn&& fn) const {
+    using F = std::remove_reference_t<Fn>;
+    scan<Row>(cols, RowSink<Row>{const_cast<void*>(static_cast<const void*>(&fn)),
+                                 [](void* f, const Row& row) { (*static_cast<F*>(f))(row); }});
+  }
+  template <typename Row, typename Fn>
+  void for_each(Fn&& fn) const {
+    for_each<Row>(ColumnSet<Row>::all(), std::forward<Fn>(fn));
+  }
+  template <typename Row>
+  std::vector<Row> rows(ColumnSet<Row> cols = ColumnSet<Row>::all()) const {
+    std::vector<Row> out;
+    for_each<Row>(cols, [&](const Row& row) { out.push_back(row); });
+    return out;
+  }
+
+  void for_each_collective(const std::function<void(const CollectiveRow&)>& fn) const { for_each<CollectiveRow>(fn); }
   std::vector<CollectiveRow> collectives() const;
   // One rank's call number `seq` on file communicator `comm` (communicators.id), every column; nullopt when the
-  // file has none. For a viewer showing one call's details on demand (scans the table: ~10 ms per 100 k rows).
+  // file has none. For a viewer showing one call's details on demand (a table scan: ~10 ms per 100 k rows).
   std::optional<CollectiveRow> find_collective(std::int64_t comm, std::int64_t seq) const;
-  // The same rows, only the columns analysis needs (half the decoding work of for_each_collective).
-  void for_each_collective_summary(const std::function<void(const CollectiveSummary&)>& fn) const;
-  void for_each_nvtx_range(const std::function<void(const NvtxRangeRow&)>& fn) const;
-  std::vector<NvtxRangeRow> nvtx_ranges() const;
-  void for_each_gpu_activity(const std::function<void(const GpuActivityRow&)>& fn) const;
-  std::vector<GpuActivityRow> gpu_activities() const;
-  std::vector<BufferRow> buffers() const;
+  // The same rows, only the columns analysis needs (kCollectiveSummaryColumns).
+  void for_each_collective_summary(const std::function<void(const CollectiveSummary&)>& fn) const {
+    for_each<CollectiveRow>(kCollectiveSummaryColumns, fn);
+  }
+  void for_each_nvtx_range(const std::function<void(const NvtxRangeRow&)>& fn) const { for_each<NvtxRangeRow>(fn); }
+  std::vector<NvtxRangeRow> nvtx_ranges() const { return rows<NvtxRangeRow>(); }
+  void for_each_gpu_activity(const std::function<void(const GpuActivityRow&)>& fn) const {
+    for_each<GpuActivityRow>(fn);
+  }
+  std::vector<GpuActivityRow> gpu_activities() const { return rows<GpuActivityRow>(); }
+  std::vector<BufferRow> buffers() const { return rows<BufferRow>(); }
   // Calls still in flight when the file was last written (empty for schema 1.0 files, which lack the table).
-  std::vector<CallInFlightRow> calls_in_flight() const;
+  std::vector<CallInFlightRow> calls_in_flight() const { return rows<CallInFlightRow>(); }
 
   std::int64_t row_count(std::string_view table) const;
 
+  // The open connection, for queries of one's own (read-only).
+  const sqlite::Database& database() const { return db_; }
+
  private:
+  template <typename Row>
+  struct RowSink {
+    void* fn;
+    void (*call)(void*, const Row&);
+  };
+  template <typename Row>
+  void scan(ColumnSet<Row> cols, RowSink<Row> sink) const;
   [[noreturn]] void fail(std::string_view what) const;
+
   std::string path_;
-  sqlite3* db_ = nullptr;
+  sqlite::Database db_;
   SchemaVersion version_;
 };
 

@@ -1,16 +1,14 @@
 #pragma once
 // Writes one rank's trace file (schema v1). Not thread-safe: the preload's single writer thread owns it.
-// Rows are buffered by SQLite inside begin()/commit() batches; a crash loses at most the open batch.
+// Rows are buffered inside begin()/commit() batches; a crash loses at most the open batch. While the file is
+// open it is in WAL mode, so readers may read it at any time; closing it (the destructor) turns it into a single
+// self-contained file that any user can read from a read-only location, leaving nothing beside it.
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-
-struct sqlite3;
-struct sqlite3_stmt;
 
 namespace collscope::store {
 
@@ -31,42 +29,31 @@ class TraceWriter {
   // Interned string id (>= 1; 0 means "none"). Cached: a string is written once.
   std::int64_t intern(std::string_view value);
 
-  void add_thread(const ThreadRow& row);
-  void add_communicator(const CommunicatorRow& row);  // replaces the row with the same id
+  // Any table's row. Tables with an automatic id (collectives, nvtx_ranges, gpu_activities) append (row.id == 0:
+  // the next id; last_id() says which); the others replace the row with the same key.
+  template <typename Row>
+  void add(const Row& row);
+
+  void add_thread(const ThreadRow& row) { add(row); }
+  void add_communicator(const CommunicatorRow& row) { add(row); }  // replaces the row with the same id
   void set_communicator_destroyed(std::int64_t id, std::int64_t destroyed_ns);
-  void add_collective(const CollectiveRow& row);       // row.id == 0: assigned by SQLite
+  void add_collective(const CollectiveRow& row) { add(row); }       // row.id == 0: the next id
   void set_collective_gpu_times(std::int64_t id, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns);
-  void add_nvtx_range(const NvtxRangeRow& row);
-  void add_gpu_activity(const GpuActivityRow& row);
-  void upsert_buffer(const BufferRow& row);            // one row per address
-  void set_call_in_flight(const CallInFlightRow& row);  // replaces the thread's row
+  void add_nvtx_range(const NvtxRangeRow& row) { add(row); }
+  void add_gpu_activity(const GpuActivityRow& row) { add(row); }
+  void upsert_buffer(const BufferRow& row) { add(row); }            // one row per address
+  void set_call_in_flight(const CallInFlightRow& row) { add(row); }  // replaces the thread's row
   void clear_call_in_flight(std::int64_t thread);
 
-  // Last rowid assigned by an add_* call.
-  std::int64_t last_id() const;
+  // Last id assigned by an add call.
+  std::int64_t last_id() const { return last_id_; }
+
+  struct Impl;
 
  private:
-  sqlite3_stmt* prepare(const char* sql);
-  void exec(const char* sql);
-  [[noreturn]] void fail(std::string_view what) const;
-
   std::string path_;
-  sqlite3* db_ = nullptr;
-  sqlite3_stmt* meta_ = nullptr;
-  sqlite3_stmt* string_ = nullptr;
-  sqlite3_stmt* thread_ = nullptr;
-  sqlite3_stmt* comm_ = nullptr;
-  sqlite3_stmt* comm_destroyed_ = nullptr;
-  sqlite3_stmt* collective_ = nullptr;
-  sqlite3_stmt* collective_gpu_ = nullptr;
-  sqlite3_stmt* nvtx_ = nullptr;
-  sqlite3_stmt* gpu_ = nullptr;
-  sqlite3_stmt* buffer_ = nullptr;
-  sqlite3_stmt* in_flight_ = nullptr;
-  sqlite3_stmt* in_flight_clear_ = nullptr;
-  std::unordered_map<std::string, std::int64_t> interned_;
-  std::int64_t next_string_id_ = 1;
-  bool in_transaction_ = false;
+  std::unique_ptr<Impl> impl_;
+  std::int64_t last_id_ = 0;
 };
 
 }  // namespace collscope::store

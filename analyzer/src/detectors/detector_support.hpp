@@ -1,0 +1,45 @@
+#pragma once
+// What the detectors share (internal to the analyzer): the common input and small helpers.
+#include <collscope/analyzer/findings.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+
+namespace collscope::analyzer::detail {
+
+inline std::int64_t next_pow2(std::int64_t v) {
+  std::int64_t p = 1;
+  while (p < v && p < (std::int64_t{1} << 62)) p <<= 1;
+  return p;
+}
+
+// Aligned first arrival to last completion over all matched instances (ns).
+inline double run_wall_ns(const MatchedRun& m) {
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& i : m.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
+  return hi > lo ? double(hi - lo) : 0.0;
+}
+
+inline bool carries_payload(store::Op op) { return op != store::Op::Barrier && op != store::Op::Unknown; }
+
+// The fusion threshold of the job (bytes): env HOROVOD_FUSION_THRESHOLD, else "--fusion-threshold N" on its
+// command line; nullopt when neither says (or the number does not fit 64 bits).
+inline std::optional<std::int64_t> fusion_threshold_of(const Run& run) {
+  if (auto v = run.env_int("HOROVOD_FUSION_THRESHOLD")) return v;
+  static const std::regex pattern(R"(--fusion[-_]threshold[= ]+([0-9]+))");
+  for (const auto& r : run.ranks) {
+    auto cmd = r.meta_value(std::string(store::meta_key::kCommandLine));
+    std::smatch match;
+    if (!cmd || !std::regex_search(*cmd, match, pattern)) continue;
+    const std::string digits = match[1].str();
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec == std::errc() && end == digits.data() + digits.size()) return value;
+  }
+  return std::nullopt;
+}
+
+}  // namespace collscope::analyzer::detail

@@ -1,0 +1,106 @@
+// Horovod's fusion buffer and cycle time: collectives waiting for the cycle with near-empty buffers, or buffers
+// that stay under-filled.
+#include "detector_support.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace collscope::analyzer {
+
+using detail::fusion_threshold_of;
+using detail::run_wall_ns;
+
+std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
+  const Run& run = in.run;
+  const MatchedRun& m = in.matched;
+  const StepSummary& steps = in.steps;
+  const DetectorThresholds& limits = in.limits();
+  std::vector<Finding> out;
+  const auto cycle_text = run.env("HOROVOD_CYCLE_TIME");
+  const auto threshold = fusion_threshold_of(run);
+  if (!cycle_text || !threshold || *threshold <= 0) return out;
+  double cycle_ms = 0;
+  try {
+    cycle_ms = std::stod(*cycle_text);
+  } catch (const std::exception&) {
+    return out;
+  }
+  if (cycle_ms <= 0) return out;
+  const double cycle_ns = cycle_ms * 1e6;
+  // Fill of fused collectives: the fusion buffers (address reused with many sizes), else the allreduces themselves.
+  double fused_bytes = 0, fused_uses = 0;
+  for (const auto& r : run.ranks)
+    for (const auto& b : r.buffers)
+      if (b.uses >= 10 && b.bytes_max > b.bytes_min) fused_bytes += double(b.bytes_total), fused_uses += double(b.uses);
+  const int ref = m.reference_comm;
+  if (ref < 0) return out;
+  if (fused_uses == 0)
+    for (std::size_t i = m.comm_first[ref]; i < m.comm_first[ref + 1]; ++i)
+      if (m.instances[i].op == store::Op::Allreduce) fused_bytes += double(m.instances[i].bytes), fused_uses += 1;
+  if (fused_uses == 0) return out;
+  const double fill = fused_bytes / fused_uses / double(*threshold);
+  // Gaps between consecutive collectives of the reference communicator on each rank: a cycle-time stall makes
+  // them cluster just under the cycle time (Horovod sleeps the rest of the cycle).
+  double gaps_total = 0, matched_total = 0;
+  std::int64_t gaps = 0, matched_gaps = 0;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& idx = m.call_index[r][ref];
+    const auto& calls = run.ranks[r].collectives;
+    for (std::size_t s = 1; s < idx.size(); ++s) {
+      if (idx[s] < 0 || idx[s - 1] < 0) continue;
+      const double gap = double(calls[idx[s]].start_ns - calls[idx[s - 1]].end_ns);
+      if (gap <= 0) continue;
+      ++gaps;
+      gaps_total += gap;
+      if (gap >= 0.3 * cycle_ns && gap <= 1.3 * cycle_ns) ++matched_gaps, matched_total += gap;
+    }
+  }
+  if (gaps == 0) return out;
+  const double nranks = double(run.ranks.size());
+  const double wall = steps.steps.empty() ? run_wall_ns(m) : steps.mean_step_ns * double(steps.steps.size());
+  const double stall_ns = matched_total / nranks;
+  const bool stall = fill < limits.stall_max_fill && matched_gaps >= limits.stall_min_gap_share * double(gaps) && wall > 0 &&
+                     stall_ns >= limits.stall_min_wall_share * wall &&
+                     cycle_ms >= 1.0;
+  if (stall) {
+    const double suggested = std::max(0.5, std::round(cycle_ms / 5 * 10) / 10);
+    Finding f;
+    f.kind = FindingKind::CycleTimeStall;
+    f.severity = stall_ns >= limits.stall_critical_wall_share * wall ? Severity::Critical : Severity::Warning;
+    f.title = fmt::format("cycle-time stall: collectives wait for the {:.1f} ms Horovod cycle with buffers {:.0f} % full",
+                          cycle_ms, 100 * fill);
+    f.cost_ns = stall_ns * (1.0 - suggested / cycle_ms);
+    f.evidence = {{"cycle_time_ms", cycle_ms},        {"fusion_threshold_bytes", double(*threshold)},
+                  {"mean_fill_pct", 100 * fill},      {"gaps_matching_cycle", double(matched_gaps)},
+                  {"gaps", double(gaps)},             {"stall_ns", stall_ns},
+                  {"suggested_cycle_time_ms", suggested}};
+    f.evidence_text = fmt::format(
+        "{} of {} gaps between collectives are {:.1f}–{:.1f} ms (the cycle time is {:.1f} ms), {} per rank in all, "
+        "while fused collectives carry on average {} of the {} threshold.",
+        matched_gaps, gaps, 0.3 * cycle_ms, 1.3 * cycle_ms, cycle_ms, format_ms(stall_ns), format_bytes(fused_bytes / fused_uses),
+        format_bytes(double(*threshold)));
+    f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.", suggested);
+    out.push_back(std::move(f));
+  } else if (fill < limits.underfilled_max_fill && fused_uses >= 10 && matched_gaps < limits.stall_min_gap_share * double(gaps)) {
+    Finding f;
+    f.kind = FindingKind::UnderfilledFusion;
+    f.severity = Severity::Info;
+    f.title = fmt::format("fusion buffer under-filled: fused collectives use {:.1f} % of the {} threshold", 100 * fill,
+                          format_bytes(double(*threshold)));
+    f.evidence = {{"mean_fill_pct", 100 * fill}, {"fusion_threshold_bytes", double(*threshold)},
+                  {"fused_collectives", fused_uses}};
+    f.evidence_text = fmt::format("{:.0f} fused collectives carry on average {}.", fused_uses, format_bytes(fused_bytes / fused_uses));
+    f.suggestion = fmt::format(
+        "Tensors are sent before more are ready: raise HOROVOD_CYCLE_TIME a little (now {:.1f} ms) so that more tensors "
+        "share a collective, or lower HOROVOD_FUSION_THRESHOLD to the fill actually reached ({}) to save memory.",
+        cycle_ms, format_bytes(fused_bytes / fused_uses));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace collscope::analyzer

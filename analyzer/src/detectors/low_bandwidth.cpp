@@ -1,0 +1,85 @@
+// Low bandwidth: a size of a collective on a communicator reaching far less bus bandwidth than the link or its own best.
+#include "detector_support.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace collscope::analyzer {
+
+using detail::carries_payload;
+
+std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
+  const Run& run = in.run;
+  const MatchedRun& m = in.matched;
+  const AnalysisOptions& options = in.options;
+  const DetectorThresholds& limits = in.limits();
+  std::vector<Finding> out;
+  struct Bucket {
+    std::vector<double> busbw;
+    std::vector<double> durations;  // ns, per instance (parallel to busbw)
+    double duration = 0;
+    std::int64_t bytes = 0;
+  };
+  std::map<std::tuple<int, int, int>, Bucket> buckets;  // (comm, op, log2 bytes)
+  double total_ns = 0;
+  for (const auto& i : m.instances) {
+    if (i.ranks < 2 || !carries_payload(i.op) || i.duration_ns <= 0) continue;
+    total_ns += double(i.duration_ns);
+    if (i.bytes < limits.bandwidth_min_bytes) continue;
+    auto& b = buckets[{i.comm, static_cast<int>(i.op), static_cast<int>(std::log2(double(i.bytes)))}];
+    b.busbw.push_back(i.busbw_gbps());
+    b.durations.push_back(double(i.duration_ns));
+    b.duration += double(i.duration_ns);
+    b.bytes = std::max(b.bytes, i.bytes);
+  }
+  for (auto& [key, b] : buckets) {
+    if (b.busbw.size() < static_cast<std::size_t>(limits.bandwidth_min_instances)) continue;
+    auto sorted = b.busbw;
+    std::sort(sorted.begin(), sorted.end());
+    const double best = sorted[sorted.size() * 95 / 100];  // p95: the best this size reaches here, not one outlier
+    const double median = sorted[sorted.size() / 2];
+    const auto [comm, op, log2bytes] = key;
+    const auto& cname = run.communicators[comm].name;
+    const double link = options.link_gbps;
+    const bool below_link = link > 0 && b.bytes >= (1 << 20) && median < limits.bandwidth_low_fraction * link;
+    const bool below_best = median < limits.bandwidth_low_fraction * best;
+    if (!below_link && !below_best) continue;
+    const double target = below_link ? link : best;
+    // Time above what the target bandwidth would have taken, instance by instance: a slow instance is also a
+    // long one, so weighting by the bucket's mean duration would undercount it.
+    double cost = 0;
+    for (std::size_t k = 0; k < b.busbw.size(); ++k)
+      if (b.busbw[k] < target) cost += (1.0 - b.busbw[k] / target) * b.durations[k];
+    if (cost < limits.bandwidth_min_cost_share * total_ns || cost < limits.bandwidth_min_cost_ns) continue;
+    Finding f;
+    f.kind = FindingKind::LowBandwidth;
+    f.severity = Severity::Warning;
+    f.comm_key = run.communicators[comm].key;
+    f.comm_name = cname;
+    f.ranks = run.communicators[comm].members;
+    const std::string size = format_bytes(std::ldexp(1.0, log2bytes));
+    f.title = fmt::format("{} of {}..{} on {} reach {:.2f} GB/s bus bandwidth, {} {:.2f} GB/s",
+                          store::op_name(static_cast<store::Op>(op)), size, format_bytes(std::ldexp(1.0, log2bytes + 1)),
+                          cname.empty() ? "comm" : cname, median, below_link ? "link" : "best seen", target);
+    f.cost_ns = cost;
+    f.evidence = {{"median_busbw_gbps", median}, {"best_busbw_gbps", best}, {"instances", double(b.busbw.size())},
+                  {"time_ns", b.duration}, {"size_bucket_bytes", std::ldexp(1.0, log2bytes)}};
+    if (link > 0) f.evidence["link_gbps"] = link;
+    f.evidence_text = fmt::format("{} instances, median busbw {:.2f} GB/s, p95 {:.2f} GB/s{}; {} spent in them.",
+                                  b.busbw.size(), median, best, link > 0 ? fmt::format(", link {:.1f} GB/s", link) : "",
+                                  format_ms(b.duration));
+    f.suggestion = below_link
+                       ? "Check the transport actually used (NCCL_DEBUG=INFO: IB/NVLink vs sockets, NCCL_IB_HCA, "
+                         "NCCL_SOCKET_IFNAME), NIC/GPU affinity and NCCL_ALGO/NCCL_PROTO for this size."
+                       : "The same size sometimes runs much faster: look for contention (other jobs, concurrent "
+                         "collectives on other communicators) and pin NCCL_ALGO/NCCL_PROTO for this size.";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace collscope::analyzer
