@@ -75,12 +75,7 @@ Analysis analyze(Run run, const AnalysisOptions& options) {
   a.run = std::move(run);
   a.clocks = ClockAligner().align(a.run);
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
-  auto results = analyze_matched(a.run, a.clocks, a.matched, options);
-  a.steps = std::move(results.steps);
-  a.op_sizes = std::move(results.op_sizes);
-  a.findings = std::move(results.findings);
-  a.wall_ns = results.wall_ns;
-  a.comm_ns = results.comm_ns;
+  static_cast<RunResults&>(a) = analyze_matched(a.run, a.clocks, a.matched, options);
   a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return a;
 }

@@ -30,16 +30,11 @@ struct RunResults {
   double analysis_seconds = 0;
 };
 
-struct Analysis {
+// A run with everything the analysis found in it (analysis_seconds counts the alignment and matching too).
+struct Analysis : RunResults {
   Run run;
   ClockAlignment clocks;
   MatchedRun matched;
-  StepSummary steps;
-  std::vector<OpSizeStats> op_sizes;
-  std::vector<Finding> findings;
-  double wall_ns = 0;       // aligned first arrival → last completion
-  double comm_ns = 0;       // mean over ranks: time inside collectives
-  double analysis_seconds = 0;
 };
 
 Analysis analyze_run(const std::string& run_dir, const AnalysisOptions& options = {});
