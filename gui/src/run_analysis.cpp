@@ -96,6 +96,7 @@ std::shared_ptr<const RunData> analyze_loaded_run(const RunData& loaded) {
   out->warnings = loaded.warnings;
   out->analyzed = true;
   out->steps = steps_in_run_time(model, a.steps);
+  out->summaries = std::make_shared<const RunSummaries>(summarize(model, out->steps));
   for (const auto& f : a.findings) out->findings.push_back(to_view(model, f));
   for (const auto& s : a.op_sizes)
     out->statistics.push_back({.op = s.op,
@@ -117,6 +118,7 @@ std::shared_ptr<const RunData> analyze_loaded_run(const RunData& loaded) {
   out->timeline = loaded.timeline;
   out->warnings = loaded.warnings;
   out->steps = steps_in_run_time(model, run::StepDetector().detect(model.run(), model.clocks(), model.matched()));
+  out->summaries = std::make_shared<const RunSummaries>(summarize(model, out->steps));
   return out;
 }
 

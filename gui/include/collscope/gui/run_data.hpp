@@ -2,6 +2,7 @@
 // What the viewer shows of a run: the timeline model (the run, its clock alignment, its matching and the lanes:
 // built once, shared, never copied) and what the analyzer adds to it (steps, findings, statistics). A RunData is
 // small: the analyzed run replaces the first one by a new RunData sharing the same model.
+#include <collscope/gui/run_summaries.hpp>
 #include <collscope/gui/timeline_model.hpp>
 #include <collscope/run/format.hpp>
 
@@ -48,6 +49,9 @@ struct RunData {
   std::vector<StatisticsRow> statistics;
   std::vector<std::string> warnings;  // partial run, dropped events, analyzer not built ...
   bool analyzed = false;              // steps, findings and statistics came from the analyzer
+  // Lateness and wait per rank over time and per step, the lens rows, counter tracks (after the steps are known;
+  // null in the first view).
+  std::shared_ptr<const RunSummaries> summaries;
 
   const TimelineModel& model() const { return *timeline; }
   const run::Run& run() const { return timeline->run(); }
