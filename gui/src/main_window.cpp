@@ -258,11 +258,7 @@ void MainWindow::addWindowKeys() {
     auto* action = new QAction(this);
     action->setShortcut(QKeySequence(key));
     action->setShortcutContext(Qt::WindowShortcut);
-    connect(action, &QAction::triggered, this, [this, key] {
-      QKeyEvent press(QEvent::KeyPress, key.key(), key.keyboardModifiers(),
-                      key.key() == Qt::Key_Question ? QStringLiteral("?") : QString());
-      QApplication::sendEvent(timeline_, &press);
-    });
+    connect(action, &QAction::triggered, this, [this, key] { timeline_->handleKey(key.key(), key.keyboardModifiers()); });
     addAction(action);
   }
   auto* find = new QAction(this);
@@ -426,10 +422,10 @@ bool MainWindow::find(const QString& text, int direction) {
   }
   const auto n = static_cast<std::ptrdiff_t>(results_.hits.size());
   if (current_hit_ < 0) {
-    // From the selection (or the middle of the view): the first match after it, or the last before it.
-    const auto sel = timeline_->selectedCollective();
-    const double from = sel != kNoInstance ? double(run_->model().collective(sel).start_ns)
-                                           : (timeline_->visibleStart() + timeline_->visibleEnd()) / 2.0;
+    // From the selected collective when this search finds collectives, else from the start of the view: the first
+    // match after it (or the last before it, going back).
+    const auto sel = query_->by_name() ? kNoInstance : timeline_->selectedCollective();
+    const double from = sel != kNoInstance ? double(run_->model().collective(sel).start_ns) : timeline_->visibleStart() - 1.0;
     auto it = std::upper_bound(results_.hits.begin(), results_.hits.end(), from,
                                [](double t, const SearchHit& h) { return t < double(h.start_ns); });
     if (sel != kNoInstance && direction > 0) {

@@ -95,11 +95,16 @@ void TimelineView::wheelEvent(QWheelEvent* e) {
 }
 
 void TimelineView::keyPressEvent(QKeyEvent* e) {
+  if (handleKey(e->key(), e->modifiers())) e->accept();
+  else QWidget::keyPressEvent(e);
+}
+
+bool TimelineView::handleKey(int key, Qt::KeyboardModifiers modifiers) {
   // W/S zoom around the mouse (or the centre), A/D pan by a tenth, as in Perfetto and Nsight Systems.
   const QPointF mouse = mapFromGlobal(QCursor::pos());
   const double x = rect().contains(mouse.toPoint()) ? mouse.x() : kLabelWidth + plotWidth() / 2;
-  const bool alt = e->modifiers() & Qt::AltModifier;
-  switch (e->key()) {
+  const bool alt = modifiers & Qt::AltModifier;
+  switch (key) {
     case Qt::Key_W: zoomAround(0.8, x); break;
     case Qt::Key_S: zoomAround(1.25, x); break;
     case Qt::Key_A: panByPixels(-plotWidth() / 10); break;
@@ -115,9 +120,9 @@ void TimelineView::keyPressEvent(QKeyEvent* e) {
     case Qt::Key_PageUp: scroll_y_ -= height() / 2, clampVerticalScroll(), update(); break;
     case Qt::Key_PageDown: scroll_y_ += height() / 2, clampVerticalScroll(), update(); break;
     case Qt::Key_Question: case Qt::Key_F1: emit helpRequested(); break;
-    default: QWidget::keyPressEvent(e); return;
+    default: return false;
   }
-  e->accept();
+  return true;
 }
 
 void TimelineView::contextMenuEvent(QContextMenuEvent* e) {

@@ -1,6 +1,12 @@
 #pragma once
-// Sizes shared by the timeline's files (px).
+// Sizes (px) and colours shared by the timeline's files.
+#include <QColor>
+
 namespace collscope::gui::timeline {
+
+inline const QColor kLateColor(205, 40, 40);    // a rank arriving after the first one
+inline const QColor kWaitColor(60, 110, 200);   // a rank waiting for the last one
+inline const QColor kSearchColor(255, 200, 0);  // search matches
 
 inline constexpr int kRulerHeight = 24;
 inline constexpr int kStepBandHeight = 16;

@@ -58,6 +58,7 @@ class TimelineView : public QWidget {
   const std::vector<int>& highlightedRanks() const { return highlighted_ranks_; }
   // Outlines the collectives and spans a search matches (null: none).
   void setSearch(std::shared_ptr<const SearchQuery> query);
+  const SearchQuery* search() const { return search_.get(); }
 
   // A selected time range (Shift+drag or right-drag), run time; empty when none.
   bool hasRange() const { return range_a_ >= 0 && range_b_ > range_a_; }
@@ -75,6 +76,9 @@ class TimelineView : public QWidget {
   bool lanePinned(int lane) const;
 
   void setLevelOfDetail(bool on) { level_of_detail_ = on; update(); }
+  // What a key does (W/S/A/D, Z, F, 0, Esc, Backspace, Alt+←/→, ↑/↓, PgUp/PgDn, ?/F1); false for other keys. The
+  // main window calls it for the keys it takes for the whole window.
+  bool handleKey(int key, Qt::KeyboardModifiers modifiers);
 
   int laneCount() const;
   int visibleLaneCount() const;  // lanes not hidden by a collapsed host or rank
