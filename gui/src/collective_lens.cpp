@@ -97,11 +97,20 @@ void CollectiveLens::paintEvent(QPaintEvent*) {
       const auto& row = rows[r];
       ++last_rows_read_;
       const double px_per_ns = w / scale;
-      for (int bin = 0; bin < kLensBins; ++bin) {
-        if (!row.arrivals[bin]) continue;
-        const int x = std::clamp(static_cast<int>((bin + 0.5) * row.spread_ns / kLensBins * px_per_ns), 0, w - 1);
-        acc[static_cast<std::size_t>(x)] += row.arrivals[bin];
-        peak = std::max(peak, acc[static_cast<std::size_t>(x)]);
+      if (level_of_detail_) {
+        for (int bin = 0; bin < kLensBins; ++bin) {
+          if (!row.arrivals[bin]) continue;
+          const int x = std::clamp(static_cast<int>((bin + 0.5) * row.spread_ns / kLensBins * px_per_ns), 0, w - 1);
+          acc[static_cast<std::size_t>(x)] += row.arrivals[bin];
+          peak = std::max(peak, acc[static_cast<std::size_t>(x)]);
+        }
+      } else {  // the baseline: every rank's arrival read from the run
+        const auto first_arrival = m.run_time(m.matched().instances[row.instance].first_arrival_ns);
+        for (const auto id : m.instance_members(row.instance)) {
+          const int x = std::clamp(static_cast<int>(double(m.collective(id).start_ns - first_arrival) * px_per_ns), 0, w - 1);
+          acc[static_cast<std::size_t>(x)] += 1;
+          peak = std::max(peak, acc[static_cast<std::size_t>(x)]);
+        }
       }
       if (row.spread_ns > 0) last_x.push_back(std::min(w - 1, static_cast<int>(row.spread_ns * px_per_ns)));
     }

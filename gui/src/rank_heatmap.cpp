@@ -41,7 +41,8 @@ const std::array<QRgb, 256>& heat_colors() {
   return lut;
 }
 
-int log2_floor(double v) { return v < 2 ? 0 : static_cast<int>(std::floor(std::log2(v))); }
+// The coarsest level whose cells are still no wider than a pixel: each pixel then spans one or two of its cells.
+int level_for(double cells_per_px) { return cells_per_px <= 1 ? 0 : static_cast<int>(std::floor(std::log2(cells_per_px))); }
 
 }  // namespace
 
@@ -123,7 +124,7 @@ void RankHeatMap::paintEvent(QPaintEvent*) {
   const auto& h = run_->summaries->heat;
   const QRect plot = plotRect();
   const double rows_per_px = (r1_ - r0_) / plot.height(), cols_per_px = (s1_ - s0_) / plot.width();
-  const int ly = log2_floor(rows_per_px), lx = log2_floor(cols_per_px);
+  const int ly = level_of_detail_ ? level_for(rows_per_px) : 0, lx = level_of_detail_ ? level_for(cols_per_px) : 0;
   const Level& lv = level(ly, lx);
   // Per pixel row and column: the range of level cells it covers (at most 2-3 each way).
   auto ranges = [](double first, double per_px, int px, int shift, int limit) {
@@ -140,15 +141,23 @@ void RankHeatMap::paintEvent(QPaintEvent*) {
   const auto col_ranges = ranges(s0_, cols_per_px, plot.width(), lx, lv.cols);
   QImage image(plot.size(), QImage::Format_RGB32);
   const auto& lut = heat_colors();
+  // One line of max over the pixel row's level rows, then per pixel the max over its columns.
+  std::vector<std::uint8_t> merged(static_cast<std::size_t>(lv.cols));
   for (int y = 0; y < plot.height(); ++y) {
     auto* line = reinterpret_cast<QRgb*>(image.scanLine(y));
     const auto [ra, rb] = row_ranges[static_cast<std::size_t>(y)];
+    const int ca0 = col_ranges.front().first, cb1 = col_ranges.back().second;
+    const std::uint8_t* first_row = lv.cells.data() + static_cast<std::size_t>(ra) * lv.cols;
+    std::copy(first_row + ca0, first_row + cb1, merged.begin() + ca0);
+    for (int r = ra + 1; r < rb; ++r) {
+      const std::uint8_t* row = lv.cells.data() + static_cast<std::size_t>(r) * lv.cols;
+      for (int c = ca0; c < cb1; ++c) merged[static_cast<std::size_t>(c)] = std::max(merged[static_cast<std::size_t>(c)], row[c]);
+    }
+    last_cells_read_ += std::int64_t(rb - ra) * (cb1 - ca0);
     for (int x = 0; x < plot.width(); ++x) {
       const auto [ca, cb] = col_ranges[static_cast<std::size_t>(x)];
-      std::uint8_t v = 0;
-      for (int r = ra; r < rb; ++r)
-        for (int c = ca; c < cb; ++c) v = std::max(v, lv.cells[static_cast<std::size_t>(r) * lv.cols + c]);
-      last_cells_read_ += (rb - ra) * (cb - ca);
+      std::uint8_t v = merged[static_cast<std::size_t>(ca)];
+      for (int c = ca + 1; c < cb; ++c) v = std::max(v, merged[static_cast<std::size_t>(c)]);
       line[x] = lut[v];
     }
   }

@@ -34,6 +34,8 @@ class RankHeatMap : public QWidget {
   QString toolTipAt(QPointF pos) const;
   double lastPaintMs() const { return last_paint_ms_; }
   std::int64_t lastCellsRead() const { return last_cells_read_; }
+  // Off: every frame reads every cell under each pixel (the benchmark's baseline).
+  void setLevelOfDetail(bool on) { level_of_detail_ = on, update(); }
 
  signals:
   void cellActivated(int rank_index, int step);
@@ -61,6 +63,7 @@ class RankHeatMap : public QWidget {
   QPointF press_;
   double press_r0_ = 0, press_s0_ = 0;
   bool dragged_ = false;
+  bool level_of_detail_ = true;
   double last_paint_ms_ = 0;
   std::int64_t last_cells_read_ = 0;
 };
@@ -81,6 +84,8 @@ class CollectiveLens : public QWidget {
   QString toolTipAt(QPointF pos) const;
   double lastPaintMs() const { return last_paint_ms_; }
   std::int64_t lastRowsRead() const { return last_rows_read_; }
+  // Off: every frame reads every rank's arrival from the run instead of the rows' histograms (the baseline).
+  void setLevelOfDetail(bool on) { level_of_detail_ = on, update(); }
 
  signals:
   void collectiveActivated(std::uint32_t id);  // the last arriver's call of the clicked row
@@ -101,6 +106,7 @@ class CollectiveLens : public QWidget {
   QPointF press_;
   double press_row0_ = 0;
   bool dragged_ = false;
+  bool level_of_detail_ = true;
   double last_paint_ms_ = 0;
   std::int64_t last_rows_read_ = 0;
 };
