@@ -1,5 +1,6 @@
 #include <collscope/gui/panels.hpp>
 
+#include <collscope/run/palette.hpp>
 #include <collscope/store/schema.hpp>
 
 #include "run_analysis.hpp"
@@ -45,7 +46,7 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
   const auto& f = findings_[index.row()];
   if (role == Qt::ToolTipRole) return QString::fromStdString(f.summary + "\n" + f.suggestion);
   if (role == Qt::ForegroundRole && index.column() == Severity)
-    return f.severity == "critical" ? QColor(190, 20, 20) : f.severity == "warning" ? QColor(170, 100, 0) : QColor(60, 60, 60);
+    return QColor(QRgb(f.severity == "critical" ? run::palette::kCritical : f.severity == "warning" ? run::palette::kWarning : run::palette::kInfo));
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Severity: return QString::fromStdString(f.severity);

@@ -2,6 +2,7 @@
 // max-pooled levels so a frame reads at most a few cells per pixel at any zoom. Also the panel holding it and
 // the lens.
 #include <collscope/gui/rank_views.hpp>
+#include <collscope/run/palette.hpp>
 
 #include <QElapsedTimer>
 #include <QHBoxLayout>
@@ -25,17 +26,12 @@ namespace {
 
 constexpr int kLeft = 64, kBottom = 18, kRight = 86, kTop = 4;  // px around the cells
 
-// White (on time) through orange to dark red (the colour scale's top: the 99th percentile, or later).
+// The palette's lateness ramp (run/palette.hpp, as in the HTML report): white (on time) to dark red (the colour
+// scale's top: the 99th percentile, or later), sampled once for the cells' 256 levels.
 const std::array<QRgb, 256>& heat_colors() {
   static const auto lut = [] {
     std::array<QRgb, 256> c{};
-    for (int v = 0; v < 256; ++v) {
-      const double x = v / 255.0;
-      const int r = static_cast<int>(252 - 60 * x);
-      const int g = static_cast<int>(252 - 232 * std::pow(x, 0.7));
-      const int b = static_cast<int>(252 - 232 * std::pow(x, 0.5));
-      c[v] = qRgb(r, g, b);
-    }
+    for (int v = 0; v < 256; ++v) c[v] = QRgb(run::palette::lateness_colour(v / 255.0)) | 0xff000000u;
     return c;
   }();
   return lut;

@@ -1,6 +1,7 @@
 // Painting the timeline: rows (counters, hosts, rank strips, lanes) with level of detail, the selected instance
 // with its wait arrows, the selected range with its totals, the header and the colour legend.
 #include <collscope/gui/timeline_view.hpp>
+#include <collscope/run/palette.hpp>
 
 #include "timeline_layout.hpp"
 
@@ -64,28 +65,14 @@ QString fitting(const QFontMetrics& fm, const QString& text, const QString& shor
 }  // namespace
 
 QColor op_color(store::Op op) {
-  using store::Op;
+  // The one palette (run/palette.hpp) that the reports use too, cached: frames look colours up per box.
   static const auto colors = [] {
     std::array<QColor, store::kOpCount> c;
-    c.fill(QColor(0x99, 0x99, 0x99));
-    auto set = [&](std::initializer_list<Op> ops, QColor color) {
-      for (const Op o : ops) c[static_cast<int>(o)] = color;
-    };
-    set({Op::Allreduce}, QColor(0x1f, 0x77, 0xb4));
-    set({Op::Iallreduce}, QColor(0x17, 0xbe, 0xcf));
-    set({Op::Bcast}, QColor(0xff, 0x7f, 0x0e));
-    set({Op::Reduce}, QColor(0x8c, 0x56, 0x4b));
-    set({Op::Allgather, Op::Allgatherv}, QColor(0x2c, 0xa0, 0x2c));
-    set({Op::Gather, Op::Gatherv}, QColor(0xbc, 0xbd, 0x22));
-    set({Op::Scatter, Op::Scatterv}, QColor(0xe3, 0x77, 0xc2));
-    set({Op::ReduceScatter, Op::ReduceScatterBlock}, QColor(0x94, 0x67, 0xbd));
-    set({Op::Alltoall, Op::Alltoallv}, QColor(0xd6, 0x27, 0x28));
-    set({Op::Barrier}, QColor(0x7f, 0x7f, 0x7f));
-    set({Op::Send, Op::Recv}, QColor(0x55, 0x55, 0xaa));
+    for (int o = 0; o < store::kOpCount; ++o) c[o] = QColor(QRgb(run::palette::op_colour(static_cast<store::Op>(o))));
     return c;
   }();
   const int i = static_cast<int>(op);
-  return i >= 0 && i < store::kOpCount ? colors[i] : colors[0];
+  return i >= 0 && i < store::kOpCount ? colors[i] : QColor(QRgb(run::palette::op_colour(store::Op::Unknown)));
 }
 
 void TimelineView::paintEvent(QPaintEvent*) {
@@ -359,7 +346,7 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
       columns.flush();
       const auto e = m.collective_at(lane, i);
       const bool in_flight = e.flags & kCallInFlight;
-      const QColor color = in_flight ? QColor(200, 30, 30) : op_color(e.op);
+      const QColor color = in_flight ? QColor(QRgb(run::palette::kInFlight)) : op_color(e.op);
       double wait_x = x0;
       if (e.instance != kNoInstance)
         wait_x = std::min(x1, timeToX(std::max<double>(e.start_ns, m.run_time(m.matched().instances[e.instance].last_arrival_ns))));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <numeric>
 
 #include <collscope/run/call_index.hpp>
@@ -52,6 +53,52 @@ std::vector<std::vector<Window>> nvtx_windows(const Run& run, const StepNames& s
     std::sort(out[r].begin(), out[r].end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   }
   return out;
+}
+
+// Per step and rank index: how much later than the other ranks (their median) the rank started the step's phases,
+// the NVTX ranges inside its step range matched by name, measured from its own step's start; the largest lag over
+// the phase names, 0 when not late. Only names every rank has in nearly every step count (a rank-specific range
+// says nothing by its start). A Horovod-style job negotiates in a background thread, so its collectives start
+// together on all ranks and a straggler shows only here.
+void add_phase_lag(const Run& run, const StepNames& step_names, const std::vector<std::vector<Window>>& windows,
+                   std::vector<Step>& steps) {
+  const std::size_t n = run.ranks.size(), nsteps = steps.size();
+  for (auto& st : steps) st.rank_phase_lag_ns.assign(n, 0);
+  if (n < 2 || nsteps == 0) return;
+  // offsets[name][rank * nsteps + step]: first start of the phase in the step − the step's start (ns), −1 if none.
+  std::map<std::int32_t, std::vector<double>> offsets;
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto& w = windows[r];
+    for (const auto& x : run.ranks[r].nvtx_ranges) {
+      if (step_names.contains(x.name)) continue;
+      auto it = std::upper_bound(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(std::min(nsteps, w.size())), x.start_ns,
+                                 [](std::int64_t v, const Window& win) { return v < win.start_ns; });
+      if (it == w.begin()) continue;
+      --it;
+      if (x.start_ns >= it->end_ns) continue;
+      auto& per = offsets[x.name];
+      if (per.empty()) per.assign(n * nsteps, -1);
+      double& slot = per[r * nsteps + static_cast<std::size_t>(it - w.begin())];
+      const double off = double(x.start_ns - it->start_ns);
+      if (slot < 0 || off < slot) slot = off;
+    }
+  }
+  std::vector<double> others;
+  for (const auto& [name, per] : offsets) {
+    std::size_t present = 0;
+    for (double v : per) present += v >= 0;
+    if (present < n * nsteps * 9 / 10) continue;
+    for (std::size_t k = 0; k < nsteps; ++k)
+      for (std::size_t r = 0; r < n; ++r) {
+        if (per[r * nsteps + k] < 0) continue;
+        others.clear();
+        for (std::size_t o = 0; o < n; ++o)
+          if (o != r && per[o * nsteps + k] >= 0) others.push_back(per[o * nsteps + k]);
+        if (others.empty()) continue;
+        double& lag = steps[k].rank_phase_lag_ns[r];
+        lag = std::max(lag, per[r * nsteps + k] - median_of(others));
+      }
+  }
 }
 
 // Smallest period p (in calls) with which the (op, bytes) sequence repeats for >= 90 % of the calls.
@@ -132,9 +179,12 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     st.index = static_cast<int>(k);
     st.rank_duration_ns.assign(nranks, 0);
     st.rank_wait_ns.assign(nranks, 0);
+    st.rank_lateness_ns.assign(nranks, 0);
     st.start_ns = INT64_MAX;
     st.end_ns = INT64_MIN;
   }
+  if (out.source == "nvtx") add_phase_lag(run, step_names, windows, out.steps);
+  else for (auto& st : out.steps) st.rank_phase_lag_ns.assign(nranks, 0);
   std::vector<double> comm(steps * nranks, 0), exposed(steps * nranks, 0);
   for (std::size_t r = 0; r < nranks; ++r) {
     const auto& rank = run.ranks[r];
@@ -194,10 +244,15 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
                                    [](const InstanceSummary& s, std::int32_t v) { return s.seq < v; });
         pos = static_cast<std::size_t>(it - matched.instances.begin());
       }
-      if (pos < hi && matched.instances[pos].seq == call.seq)
-        wait = std::max<std::int64_t>(0, std::min(matched.instances[pos].last_arrival_ns, clocks.aligned(static_cast<int>(r), call.end_ns)) -
-                                             clocks.aligned(static_cast<int>(r), call.start_ns));
+      std::int64_t lateness = 0;
+      if (pos < hi && matched.instances[pos].seq == call.seq) {
+        const auto& inst = matched.instances[pos];
+        const std::int64_t arrival = clocks.aligned(static_cast<int>(r), call.start_ns);
+        wait = std::max<std::int64_t>(0, std::min(inst.last_arrival_ns, clocks.aligned(static_cast<int>(r), call.end_ns)) - arrival);
+        if (inst.ranks >= 2) lateness = std::max<std::int64_t>(0, arrival - inst.first_arrival_ns);
+      }
       out.steps[k].rank_wait_ns[r] += static_cast<double>(wait);
+      out.steps[k].rank_lateness_ns[r] += static_cast<double>(lateness);
       if (b <= a) continue;
       comm[k * nranks + r] += static_cast<double>(b - a);
       // Exposed: the transfer part of the call (after the last arrival) that no compute overlaps. Waiting is

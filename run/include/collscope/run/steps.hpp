@@ -49,6 +49,15 @@ struct Step {
                               // ranges of threads without collectives), minus waiting
   std::vector<double> rank_duration_ns;  // per rank index
   std::vector<double> rank_wait_ns;      // per rank index
+  // Per rank index: how late the rank arrived, summed over its collectives in the step: own arrival − the
+  // first rank's arrival at the same instance (aligned ns). Wait shows who waited (the victims); lateness shows
+  // who made them wait (a straggler is late step after step).
+  std::vector<double> rank_lateness_ns;
+  // Per rank index: how much later than the other ranks (their median) the rank started the step's phases (NVTX
+  // ranges inside the step range, by name, from its own step's start; the largest over names; 0 when not late or
+  // without NVTX steps). A Horovod-style job negotiates in a background thread: its collectives start together
+  // on every rank, and a straggler shows only here.
+  std::vector<double> rank_phase_lag_ns;
 };
 
 struct StepSummary {
