@@ -88,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   findings_ = new FindingsPanel(this);
   statistics_ = new StatisticsPanel(this);
   study_ = new StudyView(this);
+  connect(study_, &StudyView::traceRequested, this, &MainWindow::openRun);
   rank_views_ = new RankViews(this);
   auto dock = [this](QWidget* w, const QString& title, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);

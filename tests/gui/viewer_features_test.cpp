@@ -297,6 +297,41 @@ class ViewerFeaturesTest : public QObject {
     QCOMPARE(details.ranksTable()->item(0, 1)->text(), QString("+0 ns"));
   }
 
+  void lanesSayTheirBackendAndCountersCarryStepTimeAndBusbw() {
+    // Lane names: the backend the thread used (an MPI-only run says "MPI", never "MPI/NCCL"), NVTX lanes by thread.
+    int collective_lanes = 0, nvtx_lanes = 0;
+    for (const auto& lane : run_->model().lanes()) {
+      const QString label = QString::fromStdString(lane.label);
+      if (lane.kind == LaneKind::Collectives) {
+        ++collective_lanes;
+        QVERIFY2(label.startsWith("MPI ") && !label.contains("NCCL"), qPrintable(label));
+      }
+      if (lane.kind == LaneKind::Nvtx) {
+        ++nvtx_lanes;
+        QVERIFY2(label.startsWith("NVTX ") && !label.contains("["), qPrintable(label));
+      }
+    }
+    QCOMPARE(collective_lanes, spec_.ranks);
+    QCOMPARE(nvtx_lanes, spec_.ranks);
+    // Counter tracks: one step-time point per step (each step lasts step_ns), one busbw point per collective at
+    // its known bus bandwidth: 1 MiB in the 200 µs after the last arrival, x 2(n-1)/n = 4/3 for an allreduce of
+    // 3 ranks, x 1 for a bcast.
+    const auto& s = *run_->summaries;
+    QCOMPARE(s.step_ns.value.size(), run_->steps.size());
+    QVERIFY(run_->steps.size() >= std::size_t(spec_.steps - 1));
+    for (const float v : s.step_ns.value) QCOMPARE(std::llround(v), std::llround(double(testing::step_ns(spec_))));
+    QCOMPARE(s.busbw_gbps.value.size(), std::size_t(spec_.steps * spec_.collectives_per_step));
+    const double algbw = double(spec_.bytes) / double(spec_.transfer_ns);  // GB/s
+    int allreduce = 0, bcast = 0;
+    for (const float v : s.busbw_gbps.value) {
+      if (std::abs(v - algbw * 4 / 3) < 1e-3) ++allreduce;
+      else if (std::abs(v - algbw) < 1e-3) ++bcast;
+      else QFAIL(qPrintable(QString("busbw %1 GB/s").arg(v)));
+    }
+    QCOMPARE(bcast, spec_.steps);  // one bcast of four collectives per step
+    QCOMPARE(allreduce, spec_.steps * 3);
+  }
+
   void heatMapAndLensPointAtTheLateRank() {
     const auto& s = *run_->summaries;
     QCOMPARE(s.heat.ranks, 3);

@@ -5,12 +5,17 @@
 #include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
+#include <collscope/store/sqlite.hpp>
+#ifdef COLLSCOPE_TEST_HAVE_AUTOTUNER
+#include <collscope/autotuner/study.hpp>
+#endif
 #include <collscope/store/trace_writer.hpp>
 
 #include <collscope/testing/lockstep_run.hpp>
 
 #include <QElapsedTimer>
 #include <QHeaderView>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
@@ -20,7 +25,6 @@
 
 #include <fmt/format.h>
 
-#include <sqlite3.h>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -166,12 +170,9 @@ class ViewerTest : public QObject {
     synthetic::write_lockstep_run(dir.string(), spec_);
     const std::int64_t start = spec_.base_ns + spec_.steps * synthetic::step_ns(spec_) + 1000;
     const std::int64_t seq = std::int64_t(spec_.steps) * spec_.collectives_per_step;
-    sqlite3* db = nullptr;
-    QCOMPARE(sqlite3_open((dir / "rank-00002.sqlite").c_str(), &db), SQLITE_OK);
-    const auto sql = fmt::format("INSERT INTO calls_in_flight VALUES(2, 1, {}, 1, 262144, 0, 1048576, 0, NULL, {}, {})",
-                                 seq, start, start + 5'000'000'000LL);
-    QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
+    collscope::store::sqlite::Database((dir / "rank-00002.sqlite").string(), collscope::store::sqlite::OpenMode::ReadWrite)
+        .exec(fmt::format("INSERT INTO calls_in_flight VALUES(2, 1, {}, 1, 262144, 0, 1048576, 0, NULL, {}, {})", seq,
+                          start, start + 5'000'000'000LL));
 
     auto run = load_run(dir.string());
     const auto& m = run->model();
@@ -443,32 +444,82 @@ class ViewerTest : public QObject {
   }
 
   void studyFileShowsTrialsAndConvergence() {
-    // A study file as `collscope tune` writes it: trials with a score (NULL for a failed trial).
-    const auto path = scratch("study") / "STUDY.sqlite";
-    sqlite3* db = nullptr;
-    QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    const char* sql =
-        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-        "INSERT INTO meta VALUES('space', 'objective:\n  direction: minimize\n');"
-        "CREATE TABLE trials(id INTEGER PRIMARY KEY, kind TEXT, status TEXT, params TEXT, unit TEXT, score REAL);"
-        "INSERT INTO trials VALUES(1, 'random', 'ok', '[\"1048576\"]', '[0.1]', 5.0);"
-        "INSERT INTO trials VALUES(2, 'random', 'failed', '[\"64\"]', '[0.0]', NULL);"
-        "INSERT INTO trials VALUES(3, 'gp', 'ok', '[\"67108864\"]', '[0.9]', 3.5);"
-        "INSERT INTO trials VALUES(4, 'gp', 'ok', '[\"33554432\"]', '[0.8]', 4.0);";
-    QCOMPARE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
+#ifndef COLLSCOPE_TEST_HAVE_AUTOTUNER
+    QSKIP("autotuner not built: the viewer reads no study files");
+#else
+    // A study as `collscope tune` writes it (the autotuner's own Study): one knob, step time (lower is better), a
+    // failed trial, and a confirmation run of trial 3's settings, so that the tuner's best (the best mean over a
+    // setting's runs: 67108864 at (7.0 + 8.6) / 2 = 7.8 ms) is not the best single score (7.0 ms).
+    namespace at = collscope::autotuner;
+    const auto dir = scratch("study");
+    const auto path = dir / "STUDY.sqlite";
+    const std::string space =
+        "knobs:\n  - name: fusion_threshold\n    env: HOROVOD_FUSION_THRESHOLD\n    type: integer\n    scale: log\n"
+        "    min: 65536\n    max: 268435456\nobjective:\n  kind: step_time\n";
+    const auto trace = dir / "trial-3" / "trace";
+    synthetic::write_lockstep_run(trace.string(), spec_);
+    {
+      auto study = at::Study::create(path.string(), {{"space", space}});
+      const at::SearchSpace parsed = at::SearchSpace::parse(space, "test");
+      auto add = [&](std::string kind, std::string status, std::string value, std::optional<double> score, std::string trial_dir) {
+        at::TrialRecord t;
+        t.kind = std::move(kind);
+        t.values = {std::move(value)};
+        t.unit = parsed.to_unit(t.values);
+        t.dir = std::move(trial_dir);
+        study.add_trial(t);
+        t.status = std::move(status);
+        t.score = score;
+        t.wall_s = 3.25;
+        if (!score) t.reason = "exit code 1";
+        study.update_trial(t);
+      };
+      add("design", "ok", "1048576", 10.0, "");
+      add("design", "failed", "65536", std::nullopt, "");
+      add("expected-improvement", "ok", "67108864", 7.0, (dir / "trial-3").string());
+      add("expected-improvement", "ok", "33554432", 8.0, "");
+      add("confirm", "ok", "67108864", 8.6, "");
+      study.close_for_readers();
+    }
     MainWindow window;
     window.show();
     QVERIFY(open_and_wait(window, path));
     const auto& study = window.study()->study();
     QVERIFY(!study.maximize);
-    QCOMPARE(window.study()->trialsTable()->rowCount(), 4);
-    QCOMPARE(window.study()->trialsTable()->columnCount(), 5);  // "unit" is internal to the optimiser
+    auto* table = window.study()->trialsTable();
+    QCOMPARE(table->rowCount(), 5);
+    QStringList headers;
+    for (int c = 0; c < table->columnCount(); ++c) headers << table->horizontalHeaderItem(c)->text();
+    QCOMPARE(headers, (QStringList{"trial", "kind", "status", "fusion_threshold (HOROVOD_FUSION_THRESHOLD)", "score (ms)",
+                                   "wall time", "why"}));  // knobs by name, the cube point left out
+    QCOMPARE(table->item(2, 3)->text(), QString("67108864"));
+    QCOMPARE(table->item(2, 4)->text(), QString("7.000"));  // the reports' precision: a thousandth of the value
+    QCOMPARE(table->item(1, 4)->text(), QString("-"));
+    QCOMPARE(table->item(1, 6)->text(), QString("exit code 1"));
+    QVERIFY2(table->item(0, 5)->text().startsWith("3.2"), qPrintable(table->item(0, 5)->text()));
+    // The header's best is the tuner's: the mean over the setting's runs, with the runs named.
+    QVERIFY(study.best_mean && std::abs(*study.best_mean - 7.8) < 1e-9);
+    const QString title = window.study()->title()->text();
+    QVERIFY2(title.contains("Best: 7.800 ms: fusion_threshold=67108864 (mean of 2 runs, trials 3,5)"), qPrintable(title));
     const auto best = study.best_so_far();
-    QCOMPARE(best.size(), std::size_t(4));
-    QCOMPARE(*best[1], 5.0);
-    QCOMPARE(*best[3], 3.5);
+    QCOMPARE(best.size(), std::size_t(5));
+    QCOMPARE(*best[1], 10.0);
+    QCOMPARE(*best[4], 7.0);
     QVERIFY(!study.scores[1].has_value());
+    // Trial 3 left a trace: activating its row opens it; trial 1 left none and its row opens nothing.
+    QSignalSpy requested(window.study(), &StudyView::traceRequested);
+    QSignalSpy finished(&window, &MainWindow::loadFinished);
+    emit table->cellDoubleClicked(0, 0);
+    QCOMPARE(requested.count(), 0);
+    table->setCurrentCell(2, 0);
+    table->setFocus();
+    QTest::keyClick(table, Qt::Key_Return);  // Enter on the row (a double-click emits the same cellActivated)
+    QCOMPARE(requested.count(), 1);
+    QCOMPARE(requested.front().front().toString(), QString::fromStdString(trace.string()));
+    QVERIFY(finished.wait(60000));
+    QVERIFY(window.run());
+    QCOMPARE(window.run()->dir, trace.string());
+#endif
   }
 
   void sampleRun() {
