@@ -94,6 +94,7 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   ranks_->verticalHeader()->hide();
   ranks_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   ranks_->horizontalHeader()->setStretchLastSection(true);
+  ranks_->verticalHeader()->setDefaultSectionSize(ranks_->fontMetrics().height() + 6);  // one text line per rank
   layout->addWidget(title_);
   layout->addWidget(fields_, 3);
   layout->addWidget(new QLabel(tr("Same collective on every rank:"), this));
@@ -185,6 +186,8 @@ void DetailsPanel::showCollective(std::uint32_t event) {
       ranks_->setItem(static_cast<int>(k), c, item);
     }
   }
+  // Columns as wide as their text, so that all six fit the dock without scrolling sideways.
+  ranks_->resizeColumnsToContents();
   for (const auto& [name, value] : recorded_fields(run_->run(), e.rank_index, call, e.flags & kCallInFlight))
     add("recorded." + name, value);
   fields_->resizeColumnToContents(0);
