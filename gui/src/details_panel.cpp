@@ -95,6 +95,7 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   ranks_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   ranks_->horizontalHeader()->setStretchLastSection(true);
   ranks_->verticalHeader()->setDefaultSectionSize(ranks_->fontMetrics().height() + 6);  // one text line per rank
+  ranks_->resizeColumnsToContents();  // the headers' width until a collective fills it
   layout->addWidget(title_);
   layout->addWidget(fields_, 3);
   layout->addWidget(new QLabel(tr("Same collective on every rank:"), this));

@@ -252,7 +252,10 @@ void StudyView::setStudy(StudyData study) {
   for (std::size_t r = 0; r < study_.rows.size(); ++r)
     for (std::size_t c = 0; c < study_.rows[r].size(); ++c) {
       auto* item = new QTableWidgetItem(QString::fromStdString(study_.rows[r][c]));
-      if (c + 1 < study_.rows[r].size() && c != 1 && c != 2) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      // Numbers (trial, numeric knobs, score, time) to the right, words (kind, status, categories, why) to the left.
+      bool number = false;
+      item->text().split(' ').front().toDouble(&number);
+      if (number || item->text() == "-") item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
       if (!study_.trace_dirs[r].empty()) item->setToolTip(tr("Double-click to open %1").arg(QString::fromStdString(study_.trace_dirs[r])));
       table_->setItem(static_cast<int>(r), static_cast<int>(c), item);
     }
