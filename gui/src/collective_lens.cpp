@@ -4,11 +4,11 @@
 // reads each visible row's histogram once and fills one image.
 #include <collscope/gui/rank_views.hpp>
 
+#include "tool_tip.hpp"
+
 #include <QElapsedTimer>
-#include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <QWheelEvent>
 
 #include <fmt/format.h>
@@ -231,14 +231,7 @@ void CollectiveLens::mouseDoubleClickEvent(QMouseEvent*) {
 }
 
 bool CollectiveLens::event(QEvent* e) {
-  if (e->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(e);
-    const QString text = toolTipAt(help->pos());
-    if (text.isEmpty()) QToolTip::hideText();
-    else QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
-  return QWidget::event(e);
+  return answer_tool_tip(this, e, [this](QPointF pos) { return toolTipAt(pos); }) || QWidget::event(e);
 }
 
 }  // namespace collscope::gui

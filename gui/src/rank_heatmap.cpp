@@ -4,14 +4,14 @@
 #include <collscope/gui/rank_views.hpp>
 #include <collscope/run/palette.hpp>
 
+#include "tool_tip.hpp"
+
 #include <QElapsedTimer>
 #include <QHBoxLayout>
-#include <QHelpEvent>
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QSplitter>
-#include <QToolTip>
 #include <QVBoxLayout>
 #include <QWheelEvent>
 
@@ -253,14 +253,7 @@ void RankHeatMap::mouseDoubleClickEvent(QMouseEvent*) {
 }
 
 bool RankHeatMap::event(QEvent* e) {
-  if (e->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(e);
-    const QString text = toolTipAt(help->pos());
-    if (text.isEmpty()) QToolTip::hideText();
-    else QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
-  return QWidget::event(e);
+  return answer_tool_tip(this, e, [this](QPointF pos) { return toolTipAt(pos); }) || QWidget::event(e);
 }
 
 RankViews::RankViews(QWidget* parent) : QWidget(parent) {

@@ -2,13 +2,12 @@
 #include <collscope/gui/timeline_view.hpp>
 
 #include "timeline_layout.hpp"
+#include "tool_tip.hpp"
 
 #include <QContextMenuEvent>
-#include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMenu>
 #include <QMouseEvent>
-#include <QToolTip>
 #include <QWheelEvent>
 
 #include <fmt/format.h>
@@ -141,14 +140,7 @@ void TimelineView::leaveEvent(QEvent*) {
 }
 
 bool TimelineView::event(QEvent* e) {
-  if (e->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(e);
-    const QString text = toolTipAt(help->pos());
-    if (text.isEmpty()) QToolTip::hideText();
-    else QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
-  return QWidget::event(e);
+  return answer_tool_tip(this, e, [this](QPointF pos) { return toolTipAt(pos); }) || QWidget::event(e);
 }
 
 QString TimelineView::toolTipAt(QPointF pos) const {
