@@ -131,6 +131,11 @@ RunSummaries summarize(const TimelineModel& m, const std::vector<Step>& steps, i
     out.step_ns.value.push_back(static_cast<float>(s.end_ns - s.start_ns));
     out.step_ns.max = std::max(out.step_ns.max, out.step_ns.value.back());
   }
+  if (!out.step_ns.value.empty()) {
+    std::vector<float> sorted(out.step_ns.value);
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+    out.step_ns.median = sorted[sorted.size() / 2];
+  }
   return out;
 }
 

@@ -59,6 +59,7 @@ struct CounterSeries {
   std::vector<std::int64_t> t_ns;  // run time
   std::vector<float> value;
   float max = 0;
+  float median = 0;  // step time only: the track marks steps slower than 1.1 x this
 };
 
 struct RunSummaries {
