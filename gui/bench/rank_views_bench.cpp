@@ -8,6 +8,8 @@
 #include <collscope/gui/run_summaries.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
+#include "frame_stats.hpp"
+
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QImage>
@@ -21,27 +23,9 @@
 
 using namespace collscope;
 using namespace collscope::gui;
+using namespace collscope::gui::bench;
 
 namespace {
-
-long peak_rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-  return 0;
-}
-
-struct Frames {
-  std::vector<double> ms;
-  double mean() const { return std::accumulate(ms.begin(), ms.end(), 0.0) / std::max<std::size_t>(1, ms.size()); }
-  double pct(double p) const {
-    auto v = ms;
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
-  }
-  double max() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
-};
 
 // Rank r arrives (r * 7919 % 97) µs after the step's slot; every 50th rank a further 2 ms late in every 10th step.
 std::shared_ptr<const run::Run> make_run(int ranks, int steps) {

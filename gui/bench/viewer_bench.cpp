@@ -9,6 +9,8 @@
 
 #include <collscope/testing/lockstep_run.hpp>
 
+#include "frame_stats.hpp"
+
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QImage>
@@ -27,6 +29,7 @@
 
 namespace fs = std::filesystem;
 using namespace collscope::gui;
+using namespace collscope::gui::bench;
 
 namespace {
 
@@ -40,38 +43,6 @@ double load_average() {
   double l[1] = {0};
   return getloadavg(l, 1) == 1 ? l[0] : 0;
 }
-
-// VmRSS (resident now) or VmHWM (the peak so far), KiB.
-long status_kib(const char* key) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind(key, 0) == 0) return std::atol(line.c_str() + std::strlen(key));
-  return 0;
-}
-long rss_kib() { return status_kib("VmRSS:"); }
-long peak_rss_kib() { return status_kib("VmHWM:"); }
-
-// CPU time of the calling thread, ms: what a frame costs whatever else the machine runs (the wall time of a frame
-// on a loaded 2-core machine is mostly waiting for a core).
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-struct Frames {
-  std::vector<double> ms;
-  std::vector<double> cpu_ms;
-  double mean() const { return std::accumulate(ms.begin(), ms.end(), 0.0) / std::max<std::size_t>(1, ms.size()); }
-  double pct(double p) const {
-    auto v = ms;
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
-  }
-  double max() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
-  Frames cpu() const { return Frames{cpu_ms, {}}; }
-};
 
 // Paints `frames` frames: zooms from the whole run to 1/10^5 of it around several centres, then pans.
 Frames paint_frames(TimelineView& view, QImage& image, int frames) {
