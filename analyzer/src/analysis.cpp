@@ -55,25 +55,34 @@ std::optional<std::int64_t> command_line_int(const Run& run, const std::string& 
   return std::nullopt;
 }
 
+RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched,
+                           const AnalysisOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RunResults a;
+  a.options = options;
+  // "--batch-size 64" in the traced command line; a number too large to read is no batch size (no throughput).
+  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : command_line_int(run, "batch-size").value_or(0);
+  a.steps = StepDetector({.batch_size = batch}).detect(run, clocks, matched);
+  a.op_sizes = op_size_stats(matched);
+  a.findings = detect_findings({run, clocks, matched, a.steps, options});
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& i : matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
+  a.wall_ns = hi > lo ? double(hi - lo) : 0;
+  double comm = 0;
+  for (const auto& r : run.ranks)
+    for (const auto& c : r.collectives) comm += double(c.end_ns - c.start_ns);
+  a.comm_ns = run.ranks.empty() ? 0 : comm / double(run.ranks.size());
+  a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
 Analysis analyze(Run run, const AnalysisOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Analysis a;
-  a.options = options;
   a.run = std::move(run);
   a.clocks = ClockAligner().align(a.run);
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
-  // "--batch-size 64" in the traced command line; a number too large to read is no batch size (no throughput).
-  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : command_line_int(a.run, "batch-size").value_or(0);
-  a.steps = StepDetector({.batch_size = batch}).detect(a.run, a.clocks, a.matched);
-  a.op_sizes = op_size_stats(a.matched);
-  a.findings = detect_findings({a.run, a.clocks, a.matched, a.steps, options});
-  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& i : a.matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
-  a.wall_ns = hi > lo ? double(hi - lo) : 0;
-  double comm = 0;
-  for (const auto& r : a.run.ranks)
-    for (const auto& c : r.collectives) comm += double(c.end_ns - c.start_ns);
-  a.comm_ns = a.run.ranks.empty() ? 0 : comm / double(a.run.ranks.size());
+  static_cast<RunResults&>(a) = analyze_matched(a.run, a.clocks, a.matched, options);
   a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return a;
 }

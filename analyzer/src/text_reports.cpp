@@ -111,7 +111,9 @@ nlohmann::json json_report(const Analysis& a) {
                      {"instances", a.matched.comm_first[c + 1] - a.matched.comm_first[c]}});
   }
   j["communicators"] = comms;
-  j["clock"] = {{"residual_p50_ns", a.clocks.residual_p50_ns}, {"instances_used", a.clocks.instances_used}};
+  j["clock"] = {{"residual_p50_ns", a.clocks.residual_p50_ns},
+                {"instances_used", a.clocks.instances_used},
+                {"origin_ns", a.clocks.origin_ns}};
   j["summary"] = {{"collectives", a.run.collective_count()},
                   {"instances", a.matched.instances.size()},
                   {"wall_ns", a.wall_ns},

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -140,32 +141,50 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
     for (const auto& c : reader.communicators()) comm_map[c.id] = shared.map_comm(c);
     t.threads = reader.threads();
     t.buffers = reader.buffers();
+    // Fusion buffers: one address reused for different sizes. Capacity: the job's HOROVOD_FUSION_THRESHOLD
+    // when it set one (bytes), else the largest use seen.
+    const std::int64_t threshold =
+        t.meta_int(std::string(store::meta_key::kEnvPrefix) + "HOROVOD_FUSION_THRESHOLD").value_or(0);
+    std::unordered_map<std::uint64_t, std::int64_t> fusion_capacity;
+    for (const auto& b : t.buffers)
+      if (b.uses >= 2 && b.bytes_min < b.bytes_max)
+        fusion_capacity[b.address] = threshold > 0 ? std::max(threshold, b.bytes_max) : b.bytes_max;
     t.collectives.reserve(static_cast<std::size_t>(reader.row_count("collectives")));
     std::int64_t unknown_comm = 0;
     // A row of collectives or calls_in_flight (they share these columns) as a call on a run-wide communicator;
     // false when the file does not define the row's communicator.
+    std::int64_t last_comm = 0;  // consecutive calls mostly share a communicator: its lookup is kept
+    int last_comm_index = -1;
     auto to_call = [&](const auto& r, std::int64_t end_ns, std::int32_t root, CollectiveCall& c) {
-      auto it = comm_map.find(r.comm);
-      if (it == comm_map.end()) return false;
+      if (last_comm_index < 0 || r.comm != last_comm) {
+        auto it = comm_map.find(r.comm);
+        if (it == comm_map.end()) return false;
+        last_comm = r.comm;
+        last_comm_index = it->second;
+      }
       c.start_ns = r.start_ns;
       c.end_ns = std::max(end_ns, r.start_ns);
       c.bytes = r.bytes;
       c.count = r.count;
       c.seq = static_cast<std::int32_t>(r.seq);
-      c.comm = it->second;
+      c.comm = last_comm_index;
       c.datatype = global_string(r.datatype);
       c.root = root;
       c.op = r.op;
       c.thread = static_cast<std::uint16_t>(std::clamp<std::int64_t>(r.thread, 0, 0xffff));
       return true;
     };
-    reader.for_each_collective_summary([&](const store::CollectiveSummary& r) {
+    reader.for_each<store::CollectiveRow>(store::kCollectiveSummaryColumns, [&](const store::CollectiveRow& r) {
       CollectiveCall c;
       if (!to_call(r, r.end_ns, r.root ? *r.root : (r.peer ? *r.peer : -1), c)) {
         ++unknown_comm;
         return;
       }
       c.status = r.status;
+      if (!fusion_capacity.empty())
+        if (auto it = fusion_capacity.find(r.sendbuf); it != fusion_capacity.end() && it->second > 0)
+          c.fusion_fill_pct = static_cast<std::uint8_t>(
+              std::clamp<std::int64_t>((r.bytes * 100 + it->second - 1) / it->second, 1, 100));
       t.collectives.push_back(c);
     });
     for (const auto& r : reader.calls_in_flight()) {
@@ -173,7 +192,19 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       f.thread = r.thread;
       if (to_call(r, r.seen_ns, r.root ? *r.root : -1, f.call)) t.calls_in_flight.push_back(f);
     }
-    if (options.nvtx_ranges) reader.for_each_nvtx_range([&](const store::NvtxRangeRow& r) {
+    if (options.nvtx_ranges) t.nvtx_ranges.reserve(static_cast<std::size_t>(reader.row_count("nvtx_ranges")));
+    if (options.gpu_activities)
+      t.gpu_activities.reserve(static_cast<std::size_t>(reader.row_count("gpu_activities")));
+    // Only the columns the run keeps (a third of the decoding work of whole rows, at 1 M+ rows).
+    using store::columns;
+    using store::GpuActivityRow;
+    using store::NvtxRangeRow;
+    constexpr auto nvtx_columns = columns<&NvtxRangeRow::name, &NvtxRangeRow::start_ns, &NvtxRangeRow::end_ns,
+                                          &NvtxRangeRow::thread, &NvtxRangeRow::depth>();
+    constexpr auto gpu_columns =
+        columns<&GpuActivityRow::kind, &GpuActivityRow::name, &GpuActivityRow::device, &GpuActivityRow::start_ns,
+                &GpuActivityRow::end_ns, &GpuActivityRow::bytes, &GpuActivityRow::stream>();
+    if (options.nvtx_ranges) reader.for_each<NvtxRangeRow>(nvtx_columns, [&](const NvtxRangeRow& r) {
       NvtxRange n;
       n.name = global_string(r.name);
       n.start_ns = r.start_ns;
@@ -182,9 +213,10 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       n.depth = r.depth;
       t.nvtx_ranges.push_back(n);
     });
-    if (options.gpu_activities) reader.for_each_gpu_activity([&](const store::GpuActivityRow& r) {
+    if (options.gpu_activities) reader.for_each<GpuActivityRow>(gpu_columns, [&](const GpuActivityRow& r) {
       GpuActivity g;
       g.kind = r.kind;
+      g.device = static_cast<std::int16_t>(std::clamp<std::int32_t>(r.device, INT16_MIN, INT16_MAX));
       g.name = global_string(r.name);
       g.start_ns = r.start_ns;
       g.end_ns = r.end_ns;
@@ -210,7 +242,14 @@ Run RunLoader::load(const std::string& run_dir) const {
 
   SharedTables shared;
   std::vector<LoadedFile> loaded(paths.size());
-  parallel_for(paths.size(), [&](std::size_t k) { load_file(paths[k], options_, shared, loaded[k]); }, options_.threads);
+  std::atomic<std::size_t> files_done{0};
+  parallel_for(
+      paths.size(),
+      [&](std::size_t k) {
+        load_file(paths[k], options_, shared, loaded[k]);
+        if (options_.on_file_loaded) options_.on_file_loaded(++files_done, paths.size(), paths[k]);
+      },
+      options_.threads);
 
   Run run;
   run.dir = run_dir;

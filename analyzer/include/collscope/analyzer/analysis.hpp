@@ -22,11 +22,9 @@ struct OpSizeStats {
   std::vector<double> busbw_samples;  // up to 256, for compare's statistics
 };
 
-struct Analysis {
+// What the analysis adds to a run already loaded, aligned and matched.
+struct RunResults {
   AnalysisOptions options;  // what it ran with (the reports draw options.link_gbps)
-  Run run;
-  ClockAlignment clocks;
-  MatchedRun matched;
   StepSummary steps;
   std::vector<OpSizeStats> op_sizes;
   std::vector<Finding> findings;
@@ -35,11 +33,22 @@ struct Analysis {
   double analysis_seconds = 0;
 };
 
+// A run with everything the analysis found in it (analysis_seconds counts the alignment and matching too).
+struct Analysis : RunResults {
+  Run run;
+  ClockAlignment clocks;
+  MatchedRun matched;
+};
+
 // The job's whole-number option "--NAME N" / "--NAME=N" from its recorded command line (first rank that has it; '-'
 // and '_' in NAME match either). nullopt when absent or not a number that fits 64 bits: unknown, never an error.
 std::optional<std::int64_t> command_line_int(const Run& run, const std::string& name);
 
 Analysis analyze_run(const std::string& run_dir, const AnalysisOptions& options = {});
 Analysis analyze(Run run, const AnalysisOptions& options = {});
+// The same analysis on a run its caller already aligned and matched with collscope::run, and keeps (the viewer:
+// it reads each rank file once and draws from the same run and matching). `options.threads` is not used.
+RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched,
+                           const AnalysisOptions& options = {});
 
 }  // namespace collscope::analyzer

@@ -5,6 +5,7 @@
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,7 +25,11 @@ struct CollectiveCall {
   std::int32_t root = -1;     // root, or peer for send/recv; -1 when none
   std::int32_t status = 0;    // 0 = success
   store::Op op = store::Op::Unknown;
-  std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1); fits the padding: still 56 bytes
+  // How full the fusion buffer this call sent from was, 1..100 %; 0 when it sent from no fusion buffer (see
+  // RunLoader: an address reused with different sizes, capacity the job's HOROVOD_FUSION_THRESHOLD or its
+  // largest use). Fits the padding: still 56 bytes.
+  std::uint8_t fusion_fill_pct = 0;
+  std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1); fits the padding too
 };
 static_assert(sizeof(CollectiveCall) == 56, "CollectiveCall is sized for 10 M calls in ~560 MB");
 
@@ -48,12 +53,14 @@ struct NvtxRange {
 
 struct GpuActivity {
   store::GpuActivityKind kind = store::GpuActivityKind::Kernel;
+  std::int16_t device = 0;  // CUDA device (fits the padding: still 40 bytes)
   std::int32_t name = 0;  // index into Run::strings
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::int64_t bytes = 0;
   std::uint64_t stream = 0;
 };
+static_assert(sizeof(GpuActivity) == 40, "GpuActivity stays 40 bytes");
 
 // A blocking collective the rank was still inside when its file was last written (schema 1.1): where it hung,
 // when the job was killed. call.end_ns is the last time the tracer saw it still in flight.
@@ -103,6 +110,9 @@ struct LoadOptions {
   int threads = 0;          // 0 = one per core
   bool nvtx_ranges = true;  // read the NVTX table (false: RankTrace::nvtx_ranges stays empty)
   bool gpu_activities = true;
+  // Called after each rank file (done of total, its path) from the loader's threads, possibly at the same time
+  // from several: for a progress bar.
+  std::function<void(std::size_t done, std::size_t total, const std::string& path)> on_file_loaded = nullptr;
 };
 
 // Reads RUN_DIR/rank-*.sqlite. Throws collscope::InputError when the directory holds no readable rank file;
