@@ -97,6 +97,8 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-
   out += fmt::format("<h1>collscope analysis</h1><p><code>{}</code></p><p>{} ranks, {} collectives, {} steps ({}), mean step {:.2f} ms, {:.2f} ms in collectives, {:.2f} ms waiting</p>",
                      xml_escape(a.run.dir), a.run.ranks.size(), a.run.collective_count(), a.steps.steps.size(), a.steps.source,
                      a.steps.mean_step_ns / 1e6, a.steps.mean_comm_ns / 1e6, a.steps.mean_wait_ns / 1e6);
+  if (!a.steps.basis.empty())
+    out += fmt::format("<p>Steps ({}, confidence {:.2f}): {}</p>", a.steps.source, a.steps.confidence, xml_escape(a.steps.basis));
   for (const auto& p : a.run.problems) out += fmt::format("<p><b>problem:</b> {}</p>", xml_escape(p));
   out += fmt::format("<h2>Findings ({})</h2>", a.findings.size());
   if (a.findings.empty()) out += "<p>No findings.</p>";

@@ -18,13 +18,18 @@ std::string summary_line(const Analysis& a) {
                               a.run.communicators.size());
   if (!a.steps.steps.empty()) {
     s += fmt::format("{} steps ({}), step {} mean / {} median, {} in collectives ({:.0f} %), {} of it waiting",
-                     a.steps.steps.size(), a.steps.source, format_ms(a.steps.mean_step_ns), format_ms(a.steps.median_step_ns),
+                     a.steps.steps.size(),
+                     a.steps.method == run::StepMethod::Nvtx
+                         ? std::string("nvtx")
+                         : fmt::format("inferred, confidence {} {:.2f}", a.steps.confidence_label(), a.steps.confidence),
+                     format_ms(a.steps.mean_step_ns), format_ms(a.steps.median_step_ns),
                      format_ms(a.steps.mean_comm_ns), 100 * a.steps.mean_comm_ns / std::max(1.0, a.steps.mean_step_ns),
                      format_ms(a.steps.mean_wait_ns));
     if (a.steps.throughput_samples_per_s > 0) s += fmt::format(", {:.1f} samples/s", a.steps.throughput_samples_per_s);
   } else {
     s += fmt::format("no steps found; {} traced, {} per rank in collectives", format_ms(a.wall_ns), format_ms(a.comm_ns));
   }
+  if (!a.steps.basis.empty()) s += fmt::format("\nsteps: {}", a.steps.basis);
   return s;
 }
 
@@ -108,7 +113,12 @@ nlohmann::json json_report(const Analysis& a) {
                   {"wall_ns", a.wall_ns},
                   {"comm_ns_per_rank", a.comm_ns},
                   {"step_source", a.steps.source},
+                  {"step_method", run::step_method_name(a.steps.method)},
+                  {"step_confidence", a.steps.confidence},
+                  {"step_basis", a.steps.basis},
+                  {"step_bytes_per_step", a.steps.bytes_per_step},
                   {"steps", a.steps.steps.size()},
+                  {"warmup_steps", a.steps.warmup_steps},
                   {"mean_step_ns", a.steps.mean_step_ns},
                   {"median_step_ns", a.steps.median_step_ns},
                   {"mean_comm_ns", a.steps.mean_comm_ns},

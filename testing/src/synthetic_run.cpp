@@ -41,7 +41,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
     w->set_meta(store::meta_key::kWorldRank, std::to_string(r));
     w->set_meta(store::meta_key::kWorldSize, std::to_string(n));
     w->set_meta(store::meta_key::kHost, fmt::format("node{}", r / std::max(1, spec.ranks_per_host)));
-    w->set_meta(store::meta_key::kCommandLine, fmt::format("synthetic_trainer --batch-size {}", spec.batch_size));
+    w->set_meta(store::meta_key::kCommandLine, fmt::format("{} --batch-size {}", spec.program, spec.batch_size));
     w->set_meta(store::meta_key::kMonotonicStart, std::to_string(kMonotonicBase));
     w->set_meta(store::meta_key::kRealtimeStart, std::to_string(kRealtimeBase));
     w->set_meta("env.HOROVOD_FUSION_THRESHOLD", std::to_string(spec.fusion_threshold));

@@ -8,9 +8,17 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collscope::run {
+
+// What a reduction does, from its operator's name ("MPI_SUM", "ncclAvg", "MPI_BAND"): sums and averages carry
+// data (gradients, residuals); bitwise and logical reductions carry flags and bit vectors (Horovod's readiness
+// negotiation), control traffic that says nothing about the job's progress.
+enum class Reduction : std::uint8_t { None = 0, Sum, Product, MinMax, Bitwise, Logical, Other };
+Reduction reduction_of(std::string_view op_name);
+inline bool is_control_reduction(Reduction r) { return r == Reduction::Bitwise || r == Reduction::Logical; }
 
 // One rank's call of one collective, 56 bytes (10 M of them fit in ~560 MB).
 struct CollectiveCall {
@@ -24,7 +32,8 @@ struct CollectiveCall {
   std::int32_t root = -1;     // root, or peer for send/recv; -1 when none
   std::int32_t status = 0;    // 0 = success
   store::Op op = store::Op::Unknown;
-  std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1); fits the padding: still 56 bytes
+  Reduction reduction = Reduction::None;  // fits the padding, as `thread` does: still 56 bytes
+  std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1)
 };
 static_assert(sizeof(CollectiveCall) == 56, "CollectiveCall is sized for 10 M calls in ~560 MB");
 

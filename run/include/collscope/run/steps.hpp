@@ -51,9 +51,25 @@ struct Step {
   std::vector<double> rank_wait_ns;      // per rank index
 };
 
+// How the steps were found.
+enum class StepMethod {
+  None,
+  Nvtx,          // NVTX ranges named as StepOptions::range_name (also what `collscope trace` marks in Python jobs)
+  CallPattern,   // the same sequence of (op, bytes) repeats on the reference communicator
+  PayloadBytes,  // the bytes one class of payload collectives (e.g. float sum allreduces) carries add up to the
+                 // same total every step, however they are split (Horovod's fusion varies from step to step)
+};
+std::string_view step_method_name(StepMethod m);  // "none", "nvtx", "call_pattern", "payload_bytes"
+
 struct StepSummary {
   std::string source;  // "nvtx" or "inferred" or "none"
-  int period_calls = 0;  // inferred: collectives per step on the reference communicator
+  StepMethod method = StepMethod::None;
+  // How sure the steps are, 0..1: 1 for NVTX ranges; inferred: how exactly the pattern repeats × how regular the
+  // step times are × how many steps back it (see docs/analyzer.md). confidence_label() words it.
+  double confidence = 0;
+  std::string basis;     // one line: what the steps rest on, or why there are none
+  int period_calls = 0;  // call pattern: collectives per step on the reference communicator
+  std::int64_t bytes_per_step = 0;  // payload bytes: what each step reduces
   int warmup_steps = 0;  // steps[0 .. warmup_steps) are not measured
   std::vector<Step> steps;
   // Over the measured steps (after warm-up):
@@ -67,6 +83,7 @@ struct StepSummary {
   bool cpu_compute_ranges = false;      // NVTX compute ranges (not GPU kernels) hid communication
 
   int measured_steps() const { return std::max(0, static_cast<int>(steps.size()) - warmup_steps); }
+  std::string_view confidence_label() const;  // "high" (>= 0.8), "medium" (>= 0.5), "low"
 };
 
 class StepDetector {
