@@ -58,8 +58,10 @@ Analysis analyze(Run run, const AnalysisOptions& options) {
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
   const std::int64_t batch = options.batch_size > 0 ? options.batch_size : batch_size_from_command_line(a.run);
   a.steps = StepDetector({.batch_size = batch}).detect(a.run, a.clocks, a.matched);
+  a.lateness = run::measure_lateness(a.run, a.clocks, a.matched, a.steps);
+  run::apply_waits(a.lateness, a.steps);
   a.op_sizes = op_size_stats(a.matched);
-  a.findings = detect_findings({a.run, a.clocks, a.matched, a.steps, options});
+  a.findings = detect_findings({a.run, a.clocks, a.matched, a.steps, a.lateness, options});
   std::int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& i : a.matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
   a.wall_ns = hi > lo ? double(hi - lo) : 0;

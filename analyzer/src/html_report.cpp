@@ -110,12 +110,13 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-
   out += "<h2>Waiting per rank and step</h2>" + wait_heat_map(a);
   out += "<h2>Bus bandwidth vs message size</h2>" + busbw_plot(a);
   out += "<h2>Step time</h2>" + step_time_plot(a);
-  out += "<h2>Ranks</h2><table><tr><th>rank</th><th>host</th><th>collectives</th><th>wait ms</th><th>held others up ms</th><th>clock offset µs</th><th>residual µs</th></tr>";
+  out += fmt::format("<h2>Ranks</h2><p>Lateness and wait {}.</p>", xml_escape(a.lateness.basis));
+  out += "<table><tr><th>rank</th><th>host</th><th>collectives</th><th>late ms (median step)</th><th>waits ms (median step)</th><th>late in all ms</th><th>clock offset µs</th><th>residual µs</th></tr>";
   for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>",
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>",
                        a.run.ranks[r].world_rank, xml_escape(a.run.ranks[r].host), a.run.ranks[r].collectives.size(),
-                       a.matched.wait_ns_by_rank[r] / 1e6, a.matched.blame_ns_by_rank[r] / 1e6,
-                       double(a.clocks.offset_ns[r]) / 1e3, a.clocks.residual_ns[r] / 1e3);
+                       a.lateness.median_lateness_ns[r] / 1e6, a.lateness.median_wait_ns[r] / 1e6,
+                       a.lateness.total_lateness_ns[r] / 1e6, double(a.clocks.offset_ns[r]) / 1e3, a.clocks.residual_ns[r] / 1e3);
   out += "</table></body></html>\n";
   return out;
 }

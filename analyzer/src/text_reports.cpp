@@ -13,18 +13,39 @@ namespace {
 
 std::string key_hex(std::uint64_t k) { return fmt::format("{:#018x}", k); }
 
+// Per rank index, the lateness in step k (empty when not measured).
+std::vector<double> step_column(const Lateness& l, int k) {
+  std::vector<double> v;
+  if (!l.measurable()) return v;
+  for (const auto& per_rank : l.lateness_ns)
+    if (static_cast<std::size_t>(k) < per_rank.size()) v.push_back(per_rank[k]);
+  return v;
+}
+
+// "clocks: one host, one clock (offsets 0)" or "clocks: 3 hosts, aligned from 812 collectives, residual 1.2 µs".
+std::string clock_line(const Analysis& a) {
+  if (a.clocks.hosts.size() <= 1)
+    return fmt::format("clocks: one host, one clock: {} ranks read the same CLOCK_MONOTONIC (no offset, no residual)",
+                       a.run.ranks.size());
+  return fmt::format("clocks: {} hosts ({} ranks), one offset per host, refined from {} synchronising collectives; "
+                     "residual {} (median over ranks of |end − instance median end|)",
+                     a.clocks.hosts.size(), a.run.ranks.size(), a.clocks.instances_used,
+                     format_duration(a.clocks.residual_p50_ns));
+}
+
 std::string summary_line(const Analysis& a) {
   std::string s = fmt::format("{} ranks, {} collectives, {} communicators; ", a.run.ranks.size(), a.run.collective_count(),
                               a.run.communicators.size());
   if (!a.steps.steps.empty()) {
-    s += fmt::format("{} steps ({}), step {} mean / {} median, {} in collectives ({:.0f} %), {} of it waiting",
+    s += fmt::format("{} steps ({}), step {} mean / {} median, {} in collectives ({:.0f} %), {}",
                      a.steps.steps.size(),
                      a.steps.method == run::StepMethod::Nvtx
                          ? std::string("nvtx")
                          : fmt::format("inferred, confidence {} {:.2f}", a.steps.confidence_label(), a.steps.confidence),
                      format_ms(a.steps.mean_step_ns), format_ms(a.steps.median_step_ns),
                      format_ms(a.steps.mean_comm_ns), 100 * a.steps.mean_comm_ns / std::max(1.0, a.steps.mean_step_ns),
-                     format_ms(a.steps.mean_wait_ns));
+                     a.lateness.measurable() ? format_ms(a.steps.mean_wait_ns) + " waiting for other ranks"
+                                             : std::string("waiting not measurable"));
     if (a.steps.throughput_samples_per_s > 0) s += fmt::format(", {:.1f} samples/s", a.steps.throughput_samples_per_s);
   } else {
     s += fmt::format("no steps found; {} traced, {} per rank in collectives", format_ms(a.wall_ns), format_ms(a.comm_ns));
@@ -57,12 +78,23 @@ std::string text_report(const Analysis& a) {
       out += fmt::format("   evidence: {}\n   do: {}\n", f.evidence_text, f.suggestion);
     }
   }
-  out += "\nper rank:  rank  host              wait(ms)  held others up(ms)  clock offset(us)  residual(us)\n";
-  for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
-    out += fmt::format("           {:>4}  {:<16}  {:>8.2f}  {:>18.2f}  {:>16.1f}  {:>12.1f}\n", a.run.ranks[r].world_rank,
-                       a.run.ranks[r].host.substr(0, 16), a.matched.wait_ns_by_rank[r] / 1e6,
-                       a.matched.blame_ns_by_rank[r] / 1e6, double(a.clocks.offset_ns[r]) / 1e3,
-                       a.clocks.residual_ns[r] / 1e3);
+  out += fmt::format("\nper rank: lateness and wait {}\n", a.lateness.basis);
+  const char* unit = a.steps.steps.empty() ? "run" : "step";
+  if (a.lateness.measurable())
+    out += fmt::format("           rank  host              late(ms/{0})  waits(ms/{0})  late in all(ms)  clock offset(us)\n", unit);
+  else
+    out += "           rank  host              clock offset(us)\n";
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
+    if (a.lateness.measurable())
+      out += fmt::format("           {:>4}  {:<16}  {:>12.2f}  {:>13.2f}  {:>15.2f}  {:>16.1f}\n", a.run.ranks[r].world_rank,
+                         a.run.ranks[r].host.substr(0, 16), a.lateness.median_lateness_ns[r] / 1e6,
+                         a.lateness.median_wait_ns[r] / 1e6, a.lateness.total_lateness_ns[r] / 1e6,
+                         double(a.clocks.offset_ns[r]) / 1e3);
+    else
+      out += fmt::format("           {:>4}  {:<16}  {:>16.1f}\n", a.run.ranks[r].world_rank, a.run.ranks[r].host.substr(0, 16),
+                         double(a.clocks.offset_ns[r]) / 1e3);
+  }
+  out += clock_line(a) + "\n";
   auto sizes = a.op_sizes;
   std::sort(sizes.begin(), sizes.end(), [](const auto& x, const auto& y) { return x.total_duration_ns > y.total_duration_ns; });
   if (!sizes.empty()) {
@@ -92,8 +124,11 @@ nlohmann::json json_report(const Analysis& a) {
                      {"clock_offset_ns", a.clocks.offset_ns[r]},
                      {"clock_anchor_offset_ns", a.clocks.anchor_offset_ns[r]},
                      {"clock_residual_ns", a.clocks.residual_ns[r]},
-                     {"wait_ns", a.matched.wait_ns_by_rank[r]},
-                     {"held_others_ns", a.matched.blame_ns_by_rank[r]}});
+                     {"clock_host", a.clocks.hosts.empty() ? std::string() : a.clocks.hosts[a.clocks.host_of_rank[r]]},
+                     {"lateness_per_step_ns", a.lateness.median_lateness_ns[r]},
+                     {"wait_per_step_ns", a.lateness.median_wait_ns[r]},
+                     {"lateness_ns", a.lateness.total_lateness_ns[r]},
+                     {"wait_ns", a.lateness.total_wait_ns[r]}});
   }
   j["ranks"] = ranks;
   json comms = json::array();
@@ -107,7 +142,15 @@ nlohmann::json json_report(const Analysis& a) {
                      {"instances", a.matched.comm_first[c + 1] - a.matched.comm_first[c]}});
   }
   j["communicators"] = comms;
-  j["clock"] = {{"residual_p50_ns", a.clocks.residual_p50_ns}, {"instances_used", a.clocks.instances_used}};
+  j["clock"] = {{"hosts", a.clocks.hosts.size()},
+                {"residual_p50_ns", a.clocks.residual_p50_ns},
+                {"instances_used", a.clocks.instances_used},
+                {"text", clock_line(a)}};
+  json segments = json::array();
+  for (const auto& seg : a.lateness.segments) segments.push_back({{"label", seg.label}, {"lag_gain_ns", seg.lag_gain_ns}});
+  j["lateness"] = {{"source", run::lateness_source_name(a.lateness.source)},
+                   {"basis", a.lateness.basis},
+                   {"segments", segments}};
   j["summary"] = {{"collectives", a.run.collective_count()},
                   {"instances", a.matched.instances.size()},
                   {"wall_ns", a.wall_ns},
@@ -134,7 +177,8 @@ nlohmann::json json_report(const Analysis& a) {
                      {"comm_ns", s.comm_ns},
                      {"wait_ns", s.wait_ns},
                      {"exposed_comm_ns", s.exposed_comm_ns},
-                     {"rank_wait_ns", s.rank_wait_ns}});
+                     {"rank_wait_ns", s.rank_wait_ns},
+                     {"rank_lateness_ns", step_column(a.lateness, s.index)}});
   j["steps"] = steps;
   json sizes = json::array();
   for (const auto& s : a.op_sizes)

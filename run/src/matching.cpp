@@ -50,8 +50,6 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
   out.call_index = build_call_index(run);
   const auto& index = out.call_index;
   const std::size_t nranks = run.ranks.size();
-  out.wait_ns_by_rank.assign(nranks, 0);
-  out.blame_ns_by_rank.assign(nranks, 0);
   out.comm_first.assign(run.communicators.size() + 1, 0);
 
   // Progress on the reference communicator before each call, per rank: how many reference calls the rank had
@@ -161,14 +159,7 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
       inst.last_completion_ns = completion;
       inst.duration_ns = std::max<std::int64_t>(duration, 0);
       inst.last_arriver = run.ranks[last_rank].world_rank;
-      for (std::size_t k = 0; k < present.size(); ++k) {
-        const std::int64_t w = last - arrivals[k];
-        out.wait_ns_by_rank[present[k]] += static_cast<double>(w);
-        inst.total_wait_ns += w;
-      }
-      // Only synchronising collectives make others wait for the last one (a bcast root does not wait).
-      if (present.size() > 1 && store::is_synchronising(inst.op))
-        out.blame_ns_by_rank[last_rank] += static_cast<double>(last - second);
+      for (std::size_t k = 0; k < present.size(); ++k) inst.total_wait_ns += last - arrivals[k];
       out.instances.push_back(inst);
     }
 

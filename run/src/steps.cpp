@@ -87,6 +87,7 @@ StepNames::StepNames(const Run& run, std::string_view range_name) : ids_(run.str
 
 StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched) const {
   StepSummary out;
+  out.range_name = options_.range_name;
   const std::size_t nranks = run.ranks.size();
   const StepNames step_names(run, options_.range_name);
   auto windows = nvtx_windows(run, step_names);
@@ -123,6 +124,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     st.index = static_cast<int>(k);
     st.rank_duration_ns.assign(nranks, 0);
     st.rank_wait_ns.assign(nranks, 0);
+    st.rank_start_ns.assign(nranks, 0);
     st.start_ns = INT64_MAX;
     st.end_ns = INT64_MIN;
   }
@@ -133,6 +135,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     for (std::size_t k = 0; k < steps; ++k) {
       auto& st = out.steps[k];
       st.rank_duration_ns[r] = static_cast<double>(w[k].end_ns - w[k].start_ns);
+      st.rank_start_ns[r] = clocks.aligned(static_cast<int>(r), w[k].start_ns);
       st.start_ns = std::min(st.start_ns, clocks.aligned(static_cast<int>(r), w[k].start_ns));
       st.end_ns = std::max(st.end_ns, clocks.aligned(static_cast<int>(r), w[k].end_ns));
     }

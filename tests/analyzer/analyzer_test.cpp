@@ -115,7 +115,7 @@ TEST(Analyzer, OneLongStallIsNotAStraggler) {
   spec.slow_only_step = 7;
   write_synthetic_run(dir.string(), spec);
   const Analysis a = analyze_run(dir.string());
-  EXPECT_GT(a.matched.blame_ns_by_rank.at(1), 50e6);  // the stall is there, held up the other rank
+  EXPECT_GT(a.lateness.total_lateness_ns.at(1), 50e6);  // the stall is there, held up the other rank
   EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
   // The same delay spread over every step is one.
   auto spread = temp_dir("spread");

@@ -3,6 +3,7 @@
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/report.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -60,4 +61,44 @@ TEST(HorovodFixtures, HangRunStepsCoverNoneOfItsTime) {
   const Analysis& a = fixture("hang-rank1-never-submits");
   EXPECT_LE(a.steps.steps.size(), 5u);
   EXPECT_LT(a.steps.confidence, 0.5) << a.steps.basis;
+}
+
+TEST(HorovodFixtures, StragglerFromNvtxPhasesWithItsInjectedDelay) {
+  // Rank 1 sleeps 30 ms between forward and backward in every step.
+  const Analysis& a = fixture("straggler-rank1-30ms-nvtx");
+  EXPECT_EQ(a.lateness.source, collscope::run::LatenessSource::Phases);
+  const Finding* f = find(a, FindingKind::Straggler);
+  ASSERT_NE(f, nullptr) << text_report(a);
+  EXPECT_EQ(f->ranks, std::vector<int>{1});
+  // Where it falls behind: the 30 ms sleep, exactly where it is.
+  EXPECT_NEAR(f->evidence.at("largest_lag_gain_ns"), 30e6, 0.2 * 30e6) << f->title;
+  EXPECT_NE(f->title.find("between forward and backward"), std::string::npos) << f->title;
+  // Its lateness at the synchronisation is the sleep plus what rank 1 lags with nothing injected: on this 2-core
+  // host its forward and backward run a few ms slower (7.7 ms late per step in the plain twin run, below the
+  // straggler threshold there). The injection adds 30 ms +-20 % to that.
+  const Analysis& plain = fixture("plain-nvtx");
+  const double added = f->evidence.at("lateness_per_step_ns") - plain.lateness.median_lateness_ns.at(1);
+  EXPECT_NEAR(added, 30e6, 0.2 * 30e6);
+  // The finding, the table and the JSON say the same number.
+  EXPECT_DOUBLE_EQ(f->evidence.at("lateness_per_step_ns"), a.lateness.median_lateness_ns.at(1));
+  const auto j = json_report(a);
+  EXPECT_DOUBLE_EQ(j["ranks"][1]["lateness_per_step_ns"].get<double>(), f->evidence.at("lateness_per_step_ns"));
+  EXPECT_NE(text_report(a).find(fmt::format("{:.2f}", a.lateness.median_lateness_ns.at(1) / 1e6)), std::string::npos);
+}
+
+TEST(HorovodFixtures, NoStragglerOnThePlainRuns) {
+  for (const char* name : {"plain", "plain-nvtx"}) {
+    const Analysis& a = fixture(name);
+    EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << name << "\n" << text_report(a);
+  }
+}
+
+TEST(HorovodFixtures, StragglerWithoutPhasesSaysWhyItCannotBeSeen) {
+  // No NVTX: all collectives come from Horovod's background thread and meet in lockstep. Nobody is named (in
+  // particular not rank 0, whom the cycle's phase makes wait), and the report says why in one line.
+  const Analysis& a = fixture("straggler-rank1-30ms");
+  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  EXPECT_FALSE(a.lateness.measurable());
+  EXPECT_NE(a.lateness.basis.find("background thread"), std::string::npos) << a.lateness.basis;
+  EXPECT_NE(text_report(a).find(a.lateness.basis), std::string::npos);
 }

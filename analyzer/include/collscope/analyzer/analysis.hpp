@@ -25,6 +25,7 @@ struct Analysis {
   ClockAlignment clocks;
   MatchedRun matched;
   StepSummary steps;
+  Lateness lateness;  // who is late and who waits, per step and rank (the one definition, run/lateness.hpp)
   std::vector<OpSizeStats> op_sizes;
   std::vector<Finding> findings;
   double wall_ns = 0;       // aligned first arrival → last completion

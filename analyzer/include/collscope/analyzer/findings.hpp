@@ -42,10 +42,10 @@ struct Finding {
 // Every threshold a detector decides by, with its unit, in one place; AnalysisOptions::thresholds overrides them
 // (tests name them instead of repeating the numbers).
 struct DetectorThresholds {
-  // Straggler: one rank's lateness must be this many times any other rank's, and per step at least:
+  // Straggler: one rank's lateness (run/lateness.hpp) in the median step must be this many times any other
+  // rank's, and at least:
   double straggler_dominance = 3;
-  double straggler_min_share_waiting = 0.05;  // of the step, measured as others' waiting inside collectives
-  double straggler_min_share_phases = 0.15;   // of the step, measured from the start of its NVTX phases (noisier)
+  double straggler_min_share = 0.05;          // of the median step
   double straggler_min_delay_ns = 200e3;
   double straggler_critical_share = 0.2;      // of the step: critical from here
   double late_arrival_ns = 20e3;              // a rank "arrives last" only when later than this
@@ -88,6 +88,7 @@ struct DetectorInput {
   const ClockAlignment& clocks;
   const MatchedRun& matched;
   const StepSummary& steps;
+  const Lateness& lateness;
   const AnalysisOptions& options;
   const DetectorThresholds& limits() const { return options.thresholds; }
 };

@@ -58,8 +58,6 @@ struct MatchedRun {
   std::vector<Mismatch> mismatches;
   // Per rank index, per communicator: index into RankTrace::collectives of each seq (−1 if missing).
   std::vector<std::vector<std::vector<std::int32_t>>> call_index;
-  std::vector<double> wait_ns_by_rank;     // per rank index: total waiting for others
-  std::vector<double> blame_ns_by_rank;    // per rank index: time it alone held instances up
   // The communicator the run's progress is measured on (steps are inferred from it, calls elsewhere are placed
   // by how many of its calls came before): most members, then most calls on one rank. -1 when none.
   int reference_comm = -1;

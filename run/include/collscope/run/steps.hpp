@@ -44,11 +44,12 @@ struct Step {
   std::int64_t end_ns = 0;
   double duration_ns = 0;     // mean over ranks
   double comm_ns = 0;         // mean over ranks: time inside collectives (union of calls)
-  double wait_ns = 0;         // mean over ranks: waiting for the last arriver
+  double wait_ns = 0;         // mean over ranks: waiting for the others (run/lateness.hpp)
   double exposed_comm_ns = 0; // mean over ranks: communication not overlapped with compute (GPU kernels, NVTX
                               // ranges of threads without collectives), minus waiting
   std::vector<double> rank_duration_ns;  // per rank index
-  std::vector<double> rank_wait_ns;      // per rank index
+  std::vector<double> rank_wait_ns;      // per rank index (run/lateness.hpp)
+  std::vector<std::int64_t> rank_start_ns;  // per rank index: its step window, aligned
 };
 
 // How the steps were found.
@@ -63,6 +64,7 @@ std::string_view step_method_name(StepMethod m);  // "none", "nvtx", "call_patte
 
 struct StepSummary {
   std::string source;  // "nvtx" or "inferred" or "none"
+  std::string range_name = std::string(kStepRangeName);  // NVTX steps: the range name (StepOptions::range_name)
   StepMethod method = StepMethod::None;
   // How sure the steps are, 0..1: 1 for NVTX ranges; inferred: how exactly the pattern repeats × how regular the
   // step times are × how many steps back it (see docs/analyzer.md). confidence_label() words it.
