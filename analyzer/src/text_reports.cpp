@@ -6,12 +6,19 @@
 
 #include <algorithm>
 
+#include <collscope/run/workload.hpp>
+
 namespace collscope::analyzer {
 namespace {
 
 
 
 std::string key_hex(std::uint64_t k) { return fmt::format("{:#018x}", k); }
+
+// "400 B", or "264 KiB–330 KiB" when a size bucket holds several sizes: the sizes seen, never the bucket's bound.
+std::string size_range(std::int64_t lo, std::int64_t hi) {
+  return lo == hi ? format_bytes(double(lo)) : format_bytes(double(lo)) + "–" + format_bytes(double(hi));
+}
 
 // Per rank index, the lateness in step k (empty when not measured).
 std::vector<double> step_column(const Lateness& l, int k) {
@@ -33,6 +40,17 @@ std::string clock_line(const Analysis& a) {
                      format_duration(a.clocks.residual_p50_ns));
 }
 
+// "Horovod (version not recorded) over MPI (Open MPI v4.1.4)", "benchmark osu_allreduce over MPI".
+std::string workload_text(const run::Workload& w) {
+  std::string s = !w.benchmark.empty() ? "benchmark " + w.benchmark
+                  : w.horovod          ? "Horovod " + (w.horovod_version.empty() ? std::string("(version not recorded)") : w.horovod_version)
+                                       : std::string("collectives");
+  std::string lib = w.mpi_library.substr(0, w.mpi_library.find(','));
+  if (w.mpi) s += " over MPI" + (lib.empty() ? std::string() : " (" + lib + ")");
+  if (w.nccl) s += std::string(w.mpi ? " and" : " over") + " NCCL";
+  return s;
+}
+
 std::string summary_line(const Analysis& a) {
   std::string s = fmt::format("{} ranks, {} collectives, {} communicators; ", a.run.ranks.size(), a.run.collective_count(),
                               a.run.communicators.size());
@@ -51,6 +69,7 @@ std::string summary_line(const Analysis& a) {
     s += fmt::format("no steps found; {} traced, {} per rank in collectives", format_ms(a.wall_ns), format_ms(a.comm_ns));
   }
   if (!a.steps.basis.empty()) s += fmt::format("\nsteps: {}", a.steps.basis);
+  s += "\njob: " + workload_text(run::describe_workload(a.run));
   return s;
 }
 
@@ -98,10 +117,10 @@ std::string text_report(const Analysis& a) {
   auto sizes = a.op_sizes;
   std::sort(sizes.begin(), sizes.end(), [](const auto& x, const auto& y) { return x.total_duration_ns > y.total_duration_ns; });
   if (!sizes.empty()) {
-    out += "\ntop collectives by time:  op            size      count   time(ms)  busbw median/best (GB/s)\n";
+    out += "\ntop collectives by time:  op            size                count   time(ms)  busbw median/best (GB/s; best = p95)\n";
     for (std::size_t i = 0; i < std::min<std::size_t>(8, sizes.size()); ++i)
-      out += fmt::format("                          {:<12}  {:>8}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
-                         store::op_name(sizes[i].op), format_bytes(double(sizes[i].size_bucket_bytes)), sizes[i].instances,
+      out += fmt::format("                          {:<12}  {:>18}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
+                         store::op_name(sizes[i].op), size_range(sizes[i].min_bytes, sizes[i].max_bytes), sizes[i].instances,
                          sizes[i].total_duration_ns / 1e6, sizes[i].median_busbw_gbps, sizes[i].best_busbw_gbps);
   }
   return out;
@@ -114,6 +133,9 @@ nlohmann::json json_report(const Analysis& a) {
   j["run_dir"] = a.run.dir;
   j["world_size"] = a.run.world_size;
   j["problems"] = a.run.problems;
+  const auto w = run::describe_workload(a.run);
+  j["workload"] = {{"benchmark", w.benchmark}, {"horovod", w.horovod}, {"horovod_version", w.horovod_version},
+                   {"mpi", w.mpi}, {"nccl", w.nccl}, {"mpi_library", w.mpi_library}, {"text", workload_text(w)}};
   json ranks = json::array();
   for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
     const auto& t = a.run.ranks[r];
@@ -184,6 +206,8 @@ nlohmann::json json_report(const Analysis& a) {
   for (const auto& s : a.op_sizes)
     sizes.push_back({{"op", store::op_name(s.op)},
                      {"size_bucket_bytes", s.size_bucket_bytes},
+                     {"min_bytes", s.min_bytes},
+                     {"max_bytes", s.max_bytes},
                      {"instances", s.instances},
                      {"total_duration_ns", s.total_duration_ns},
                      {"median_busbw_gbps", s.median_busbw_gbps},

@@ -141,7 +141,9 @@ std::shared_ptr<const RunData> analyze_loaded_run(const RunData& loaded) {
   for (const auto& s : a.op_sizes) {
     StatisticsRow row;
     row.op = s.op;
-    row.size_bucket = fmt::format("{} – {}", format_bytes(s.size_bucket_bytes), format_bytes(s.size_bucket_bytes * 2));
+    // The sizes seen in the bucket, never its power-of-two bounds (400 B is not "256 B").
+    row.size_bucket = s.min_bytes == s.max_bytes ? format_bytes(double(s.min_bytes))
+                                                 : fmt::format("{} – {}", format_bytes(double(s.min_bytes)), format_bytes(double(s.max_bytes)));
     row.count = s.instances;
     row.total_ns = static_cast<std::int64_t>(s.total_duration_ns);
     row.busbw_gbps = s.median_busbw_gbps;

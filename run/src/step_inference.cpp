@@ -247,7 +247,8 @@ std::pair<double, double> step_and_outside(const Run& run, const std::vector<std
   durations.clear();
   for (std::size_t r = 0; r < run.ranks.size(); ++r) {
     std::vector<std::pair<std::int64_t, std::int64_t>> sorted;
-    for (const auto& c : run.ranks[r].collectives) sorted.emplace_back(c.start_ns, c.end_ns);
+    for (const auto& c : run.ranks[r].collectives)
+      if (!is_nonblocking(c.op)) sorted.emplace_back(c.start_ns, c.end_ns);
     std::sort(sorted.begin(), sorted.end());
     for (std::size_t k = first; k < windows[r].size(); ++k) {
       const auto& w = windows[r][k];

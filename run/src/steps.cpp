@@ -176,6 +176,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       while (k < steps && call.start_ns >= w[k].end_ns) ++k;
       if (k >= steps) break;
       if (call.start_ns < w[k].start_ns) continue;  // between steps
+      if (is_nonblocking(call.op)) continue;        // its span is the job's own work, not communication
       const std::int64_t a = std::max(call.start_ns, covered_until);
       const std::int64_t b = std::min(call.end_ns, w[k].end_ns);
       covered_until = std::max(covered_until, call.end_ns);

@@ -8,6 +8,11 @@
 
 namespace collscope::run {
 
+bool is_nonblocking(store::Op op) {
+  const auto name = store::op_name(op);
+  return name.starts_with('i') || name.ends_with("_init");
+}
+
 std::string benchmark_in_command(const Run& run) {
   // Program names of the common collective benchmarks: OSU micro-benchmarks (osu_allreduce, osu_bw, ...), Intel
   // MPI Benchmarks (IMB-MPI1, IMB-NBC), nccl-tests (all_reduce_perf, ...), mpiBench, SKaMPI, ReproMPI.
@@ -45,6 +50,30 @@ bool collectives_from_background_thread(const Run& run) {
     any = true;
   }
   return any;
+}
+
+Workload describe_workload(const Run& run) {
+  Workload w;
+  w.benchmark = benchmark_in_command(run);
+  std::vector<bool> used(run.communicators.size(), false);
+  bool control = false;
+  for (const auto& rank : run.ranks) {
+    for (const auto& c : rank.collectives) {
+      used[c.comm] = true;
+      control = control || is_control_reduction(c.reduction);
+    }
+    for (const auto& [key, value] : rank.meta)
+      if (key.starts_with(std::string(store::meta_key::kEnvPrefix) + "HOROVOD_")) w.horovod = true;
+    if (auto v = rank.meta_value("python.horovod_version"); v && w.horovod_version.empty()) w.horovod_version = *v;
+    if (auto v = rank.meta_value("mpi_library_version"); v && w.mpi_library.empty()) w.mpi_library = *v;
+    if (!rank.gpu_activities.empty()) w.compute_recorded = true;
+  }
+  if (!w.horovod_version.empty() || (control && collectives_from_background_thread(run))) w.horovod = true;
+  for (std::size_t c = 0; c < run.communicators.size(); ++c) {
+    if (!used[c]) continue;
+    (run.communicators[c].backend == store::Backend::Nccl ? w.nccl : w.mpi) = true;
+  }
+  return w;
 }
 
 }  // namespace collscope::run

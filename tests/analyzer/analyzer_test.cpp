@@ -300,10 +300,11 @@ TEST(Analyzer, ExposedCommunicationCountsComputeOnOtherThreads) {
     const Analysis a = analyze_run(dir.string());
     return std::pair(a.steps.mean_exposed_ns / a.steps.mean_step_ns, find(a, FindingKind::ExposedCommunication) != nullptr);
   };
-  // No compute recorded: all of it counts as exposed.
+  // No compute recorded: all of it counts as exposed in the step table, but no finding claims it is not
+  // overlapped: nothing recorded says whether compute hid it (issue 16: no overlap claims without compute data).
   const auto [none, none_found] = exposed_share(0, "exposed-none");
   EXPECT_GT(none, 0.5);
-  EXPECT_TRUE(none_found);
+  EXPECT_FALSE(none_found);
   // Backward on another thread, ending before the allreduces: still exposed, the same share.
   const auto [after, after_found] = exposed_share(1, "exposed-after");
   EXPECT_NEAR(after, none, 0.01);

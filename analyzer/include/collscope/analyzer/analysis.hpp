@@ -13,10 +13,11 @@ namespace collscope::analyzer {
 struct OpSizeStats {
   store::Op op = store::Op::Unknown;
   std::int64_t size_bucket_bytes = 0;  // lower bound: 2^k
+  std::int64_t min_bytes = 0, max_bytes = 0;  // the sizes actually seen in the bucket (reports show these)
   std::int64_t instances = 0;
   double total_duration_ns = 0;
   double median_busbw_gbps = 0;
-  double best_busbw_gbps = 0;
+  double best_busbw_gbps = 0;  // the 95th percentile (run::p95_of_sorted), as in the findings
   std::vector<double> busbw_samples;  // up to 256, for compare's statistics
 };
 

@@ -20,6 +20,11 @@ enum class Reduction : std::uint8_t { None = 0, Sum, Product, MinMax, Bitwise, L
 Reduction reduction_of(std::string_view op_name);
 inline bool is_control_reduction(Reduction r) { return r == Reduction::Bitwise || r == Reduction::Logical; }
 
+// Non-blocking and persistent calls (MPI_Iallreduce, MPI_Ibcast, MPI_Allreduce_init, ...): their rows run from the
+// call to the request's completion, with the job's own work in between, so that span is neither transfer time nor
+// time spent communicating. (Every such op's name starts with "i" or ends with "_init".)
+bool is_nonblocking(store::Op op);
+
 // One rank's call of one collective, 56 bytes (10 M of them fit in ~560 MB).
 struct CollectiveCall {
   std::int64_t start_ns = 0;  // CLOCK_MONOTONIC of the rank's host, call entry
