@@ -7,6 +7,8 @@
 #include <map>
 #include <regex>
 
+#include <fmt/format.h>
+
 
 namespace collscope::analyzer {
 namespace {
@@ -64,6 +66,13 @@ Analysis analyze(Run run, const AnalysisOptions& options) {
   run::apply_waits(a.lateness, a.steps);
   a.op_sizes = op_size_stats(a.matched);
   a.findings = detect_findings({a.run, a.clocks, a.matched, a.steps, a.lateness, options});
+  for (const auto& t : a.matched.truncations) {
+    const auto& name = a.run.communicators[t.comm].name;
+    a.notes.push_back(fmt::format("rank {}'s trace lacks its last {} call(s) on {} (from seq {}) that the other ranks "
+                                  "made: {}. Truncated, not a mismatch.",
+                                  t.world_rank, t.missing, name.empty() ? fmt::format("comm {:#x}", t.comm_key) : name,
+                                  t.from_seq, t.why));
+  }
   std::int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& i : a.matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
   a.wall_ns = hi > lo ? double(hi - lo) : 0;

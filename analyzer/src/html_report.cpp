@@ -100,6 +100,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-
   if (!a.steps.basis.empty())
     out += fmt::format("<p>Steps ({}, confidence {:.2f}): {}</p>", a.steps.source, a.steps.confidence, xml_escape(a.steps.basis));
   for (const auto& p : a.run.problems) out += fmt::format("<p><b>problem:</b> {}</p>", xml_escape(p));
+  for (const auto& n : a.notes) out += fmt::format("<p><b>note:</b> {}</p>", xml_escape(n));
   out += fmt::format("<h2>Findings ({})</h2>", a.findings.size());
   if (a.findings.empty()) out += "<p>No findings.</p>";
   for (const auto& f : a.findings)

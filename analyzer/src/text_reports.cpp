@@ -86,6 +86,7 @@ ReportFormat report_format_from_name(const std::string& name) {
 std::string text_report(const Analysis& a) {
   std::string out = fmt::format("== collscope analysis of {} ==\n{}\n", a.run.dir, summary_line(a));
   for (const auto& p : a.run.problems) out += fmt::format("problem: {}\n", p);
+  for (const auto& n : a.notes) out += fmt::format("note: {}\n", n);
   if (a.findings.empty()) {
     out += "\nNo findings: nothing here slows the job measurably.\n";
   } else {
@@ -133,6 +134,7 @@ nlohmann::json json_report(const Analysis& a) {
   j["run_dir"] = a.run.dir;
   j["world_size"] = a.run.world_size;
   j["problems"] = a.run.problems;
+  j["notes"] = a.notes;
   const auto w = run::describe_workload(a.run);
   j["workload"] = {{"benchmark", w.benchmark}, {"horovod", w.horovod}, {"horovod_version", w.horovod_version},
                    {"mpi", w.mpi}, {"nccl", w.nccl}, {"mpi_library", w.mpi_library}, {"text", workload_text(w)}};
@@ -235,7 +237,8 @@ nlohmann::json json_report(const Analysis& a) {
 std::string markdown_report(const Analysis& a) {
   std::string out = fmt::format("## collscope analysis: `{}`\n\n{}\n\n", a.run.dir, summary_line(a));
   for (const auto& p : a.run.problems) out += fmt::format("> problem: {}\n", p);
-  if (!a.run.problems.empty()) out += "\n";
+  for (const auto& n : a.notes) out += fmt::format("> note: {}\n", n);
+  if (!a.run.problems.empty() || !a.notes.empty()) out += "\n";
   if (a.findings.empty()) {
     out += "No findings.\n";
   } else {

@@ -29,6 +29,9 @@ struct Analysis {
   Lateness lateness;  // who is late and who waits, per step and rank (the one definition, run/lateness.hpp)
   std::vector<OpSizeStats> op_sizes;
   std::vector<Finding> findings;
+  // Statements that are not findings: what the trace lacks and why (a rank's file cut short by a kill), one line
+  // each, printed under the summary.
+  std::vector<std::string> notes;
   double wall_ns = 0;       // aligned first arrival → last completion
   double comm_ns = 0;       // mean over ranks: time inside collectives
   double analysis_seconds = 0;
