@@ -113,7 +113,9 @@ TEST(HorovodFixtures, AdviceFitsTheJob) {
       EXPECT_EQ(f.suggestion.find("HOROVOD_FUSION_THRESHOLD=134217728"), std::string::npos) << name << ": " << f.suggestion;
       EXPECT_EQ(f.suggestion.find("HOROVOD_CYCLE_TIME=1 "), std::string::npos) << name << ": " << f.suggestion;
       // No overlap claims without compute data (no NVTX, no GPU): only the NVTX runs may have one.
-      if (a.steps.method != collscope::run::StepMethod::Nvtx) EXPECT_NE(f.kind, FindingKind::ExposedCommunication) << name;
+      if (a.steps.method != collscope::run::StepMethod::Nvtx) {
+        EXPECT_NE(f.kind, FindingKind::ExposedCommunication) << name;
+      }
     }
   }
   for (const char* name : {"plain", "straggler-rank1-30ms"}) {
@@ -126,5 +128,35 @@ TEST(HorovodFixtures, AdviceFitsTheJob) {
     EXPECT_EQ(f->evidence.at("fusion_threshold_bytes"), 128 << 20);
     EXPECT_GE(f->evidence.at("suggested_cycle_time_ms"), 2);
     EXPECT_LE(f->evidence.at("suggested_cycle_time_ms"), 20);
+  }
+}
+
+TEST(HorovodFixtures, HungJobIsAStallNotAMismatch) {
+  // Rank 0 submits a tensor rank 1 never submits; Horovod's background threads cycle their negotiation for 24 s
+  // until the job is killed. Each rank's last writer batch was lost at the kill (21 853 vs 21 851 calls): that is
+  // a truncated trace, not a collective mismatch, and the cycling is no straggler.
+  const Analysis& a = fixture("hang-rank1-never-submits");
+  EXPECT_EQ(find(a, FindingKind::Mismatch), nullptr) << text_report(a);
+  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  ASSERT_FALSE(a.findings.empty());
+  const Finding& f = a.findings.front();
+  EXPECT_EQ(f.kind, FindingKind::Stall) << text_report(a);
+  EXPECT_EQ(f.severity, Severity::Critical);
+  EXPECT_EQ(f.ranks, (std::vector<int>{0, 1}));  // both still cycling: the MPI calls cannot tell who withholds
+  EXPECT_NE(f.title.find("stalled"), std::string::npos) << f.title;
+  EXPECT_GT(f.evidence.at("quiet_ns"), 20e9);
+  EXPECT_LT(f.evidence.at("last_payload_ns"), 50e6);  // the five allreduces at the start
+  EXPECT_NE(f.evidence_text.find("Missing ranks"), std::string::npos) << f.evidence_text;
+  ASSERT_EQ(a.notes.size(), 1u);
+  EXPECT_NE(a.notes[0].find("rank 1's trace lacks its last 2 call(s)"), std::string::npos) << a.notes[0];
+  EXPECT_NE(a.notes[0].find("Truncated, not a mismatch"), std::string::npos) << a.notes[0];
+}
+
+TEST(HorovodFixtures, NoMismatchHangOrStallOnThePlainRuns) {
+  for (const char* name : {"plain", "plain-nvtx", "straggler-rank1-30ms", "straggler-rank1-30ms-nvtx"}) {
+    const Analysis& a = fixture(name);
+    EXPECT_EQ(find(a, FindingKind::Mismatch), nullptr) << name << "\n" << text_report(a);
+    EXPECT_EQ(find(a, FindingKind::Stall), nullptr) << name << "\n" << text_report(a);
+    EXPECT_TRUE(a.notes.empty()) << name;
   }
 }

@@ -19,6 +19,7 @@ enum class FindingKind {
   CycleTimeStall,
   ProcessSetImbalance,
   Mismatch,
+  Stall,  // killed long after its last payload collective, its ranks still exchanging control messages
 };
 std::string_view finding_kind_name(FindingKind k);  // "straggler", "latency_bound", ...
 
@@ -73,6 +74,10 @@ struct DetectorThresholds {
   double stall_min_wall_share = 0.1;          // stalled time of the run's wall time
   double stall_critical_wall_share = 0.25;
   double underfilled_max_fill = 0.05;
+  // Stalled job (killed, nothing in flight): no payload collective for at least this long, and this many times the
+  // job's rhythm (its median step, else the spacing of its payload collectives).
+  double stalled_min_quiet_ns = 5e9;
+  double stalled_min_quiet_rhythms = 20;
   // Process sets: same work, this many times slower, costing this share of the wall time.
   double process_set_min_ratio = 1.5;
   double process_set_min_wall_share = 0.05;
@@ -104,6 +109,7 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput&);
 std::vector<Finding> detect_exposed_communication(const DetectorInput&);
 std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput&);
 std::vector<Finding> detect_process_set_imbalance(const DetectorInput&);
+std::vector<Finding> detect_stall(const DetectorInput&);
 // From the calls in flight when a hung job was killed (part of detect_mismatches; the autotuner asks it why a
 // trial hung); step_evidence names the culprit of a deadlock cycle when the NVTX steps show one.
 std::vector<Finding> detect_hangs(const Run&, const MatchedRun&, const std::vector<Mismatch>& step_evidence);
