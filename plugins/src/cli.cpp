@@ -110,6 +110,8 @@ int run_import(const ImportArgs& args) {
                static_cast<long long>(counts.ticks), static_cast<long long>(counts.steps),
                counts.truncated ? " (the file ended mid-event: the complete events were kept)" : "",
                args.run_dir.c_str());
+  if (!counts.lateness_unknown.empty())
+    std::fprintf(stderr, "collscope import: %s: %s\n", args.input.c_str(), counts.lateness_unknown.c_str());
   return 0;
 }
 

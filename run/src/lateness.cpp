@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace collscope::run {
 namespace {
@@ -201,8 +202,14 @@ Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const Ma
   out.lateness_ns.assign(nranks, std::vector<double>(buckets, 0));
   out.wait_ns.assign(nranks, std::vector<double>(buckets, 0));
   out.first_measured = steps.steps.empty() ? 0 : std::min<int>(steps.warmup_steps, static_cast<int>(buckets) - 1);
+  std::optional<std::string> unknown;  // an importer's word that its source cannot tell arrivals
+  for (const auto& r : run.ranks)
+    if (!unknown) unknown = r.meta_value(std::string(store::meta_key::kArrivalsUnknown));
   if (from_phases(run, clocks, steps, out)) {
     out.source = LatenessSource::Phases;
+  } else if (unknown) {
+    out.source = LatenessSource::None;
+    out.basis = "not measurable: " + *unknown;
   } else if (collectives_from_background_thread(run)) {
     out.source = LatenessSource::None;
     out.basis = "not measurable: every rank makes all its collectives from one background thread (as Horovod does), "

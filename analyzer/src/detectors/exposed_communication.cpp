@@ -25,7 +25,11 @@ std::vector<Finding> detect_exposed_communication(const DetectorInput& in) {
   // hid the communication, so no claim either way. (A range around blocking calls on their own thread is such a
   // record: it says the thread computed nothing meanwhile.)
   const StepNames step_names(run, steps.range_name);
-  const bool has_ranges = std::any_of(run.ranks.begin(), run.ranks.end(), [&](const auto& r) {
+  // An imported Horovod Timeline's ranges are Horovod's own activities (queueing, copies, the transfer): no compute.
+  const bool imported = std::any_of(run.ranks.begin(), run.ranks.end(), [](const auto& r) {
+    return !r.meta_value(std::string(store::meta_key::kImportFormat)).value_or("").empty();
+  });
+  const bool has_ranges = !imported && std::any_of(run.ranks.begin(), run.ranks.end(), [&](const auto& r) {
     return std::any_of(r.nvtx_ranges.begin(), r.nvtx_ranges.end(),
                        [&](const NvtxRange& x) { return x.end_ns > x.start_ns && !step_names.contains(x.name); });
   });
