@@ -1,4 +1,5 @@
 // Text (people), JSON (machines, docs/report-json.md) and Markdown (CI step summaries) reports.
+#include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/store/error.hpp>
 
@@ -14,11 +15,6 @@ namespace {
 
 
 std::string key_hex(std::uint64_t k) { return fmt::format("{:#018x}", k); }
-
-// "400 B", or "264 KiB–330 KiB" when a size bucket holds several sizes: the sizes seen, never the bucket's bound.
-std::string size_range(std::int64_t lo, std::int64_t hi) {
-  return lo == hi ? format_bytes(double(lo)) : format_bytes(double(lo)) + "–" + format_bytes(double(hi));
-}
 
 // Per rank index, the lateness in step k (empty when not measured).
 std::vector<double> step_column(const Lateness& l, int k) {
@@ -84,21 +80,24 @@ ReportFormat report_format_from_name(const std::string& name) {
 }
 
 std::string text_report(const Analysis& a) {
-  std::string out = fmt::format("== collscope analysis of {} ==\n{}\n", a.run.dir, summary_line(a));
-  for (const auto& p : a.run.problems) out += fmt::format("problem: {}\n", p);
-  for (const auto& n : a.notes) out += fmt::format("note: {}\n", n);
+  // For a terminal: every line fits kTextWidth columns; long sentences wrap under their label.
+  constexpr std::size_t kTextWidth = 100;
+  std::string out = fmt::format("== collscope analysis of {} ==\n{}\n", a.run.dir, wrap_text(summary_line(a), kTextWidth));
+  for (const auto& p : a.run.problems) out += wrap_text("problem: " + p, kTextWidth, 4) + "\n";
+  for (const auto& n : a.notes) out += wrap_text("note: " + n, kTextWidth, 6) + "\n";
   if (a.findings.empty()) {
     out += "\nNo findings: nothing here slows the job measurably.\n";
   } else {
     out += fmt::format("\n{} finding(s), most costly first:\n", a.findings.size());
     int k = 0;
     for (const auto& f : a.findings) {
-      out += fmt::format("\n{}. [{}] {}\n", ++k, severity_name(f.severity), f.title);
+      out += "\n" + wrap_text(fmt::format("{}. [{}] {}", ++k, severity_name(f.severity), f.title), kTextWidth, 3) + "\n";
       if (f.cost_ns > 0) out += fmt::format("   cost: {} of job time\n", format_ms(f.cost_ns));
-      out += fmt::format("   evidence: {}\n   do: {}\n", f.evidence_text, f.suggestion);
+      out += wrap_text("   evidence: " + f.evidence_text, kTextWidth, 13) + "\n";
+      out += wrap_text("   do: " + f.suggestion, kTextWidth, 7) + "\n";
     }
   }
-  out += fmt::format("\nper rank: lateness and wait {}\n", a.lateness.basis);
+  out += "\n" + wrap_text("per rank: lateness and wait " + a.lateness.basis, kTextWidth, 10) + "\n";
   const char* unit = a.steps.steps.empty() ? "run" : "step";
   if (a.lateness.measurable())
     out += fmt::format("           rank  host              late(ms/{0})  waits(ms/{0})  late in all(ms)  clock offset(us)\n", unit);
@@ -118,11 +117,17 @@ std::string text_report(const Analysis& a) {
   auto sizes = a.op_sizes;
   std::sort(sizes.begin(), sizes.end(), [](const auto& x, const auto& y) { return x.total_duration_ns > y.total_duration_ns; });
   if (!sizes.empty()) {
-    out += "\ntop collectives by time:  op            size                count   time(ms)  busbw median/best (GB/s; best = p95)\n";
+    out += "\ntop collectives by time (busbw in GB/s, best = p95):\n"
+           "                          op            size                count   time(ms)  busbw median/best\n";
     for (std::size_t i = 0; i < std::min<std::size_t>(8, sizes.size()); ++i)
       out += fmt::format("                          {:<12}  {:>18}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
-                         store::op_name(sizes[i].op), size_range(sizes[i].min_bytes, sizes[i].max_bytes), sizes[i].instances,
+                         store::op_name(sizes[i].op), run::format_size_range(sizes[i].min_bytes, sizes[i].max_bytes), sizes[i].instances,
                          sizes[i].total_duration_ns / 1e6, sizes[i].median_busbw_gbps, sizes[i].best_busbw_gbps);
+    out += wrap_text("busbw: bus bandwidth as nccl-tests defines it (the message size over the transfer time, times "
+                     "2(n-1)/n for allreduce, (n-1)/n for allgather and reduce-scatter), comparable with the link's "
+                     "bandwidth; size: the lower end of a power-of-two bucket.",
+                     kTextWidth, 0) +
+           "\n";
   }
   return out;
 }
@@ -235,26 +240,23 @@ nlohmann::json json_report(const Analysis& a) {
 }
 
 std::string markdown_report(const Analysis& a) {
-  std::string out = fmt::format("## collscope analysis: `{}`\n\n{}\n\n", a.run.dir, summary_line(a));
-  for (const auto& p : a.run.problems) out += fmt::format("> problem: {}\n", p);
-  for (const auto& n : a.notes) out += fmt::format("> note: {}\n", n);
+  // Every name from the trace (directory, communicators in titles, problems) goes through markdown_text: a CI step
+  // summary renders HTML, so a communicator named <img src=x onerror=...> must arrive as text.
+  std::string out = fmt::format("## collscope analysis: {}\n\n{}\n\n", markdown_code(a.run.dir), markdown_text(summary_line(a)));
+  for (const auto& p : a.run.problems) out += fmt::format("> problem: {}\n", markdown_text(p));
+  for (const auto& n : a.notes) out += fmt::format("> note: {}\n", markdown_text(n));
   if (!a.run.problems.empty() || !a.notes.empty()) out += "\n";
   if (a.findings.empty()) {
     out += "No findings.\n";
   } else {
     out += "| # | severity | finding | cost | do |\n|---|---|---|---|---|\n";
     int k = 0;
-    for (const auto& f : a.findings) {
-      auto cell = [](std::string s) {
-        std::replace(s.begin(), s.end(), '|', '/');
-        return s;
-      };
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", ++k, severity_name(f.severity), cell(f.title),
-                         f.cost_ns > 0 ? format_ms(f.cost_ns) : "-", cell(f.suggestion));
-    }
+    for (const auto& f : a.findings)
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", ++k, severity_name(f.severity), markdown_text(f.title),
+                         f.cost_ns > 0 ? format_ms(f.cost_ns) : "-", markdown_text(f.suggestion));
     out += "\n<details><summary>evidence</summary>\n\n";
     k = 0;
-    for (const auto& f : a.findings) out += fmt::format("{}. {}\n", ++k, f.evidence_text);
+    for (const auto& f : a.findings) out += fmt::format("{}. {}\n", ++k, markdown_text(f.evidence_text));
     out += "\n</details>\n";
   }
   return out;
@@ -263,7 +265,7 @@ std::string markdown_report(const Analysis& a) {
 std::string render_report(const Analysis& a, ReportFormat format) {
   switch (format) {
     case ReportFormat::Text: return text_report(a);
-    case ReportFormat::Json: return json_report(a).dump(2) + "\n";
+    case ReportFormat::Json: return json_text(json_report(a)) + "\n";
     case ReportFormat::Markdown: return markdown_report(a);
     case ReportFormat::Html: return html_report(a);
   }

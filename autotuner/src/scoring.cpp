@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <vector>
 
@@ -41,34 +42,89 @@ std::optional<StepProgress> read_step_progress(const std::string& run_dir, const
   return p;
 }
 
-std::optional<double> value_from_output(const std::string& pattern, const std::string& text) {
-  const std::regex re(pattern);
-  std::optional<double> value;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
-    if (it->size() < 2 || !(*it)[1].matched) continue;
-    try {
-      std::size_t used = 0;
-      const std::string s = (*it)[1].str();
-      const double v = std::stod(s, &used);
-      if (used > 0) value = v;
-    } catch (const std::exception&) {
+void for_each_output_line(const std::string& path, const std::function<void(std::string_view)>& line) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> chunk(64 * 1024);
+  std::string pending;  // the line being assembled, at most kMaxOutputLine bytes
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const std::string_view data(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    for (std::size_t at = 0; at < data.size();) {
+      const std::size_t newline = data.find('\n', at);
+      const std::size_t end = newline == std::string_view::npos ? data.size() : newline;
+      std::string_view piece = data.substr(at, end - at);
+      while (pending.size() + piece.size() > kMaxOutputLine) {
+        const std::size_t room = kMaxOutputLine - pending.size();
+        pending.append(piece.substr(0, room));
+        line(pending);
+        pending.clear();
+        piece.remove_prefix(room);
+      }
+      pending.append(piece);
+      if (newline == std::string_view::npos) break;
+      line(pending);
+      pending.clear();
+      at = newline + 1;
     }
   }
-  return value;
+  if (!pending.empty()) line(pending);
 }
 
-Score score_trial(const Objective& objective, double batch_size, const std::string& run_dir, const std::string& output) {
-  if (objective.kind == ObjectiveKind::Regex) {
-    if (auto v = value_from_output(objective.regex, output)) return {v, ""};
-    return {std::nullopt, fmt::format("objective: no match for /{}/ in the job's output", objective.regex)};
+namespace {
+// The matcher of value_from_output*: keeps the last number captured.
+struct LastCapture {
+  std::regex re;
+  std::optional<double> value;
+  explicit LastCapture(const std::string& pattern) : re(pattern) {}
+  void scan(std::string_view text) {
+    using It = std::string_view::const_iterator;
+    for (std::regex_iterator<It> it(text.begin(), text.end(), re), end; it != end; ++it) {
+      if (it->size() < 2 || !(*it)[1].matched) continue;
+      try {
+        std::size_t used = 0;
+        const double v = std::stod((*it)[1].str(), &used);
+        if (used > 0) value = v;
+      } catch (const std::exception&) {
+      }
+    }
   }
-  const auto progress = read_step_progress(run_dir, objective.step_range, objective.warmup_steps, batch_size);
-  if (!progress)
-    return {std::nullopt, fmt::format("objective: no steps after {} warm-up steps in {} (no NVTX '{}' ranges, and "
-                                      "none inferred from the collectives)",
-                                      objective.warmup_steps, run_dir, objective.step_range)};
-  if (objective.kind == ObjectiveKind::StepTime) return {progress->mean_step_ms, ""};
-  return {progress->throughput, ""};
+};
+}  // namespace
+
+std::optional<double> value_from_output(const std::string& pattern, const std::string& text) {
+  LastCapture last(pattern);
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const std::size_t newline = rest.find('\n');
+    last.scan(rest.substr(0, newline));
+    rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
+  }
+  return last.value;
+}
+
+std::optional<double> value_from_output_file(const std::string& pattern, const std::string& path) {
+  LastCapture last(pattern);
+  for_each_output_line(path, [&](std::string_view line) { last.scan(line); });
+  return last.value;
+}
+
+Score score_trial(const Objective& objective, double batch_size, const std::string& run_dir, const std::string& log_path) {
+  std::optional<double> value;
+  if (objective.kind == ObjectiveKind::Regex) {
+    value = value_from_output_file(objective.regex, log_path);
+    if (!value) return {std::nullopt, fmt::format("objective: no match for /{}/ in the job's output", objective.regex)};
+  } else {
+    const auto progress = read_step_progress(run_dir, objective.step_range, objective.warmup_steps, batch_size);
+    if (!progress)
+      return {std::nullopt, fmt::format("objective: no steps after {} warm-up steps in {} (no NVTX '{}' ranges, and "
+                                        "none inferred from the collectives)",
+                                        objective.warmup_steps, run_dir, objective.step_range)};
+    value = objective.kind == ObjectiveKind::StepTime ? progress->mean_step_ms : progress->throughput;
+  }
+  // An infinite or undefined score would win every comparison (inf) or none (nan), and poison the model.
+  if (!std::isfinite(*value))
+    return {std::nullopt, fmt::format("objective: {} is not a finite number", *value)};
+  return {value, ""};
 }
 
 std::string hang_summary(const std::string& run_dir) {

@@ -94,12 +94,38 @@ double negative_log_ei(unsigned n, const double* p, double* grad, void* data) {
 
 }  // namespace
 
-bool fit_model(const SearchSpace& space, const std::vector<Observation>& history, std::uint64_t seed,
+std::vector<Observation> model_observations(const std::vector<Observation>& history) {
+  std::vector<Observation> usable;
+  for (const auto& o : history)
+    if (!o.value || std::isfinite(*o.value)) usable.push_back(o);
+  if (usable.size() <= kMaxModelObservations) return usable;
+  // The best half of the budget by value, then the others evenly spaced in trial order (failures among them).
+  std::vector<std::size_t> by_value;
+  for (std::size_t i = 0; i < usable.size(); ++i)
+    if (usable[i].value) by_value.push_back(i);
+  const std::size_t best_count = std::min(by_value.size(), kMaxModelObservations / 2);
+  std::partial_sort(by_value.begin(), by_value.begin() + static_cast<std::ptrdiff_t>(best_count), by_value.end(),
+                    [&](std::size_t a, std::size_t b) { return *usable[a].value > *usable[b].value; });
+  std::vector<bool> taken(usable.size(), false);
+  for (std::size_t k = 0; k < best_count; ++k) taken[by_value[k]] = true;
+  std::vector<std::size_t> rest;
+  for (std::size_t i = 0; i < usable.size(); ++i)
+    if (!taken[i]) rest.push_back(i);
+  const std::size_t rest_count = kMaxModelObservations - best_count;
+  for (std::size_t k = 0; k < rest_count && !rest.empty(); ++k) taken[rest[k * rest.size() / rest_count]] = true;
+  std::vector<Observation> out;
+  for (std::size_t i = 0; i < usable.size(); ++i)
+    if (taken[i]) out.push_back(usable[i]);
+  return out;
+}
+
+bool fit_model(const SearchSpace& space, const std::vector<Observation>& all_history, std::uint64_t seed,
                GaussianProcess& gp, const GpHyperparameters* warm_start) {
+  const std::vector<Observation> history = model_observations(all_history);
   double worst = std::numeric_limits<double>::infinity();
   int successes = 0;
-  for (const auto& o : history)
-    if (o.value) {
+  for (const auto& o : all_history)
+    if (o.value && std::isfinite(*o.value)) {
       worst = std::min(worst, *o.value);
       ++successes;
     }

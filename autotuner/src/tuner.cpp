@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -49,34 +51,48 @@ std::string describe(const SearchSpace& space, const Assignment& values) {
   return s;
 }
 
+// `v` in single quotes for a POSIX shell: nothing inside is expanded; a quote is closed, escaped and reopened.
 std::string shell_quote(const std::string& v) {
-  if (!v.empty() && v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:/+-=@%") == std::string::npos)
-    return v;
   std::string out = "'";
   for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
 
-// The line of a failed job's output that says why: "out of memory" first, else the last non-empty line.
-std::string failure_line(const std::string& log) {
-  std::istringstream in(log);
-  std::string line, last, oom;
-  while (std::getline(in, line)) {
+// The line of a failed job's output that says why: "out of memory" first, else the last non-empty line. Streams the
+// log: a job that wrote gigabytes costs one line of memory.
+std::string failure_line(const std::string& log_path) {
+  std::string last, oom;
+  for_each_output_line(log_path, [&](std::string_view line) {
     // Blank lines and rulers ("-----" around Open MPI's messages) say nothing.
-    if (line.find_first_not_of(" \t\r-=*") == std::string::npos) continue;
-    if (oom.empty() && line.find("out of memory") != std::string::npos) oom = line;
-    last = line;
-  }
+    if (line.find_first_not_of(" \t\r-=*") == std::string_view::npos) return;
+    if (oom.empty() && line.find("out of memory") != std::string_view::npos) oom = line.substr(0, 400);
+    last = line.substr(0, 400);
+  });
   std::string s = oom.empty() ? last : oom;
   while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s.size() > 200 ? s.substr(0, 200) + "..." : s;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The study's recorded command (a JSON list of arguments).
+std::vector<std::string> stored_command(const Study& study) {
+  const std::string text = study.meta("command").value_or("[]");
+  try {
+    return nlohmann::json::parse(text).get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(fmt::format("{}: meta.command is not a JSON list of arguments", study.path()));
+  }
+}
+
+// A whole number the study's meta records, within [lo, hi]; `fallback` when absent.
+template <typename T>
+T stored_number(const Study& study, const std::string& key, T fallback, T lo, T hi) {
+  const auto text = study.meta(key);
+  if (!text) return fallback;
+  T v = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (ec != std::errc() || end != text->data() + text->size() || v < lo || v > hi)
+    throw InputError(fmt::format("{}: meta.{} = '{}' is not a whole number in [{}, {}]", study.path(), key, *text, lo, hi));
+  return v;
 }
 
 std::string format_eta(double s) {
@@ -99,7 +115,8 @@ double resolve_batch_size(const SearchSpace& space, const Assignment& values) {
 std::vector<BestSettings> ranked_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
   std::map<Assignment, BestSettings> by_values;
   for (const auto& t : trials) {
-    if (t.status != "ok" || !t.score) continue;
+    // A row whose values do not fit the space, or a score that is no number, is no candidate (older or edited studies).
+    if (t.status != "ok" || !t.score || !std::isfinite(*t.score) || t.values.size() != space.knobs().size()) continue;
     auto& b = by_values[t.values];
     b.values = t.values;
     b.mean_score += *t.score;
@@ -131,13 +148,19 @@ std::vector<Observation> observations(const SearchSpace& space, const std::vecto
   for (const auto& t : trials) {
     if (!has_observation(t) || t.unit.size() != space.dimensions()) continue;
     Observation o{t.unit, std::nullopt};
-    if ((t.status == "ok" || t.status == "stopped") && t.score) o.value = oriented(space.objective(), *t.score);
+    if ((t.status == "ok" || t.status == "stopped") && t.score && std::isfinite(*t.score))
+      o.value = oriented(space.objective(), *t.score);
     out.push_back(std::move(o));
   }
   return out;
 }
 
 void write_export_env(const SearchSpace& space, const BestSettings& best, const std::string& path) {
+  // Every value is quoted, in comments too; a control character could still end a comment line or the quote
+  // for whoever reads the file, so such a value is refused (the space parser refuses them already).
+  for (std::size_t i = 0; i < space.knobs().size(); ++i)
+    if (i >= best.values.size() || has_control_character(best.values[i]))
+      throw InputError(fmt::format("{}: knob {}: its value holds a control character; not written", path, space.knobs()[i].name));
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw InputError(fmt::format("{}: cannot write the --export-env file", path));
   out << fmt::format("# collscope tune: best settings, mean {} over {} run(s)\n",
@@ -145,7 +168,7 @@ void write_export_env(const SearchSpace& space, const BestSettings& best, const 
   for (std::size_t i = 0; i < space.knobs().size(); ++i) {
     const Knob& k = space.knobs()[i];
     if (k.env) out << "export " << *k.env << "=" << shell_quote(best.values[i]) << "\n";
-    else out << "# " << k.name << "=" << best.values[i] << " (passed as {" << k.name << "} in the command)\n";
+    else out << "# " << k.name << "=" << shell_quote(best.values[i]) << " (passed as {" << k.name << "} in the command)\n";
   }
   if (!out) throw Error(fmt::format("{}: write failed", path));
 }
@@ -153,6 +176,9 @@ void write_export_env(const SearchSpace& space, const BestSettings& best, const 
 int tune(const TuneOptions& options) {
   const SearchSpace file_space = SearchSpace::load(options.space_path);
   std::error_code ec;
+  if (const auto parent = fs::path(options.study_path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+  // One tuner per study: a second one would re-run, kill or double-count the first one's trials.
+  const StudyLock lock(options.study_path);
   const bool existing = fs::exists(options.study_path, ec);
   std::optional<Study> study_holder;
   std::vector<std::string> command = options.command;
@@ -160,15 +186,15 @@ int tune(const TuneOptions& options) {
   std::uint64_t seed = options.seed;
   int budget = options.trials;
   if (options.resume && existing) {
-    study_holder.emplace(Study::open(options.study_path));
+    study_holder.emplace(Study::open(options.study_path, Study::Access::ReadWrite));
     Study& st = *study_holder;
     if (st.meta("space").value_or("") != file_space.yaml_text())
       throw InputError(fmt::format("{}: {} differs from the space this study was started with (start a new --study)",
                                    options.study_path, options.space_path));
-    if (command.empty()) command = nlohmann::json::parse(st.meta("command").value_or("[]")).get<std::vector<std::string>>();
+    if (command.empty()) command = stored_command(st);
     strategy_text = st.meta("strategy").value_or(strategy_text);
-    seed = std::stoull(st.meta("seed").value_or("0"));
-    if (budget <= 0) budget = std::stoi(st.meta("trials").value_or("20"));
+    seed = stored_number<std::uint64_t>(st, "seed", 0, 0, std::numeric_limits<std::uint64_t>::max());
+    if (budget <= 0) budget = stored_number<int>(st, "trials", 20, 1, 1'000'000);
     st.set_meta("trials", std::to_string(budget));
   } else {
     if (budget <= 0) budget = 20;
@@ -194,13 +220,22 @@ int tune(const TuneOptions& options) {
   if (options.collscope_exe.empty() || !fs::exists(options.collscope_exe, ec))
     throw InputError(fmt::format("{}: the collscope executable to run trials with does not exist", options.collscope_exe));
 
-  // Trials left running by a tuner that died: kill what is left of them, never score them.
-  for (auto t : study.trials()) {
+  // Trials left running by a tuner that died: kill what is left of them, never score them. The group's leader
+  // (collscope trace) died with the tuner; its launcher and ranks may live on. Only processes proven to be the
+  // trial's are signalled (same host and boot, started after it, carrying its marker): a recorded process group id
+  // may belong to anyone by now.
+  const std::string study_id = study.id();
+  for (auto t : checked_trials(study, space)) {
     if (t.status != "running") continue;
-    // The group's leader (collscope trace) died with the tuner; its launcher and ranks may live on.
-    if (t.pgid > 0) kill_process_tree(0, static_cast<pid_t>(t.pgid));
+    std::string why_not;
+    const auto processes = study.trial_processes(t.id);
+    const int killed = processes ? kill_leftover_trial(*processes, &why_not) : 0;
+    if (!processes) why_not = "no record of its processes";
+    if (killed == 0 && options.progress)
+      fmt::print(stderr, "collscope tune: trial {} was running; nothing of it stopped ({})\n", t.id, why_not);
     t.status = "interrupted";
     t.reason = "interrupted: the tuner stopped while this trial ran; it is run again";
+    t.pgid = 0;
     study.update_trial(t);
   }
 
@@ -272,6 +307,7 @@ int tune(const TuneOptions& options) {
     launch.argv = traced_command(options.collscope_exe, run_dir, job);
     launch.log_path = log_path;
     launch.timeout_s = timeout_s;
+    launch.marker = fmt::format("{}-{}", study_id, record.id);
     for (std::size_t i = 0; i < space.knobs().size(); ++i)
       if (space.knobs()[i].env) launch.env.emplace_back(*space.knobs()[i].env, record.values[i]);
     for (const auto& cfg : space.config_files()) {
@@ -309,8 +345,9 @@ int tune(const TuneOptions& options) {
                            format_score(objective, value), format_score(objective, std::abs(*best_oriented)));
       };
     }
-    const TrialOutcome outcome = run_trial(launch, monitor, [&](pid_t pgid) {
-      record.pgid = pgid;
+    const TrialOutcome outcome = run_trial(launch, monitor, [&](const TrialProcesses& processes) {
+      study.save_trial_processes(record.id, processes);
+      record.pgid = processes.pgid;
       study.update_trial(record);
     }, &g_interrupt);
     record.wall_s = outcome.wall_s;
@@ -327,14 +364,14 @@ int tune(const TuneOptions& options) {
     } else if (outcome.stopped) {
       record.status = "stopped";
       record.reason = outcome.stop_reason;
-      record.score = partial_score;
+      record.score = partial_score && std::isfinite(*partial_score) ? partial_score : std::nullopt;
     } else if (outcome.exit_code != 0) {
       record.status = "failed";
-      const std::string why = failure_line(read_file(log_path));
+      const std::string why = failure_line(log_path);
       record.reason = why.empty() ? fmt::format("exit code {}", outcome.exit_code)
                                   : fmt::format("exit code {}: {}", outcome.exit_code, why);
     } else {
-      const Score score = score_trial(objective, batch_size, run_dir, read_file(log_path));
+      const Score score = score_trial(objective, batch_size, run_dir, log_path);
       record.score = score.value;
       record.status = score.value ? "ok" : "failed";
       record.reason = score.problem;
@@ -367,6 +404,7 @@ int tune(const TuneOptions& options) {
 
   const auto all = study.trials();
   const auto best = best_settings(space, all);
+  study.close_for_readers();
   if (!options.report_dir.empty()) write_report(space, all, options.report_dir, fs::path(options.study_path).filename().string());
   if (interrupted) {
     fmt::print(stderr, "collscope tune: interrupted; continue with --resume --study {}\n", options.study_path);
@@ -379,20 +417,39 @@ int tune(const TuneOptions& options) {
   fmt::print("best: {} (mean of {} run(s): {})\n", describe(space, best->values), best->runs,
              format_score(objective, best->mean_score));
   if (!options.export_env_path.empty()) write_export_env(space, *best, options.export_env_path);
+  if (!options.export_nccl_rules_path.empty())
+    write_nccl_rules(space, *best, options.study_path, options.export_nccl_rules_path);
   return 0;
+}
+
+std::vector<TrialRecord> checked_trials(const Study& study, const SearchSpace& space) {
+  auto trials = study.trials();
+  for (const auto& t : trials) {
+    if (t.values.size() != space.knobs().size())
+      throw InputError(fmt::format("{}: trial {}: {} knob value(s) in params, the study's space has {} knob(s)", study.path(),
+                                   t.id, t.values.size(), space.knobs().size()));
+    if (t.unit.size() != space.dimensions())
+      throw InputError(fmt::format("{}: trial {}: {} coordinate(s) in unit, the study's space has {} knob(s)", study.path(),
+                                   t.id, t.unit.size(), space.dimensions()));
+  }
+  return trials;
+}
+
+SearchSpace stored_space(const Study& study) {
+  return SearchSpace::parse(study.meta("space").value_or(""), study.path() + " (stored space)");
 }
 
 void print_study(const std::string& study_path, std::ostream& out) {
   const Study study = Study::open(study_path);
-  const SearchSpace space = SearchSpace::parse(study.meta("space").value_or(""), study_path + " (stored space)");
-  const auto trials = study.trials();
+  const SearchSpace space = stored_space(study);
+  const auto trials = checked_trials(study, space);
   out << fmt::format("study {}: strategy {}, seed {}, {} trials\n", study_path, study.meta("strategy").value_or("?"),
                      study.meta("seed").value_or("?"), trials.size());
   std::string header = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7}", "id", "kind", "status", "score", "wall_s");
   for (const auto& k : space.knobs()) header += fmt::format("  {:>12}", k.name);
   out << header << "  reason\n";
   for (const auto& t : trials) {
-    std::string line = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7.2f}", t.id, t.kind, t.status,
+    std::string line = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7.2f}", t.id, t.kind.substr(0, 20), t.status.substr(0, 11),
                                    t.score ? fmt::format("{:.6g}", *t.score) : "-", t.wall_s);
     for (const auto& v : t.values) line += fmt::format("  {:>12}", v);
     out << line << "  " << t.reason << "\n";

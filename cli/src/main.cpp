@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "commands.hpp"
 
@@ -20,10 +21,21 @@
 #include <collscope/plugins/cli.hpp>
 #endif
 
+namespace {
+// Every error is one line, whatever its message holds (an SQLite message, a file name with a newline in it).
+std::string one_line(std::string s) {
+  for (auto& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"collscope: find out why a multi-GPU/MPI training job is slow, and tune it"};
+  CLI::App app{"collscope: find out why a multi-GPU/MPI training job is slow, and tune it", "collscope"};
+  app.formatter(collscope::cli::help_formatter());  // before the subcommands: they inherit it
   app.set_version_flag("--version", std::string("collscope ") + COLLSCOPE_VERSION);
   app.require_subcommand(1);
+  app.footer("Start with: collscope demo\n'collscope COMMAND --help' describes each command.");
   std::function<int()> action;
 
   collscope::cli::add_trace_command(app, action);
@@ -39,6 +51,15 @@ int main(int argc, char** argv) {
   collscope::plugins::add_cli_commands(app, action);
 #endif
 
+  // Listed under "Commands:" in every help (CLI11's default group name is "Subcommands").
+  std::function<void(CLI::App&)> name_groups = [&](CLI::App& a) {
+    for (CLI::App* sub : a.get_subcommands({})) {
+      sub->group("Commands");
+      name_groups(*sub);
+    }
+  };
+  name_groups(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -48,18 +69,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line, as every usage error: what is wrong and where to look.
-    std::fprintf(stderr, "collscope: %s (see 'collscope --help')\n", e.what());
+    // One line, as every usage error: what is wrong, what was probably meant, and which help to read.
+    std::fprintf(stderr, "%s\n", collscope::cli::usage_error(app, e, argc, argv).c_str());
     return 2;
   }
   if (!action) return 0;
   try {
     return action();
   } catch (const collscope::Error& e) {
-    std::fprintf(stderr, "collscope: %s\n", e.what());
+    std::fprintf(stderr, "collscope: %s\n", one_line(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "collscope: internal error: %s\n", e.what());
+    std::fprintf(stderr, "collscope: internal error: %s\n", one_line(e.what()).c_str());
     return 2;
   }
 }

@@ -1,4 +1,5 @@
 #include <collscope/gui/timeline_view.hpp>
+#include <collscope/run/palette.hpp>
 
 #include <QElapsedTimer>
 #include <QKeyEvent>
@@ -62,23 +63,7 @@ class ColumnRun {
 
 }  // namespace
 
-QColor op_color(store::Op op) {
-  using store::Op;
-  switch (op) {
-    case Op::Allreduce: return QColor(0x1f, 0x77, 0xb4);
-    case Op::Iallreduce: return QColor(0x17, 0xbe, 0xcf);
-    case Op::Bcast: return QColor(0xff, 0x7f, 0x0e);
-    case Op::Reduce: return QColor(0x8c, 0x56, 0x4b);
-    case Op::Allgather: case Op::Allgatherv: return QColor(0x2c, 0xa0, 0x2c);
-    case Op::Gather: case Op::Gatherv: return QColor(0xbc, 0xbd, 0x22);
-    case Op::Scatter: case Op::Scatterv: return QColor(0xe3, 0x77, 0xc2);
-    case Op::ReduceScatter: case Op::ReduceScatterBlock: return QColor(0x94, 0x67, 0xbd);
-    case Op::Alltoall: case Op::Alltoallv: return QColor(0xd6, 0x27, 0x28);
-    case Op::Barrier: return QColor(0x7f, 0x7f, 0x7f);
-    case Op::Send: case Op::Recv: return QColor(0x55, 0x55, 0xaa);
-    default: return QColor(0x99, 0x99, 0x99);
-  }
-}
+QColor op_color(store::Op op) { return QColor(QRgb(run::palette::op_colour(op))); }
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);

@@ -42,6 +42,7 @@ struct Timeline {
   std::int64_t last_us = 0;
   std::int64_t ticks = 0;
   int max_rank = -1;
+  std::uint64_t replaced_sequences = 0;  // ill-formed UTF-8 sequences read as U+FFFD
 };
 
 // Training steps, one window per round of the gradients (µs, rank 0's clock): round k runs from its first

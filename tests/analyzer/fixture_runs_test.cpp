@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -100,7 +101,15 @@ TEST(HorovodFixtures, StragglerWithoutPhasesSaysWhyItCannotBeSeen) {
   EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
   EXPECT_FALSE(a.lateness.measurable());
   EXPECT_NE(a.lateness.basis.find("background thread"), std::string::npos) << a.lateness.basis;
-  EXPECT_NE(text_report(a).find(a.lateness.basis), std::string::npos);
+  // The text report wraps at 100 columns: compare with runs of white space as one space.
+  auto words = [](const std::string& s) {
+    std::string out;
+    for (char c : s)
+      if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+      else if (!out.empty() && out.back() != ' ') out += ' ';
+    return out;
+  };
+  EXPECT_NE(words(text_report(a)).find(words(a.lateness.basis)), std::string::npos);
 }
 
 TEST(HorovodFixtures, AdviceFitsTheJob) {

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -24,11 +26,33 @@ inline std::filesystem::path temp_root(const std::string& prefix) {
   return dir;
 }
 
+// The whole file as bytes; "" when it cannot be read.
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `s` single-quoted for /bin/sh (a ' inside becomes '\'').
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 // Runs `cmd` with /bin/sh; its exit code, 128 + signal when killed.
 inline int shell(const std::string& cmd) {
   const int status = std::system(cmd.c_str());
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 128;
+}
+
+// Runs `collscope ARGS` (the built one; ARGS as the shell reads them) in `dir`, stdout into dir/out.txt and stderr into
+// dir/err.txt; its exit code.
+inline int run_collscope(const std::filesystem::path& dir, const std::string& args) {
+  return shell("cd " + shell_quote(dir.string()) + " && " + shell_quote(bin_dir() + "/collscope") + " " + args +
+               " > out.txt 2> err.txt");
 }
 
 // A checked-in run of tests/data (rank files stored gzipped, *.gz), unpacked once per test process into

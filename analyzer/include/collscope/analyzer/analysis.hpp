@@ -4,6 +4,8 @@
 #include <collscope/analyzer/run_model.hpp>
 #include <collscope/analyzer/findings.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@ struct OpSizeStats {
 };
 
 struct Analysis {
+  AnalysisOptions options;  // what it ran with (the reports draw options.link_gbps)
   Run run;
   ClockAlignment clocks;
   MatchedRun matched;
@@ -36,6 +39,10 @@ struct Analysis {
   double comm_ns = 0;       // mean over ranks: time inside collectives
   double analysis_seconds = 0;
 };
+
+// The job's whole-number option "--NAME N" / "--NAME=N" from its recorded command line (first rank that has it; '-'
+// and '_' in NAME match either). nullopt when absent or not a number that fits 64 bits: unknown, never an error.
+std::optional<std::int64_t> command_line_int(const Run& run, const std::string& name);
 
 Analysis analyze_run(const std::string& run_dir, const AnalysisOptions& options = {});
 Analysis analyze(Run run, const AnalysisOptions& options = {});

@@ -39,6 +39,7 @@ using run::format_bandwidth;
 using run::format_bytes;
 using run::format_duration;
 using run::format_ms;
+using run::wrap_text;
 using run::load_run;
 using run::median_of;
 using run::member_indices;

@@ -51,6 +51,13 @@ class Strategy {
   std::vector<std::vector<double>> grid_;
 };
 
+// The GP costs O(n^2) memory and O(n^3) time per likelihood evaluation: above this many observations the model sees
+// a subset (model_observations), so a fit stays near a second and a report over a 75 000-trial study stays bounded.
+inline constexpr std::size_t kMaxModelObservations = 256;
+// At most kMaxModelObservations of the history, non-finite values left out: all of it when it is small enough, else
+// the best half by value and the rest evenly spaced in trial order. Deterministic.
+std::vector<Observation> model_observations(const std::vector<Observation>& history);
+
 // Fits the tuner's GP to the history (failed trials imputed with the worst success, so the model
 // learns to avoid their region). Returns false when there are fewer than two successes.
 bool fit_model(const SearchSpace& space, const std::vector<Observation>& history, std::uint64_t seed,
