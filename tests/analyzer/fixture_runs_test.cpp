@@ -7,7 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
 
@@ -167,5 +172,54 @@ TEST(HorovodFixtures, NoMismatchHangOrStallOnThePlainRuns) {
     EXPECT_EQ(find(a, FindingKind::Mismatch), nullptr) << name << "\n" << text_report(a);
     EXPECT_EQ(find(a, FindingKind::Stall), nullptr) << name << "\n" << text_report(a);
     EXPECT_TRUE(a.notes.empty()) << name;
+  }
+}
+
+// Golden reports, in the Perfetto style: the exact JSON report of each fixture is checked in beside it
+// (tests/data/horovod-0.28.1-cpu/golden/), so any change in any number is a visible diff in review. Numbers are
+// compared at 6 significant digits (the last bits of a double may differ between compilers); the run directory
+// and rank files (temporary paths) keep their names only, the analysis time is left out. Regenerate after an intended change with
+// COLLSCOPE_UPDATE_GOLDEN=1 ctest -R Golden, and read the diff before committing it.
+namespace {
+
+nlohmann::json comparable(const nlohmann::json& j) {
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : j.items())
+      if (k == "file" && v.is_string()) out[k] = fs::path(v.get<std::string>()).filename().string();  // a temp path
+      else if (k != "run_dir" && k != "analysis_seconds") out[k] = comparable(v);
+    return out;
+  }
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : j) out.push_back(comparable(v));
+    return out;
+  }
+  if (j.is_number_float()) return std::stod(fmt::format("{:.6g}", j.get<double>()));
+  return j;
+}
+
+}  // namespace
+
+TEST(HorovodFixtures, GoldenReports) {
+  const fs::path golden_dir = fs::path(COLLSCOPE_TEST_DATA_DIR) / "horovod-0.28.1-cpu" / "golden";
+  const bool update = std::getenv("COLLSCOPE_UPDATE_GOLDEN") != nullptr;
+  for (const char* name : {"plain", "plain-nvtx", "straggler-rank1-30ms", "straggler-rank1-30ms-nvtx", "hang-rank1-never-submits"}) {
+    const std::string actual = comparable(json_report(fixture(name))).dump(1) + "\n";
+    const fs::path golden = golden_dir / (std::string(name) + ".json");
+    if (update) {
+      fs::create_directories(golden_dir);
+      std::ofstream(golden) << actual;
+      continue;
+    }
+    std::ifstream in(golden);
+    ASSERT_TRUE(in) << golden << " is missing: run with COLLSCOPE_UPDATE_GOLDEN=1 to write it";
+    const std::string expected((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (actual != expected) {
+      const fs::path got = collscope::test::temp_root("collscope-golden") / (std::string(name) + ".json");
+      std::ofstream(got) << actual;
+      ADD_FAILURE() << name << ": the report changed; see `diff " << golden.string() << " " << got.string()
+                    << "`; if intended, regenerate with COLLSCOPE_UPDATE_GOLDEN=1";
+    }
   }
 }
