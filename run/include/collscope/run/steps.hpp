@@ -55,7 +55,7 @@ struct Step {
 // How the steps were found.
 enum class StepMethod {
   None,
-  Nvtx,          // NVTX ranges named as StepOptions::range_name (also what `collscope trace` marks in Python jobs)
+  Nvtx,          // NVTX ranges named as StepOptions::range_name (the job's own marks)
   CallPattern,   // the same sequence of (op, bytes) repeats on the reference communicator
   PayloadBytes,  // the bytes one class of payload collectives (e.g. float sum allreduces) carries add up to the
                  // same total every step, however they are split (Horovod's fusion varies from step to step)
