@@ -30,14 +30,15 @@ DurationUnit duration_unit(double max_ns) {
 
 std::string step_label(double k) { return fmt::format("{:.0f}", k); }
 
-// A rank × step heat map of one per-rank field of Step: who made the others wait (a straggler is a dark row).
-std::string rank_step_map(const Analysis& a, const std::string& title, std::vector<double> Step::*field,
-                          const std::string& what) {
+// A rank × step heat map of one per rank, per step matrix of run::Lateness (its one definition): a straggler is a
+// dark row in lateness, its victims dark rows in wait.
+std::string rank_step_map(const Analysis& a, const std::string& title, const std::vector<std::vector<double>>& per_rank,
+                          const std::string& value_label, const std::string& what) {
   chart::HeatMap m;
   m.title = title;
   m.x.label = "step";
   m.x.format = step_label;
-  m.value_label = "late per step";
+  m.value_label = value_label;
   m.format_value = [](double ns) { return format_duration(ns); };
   m.tip = [what](const std::string& row, const std::string& col, double v) {
     return fmt::format("{}, step {}: {} {}", row, col, format_duration(v), what);
@@ -45,7 +46,10 @@ std::string rank_step_map(const Analysis& a, const std::string& title, std::vect
   for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
     m.row_labels.push_back(fmt::format("rank {}", a.run.ranks[r].world_rank));
     std::vector<double> row;
-    for (const auto& s : a.steps.steps) row.push_back(r < (s.*field).size() ? (s.*field)[r] : 0);
+    for (const auto& s : a.steps.steps) {
+      const auto k = static_cast<std::size_t>(s.index);
+      row.push_back(r < per_rank.size() && k < per_rank[r].size() ? per_rank[r][k] : 0);
+    }
     m.cells.push_back(std::move(row));
   }
   return chart::render(m);
@@ -54,21 +58,23 @@ std::string rank_step_map(const Analysis& a, const std::string& title, std::vect
 std::string lateness_section(const Analysis& a) {
   if (a.steps.steps.empty() || a.run.ranks.empty())
     return "<p>No steps found (no NVTX step ranges, no repeating pattern): no heat map.</p>";
-  std::string out = rank_step_map(a, "Late into collectives, per rank and step", &Step::rank_lateness_ns,
-                                  "after the first rank, over the step's collectives");
-  out += "<p class=\"note\"><b>Lateness</b>: how long after the first rank a rank entered each collective, summed "
-         "over the step. The ranks that came earlier waited that long for it, so a rank late step after step (a dark "
-         "row) holds all the others up: a straggler. More rows or steps than fit are merged (their maximum).</p>\n";
-  bool phases = false;
-  for (const auto& s : a.steps.steps)
-    for (double v : s.rank_phase_lag_ns) phases |= v > 0;
-  if (phases)
-    out += rank_step_map(a, "Late into the step's phases (NVTX), per rank and step", &Step::rank_phase_lag_ns,
-                         "later than the other ranks into the step's phases") +
-           "<p class=\"note\">How much later than the other ranks (their median) a rank started the phases of the "
-           "step (NVTX ranges such as forward and backward, from the start of its own step). A job that negotiates "
-           "its collectives in a background thread (Horovod) starts them together on every rank, so its straggler "
-           "shows here and not in the collectives.</p>\n";
+  if (!a.lateness.measurable())
+    return fmt::format("<p>Lateness and wait {}.</p>\n", xml_escape(a.lateness.basis));
+  const bool phases = a.lateness.source == run::LatenessSource::Phases;
+  std::string out = rank_step_map(a, phases ? "Lateness at the step's phases (NVTX), per rank and step"
+                                            : "Lateness at the synchronising collectives, per rank and step",
+                                  a.lateness.lateness_ns, "late per step", "late");
+  out += fmt::format(
+      "<p class=\"note\"><b>Lateness</b> {}. {} A rank late step after step (a dark row) holds all the others up: "
+      "a straggler. More rows or steps than fit are merged (their maximum).</p>\n",
+      xml_escape(a.lateness.basis),
+      phases ? "From phases: how much later than the other ranks (their median) a rank reaches the point of the "
+               "step where it is furthest behind (NVTX ranges such as forward and backward). A job that negotiates "
+               "in a background thread (Horovod) starts its collectives together on every rank, so its straggler "
+               "shows here and not in the collectives."
+             : "From collectives: at each synchronising collective a rank arrives at last, how much after the "
+               "second-last it arrived, summed over the step.");
+  out += rank_step_map(a, "Wait for other ranks, per rank and step", a.lateness.wait_ns, "wait per step", "waiting");
   return out;
 }
 
@@ -161,7 +167,7 @@ std::string busbw_section(const Analysis& a) {
     for (const auto& s : a.op_sizes) {
       if (s.op != op) continue;
       const double x = double(s.size_bucket_bytes);
-      const std::string where = fmt::format("{} of {} to {}", name, format_bytes(x), format_bytes(2 * x));
+      const std::string where = fmt::format("{} of {}", name, run::format_size_range(s.min_bytes, s.max_bytes));
       median.points.push_back({.x = x, .y = s.median_busbw_gbps,
                                .tip = fmt::format("{}: median {} over {} calls, {} in total", where,
                                                   format_bandwidth(s.median_busbw_gbps), s.instances,
@@ -209,24 +215,28 @@ std::string tables_section(const Analysis& a) {
     out += "<h2>Collectives by time</h2>\n<table><tr><th>operation</th><th>message size</th><th>calls</th><th>time</th>"
            "<th>busbw median</th><th>busbw best</th></tr>\n";
     for (const auto& s : sizes)
-      out += fmt::format("<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td>{} – {}</td><td class=\"n\">{}</td>"
+      out += fmt::format("<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td>{}</td><td class=\"n\">{}</td>"
                          "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
-                         palette::hex(palette::op_colour(s.op)), store::op_name(s.op), format_bytes(double(s.size_bucket_bytes)),
-                         format_bytes(2.0 * double(s.size_bucket_bytes)), s.instances, format_duration(s.total_duration_ns),
+                         palette::hex(palette::op_colour(s.op)), store::op_name(s.op),
+                         run::format_size_range(s.min_bytes, s.max_bytes), s.instances, format_duration(s.total_duration_ns),
                          format_bandwidth(s.median_busbw_gbps), format_bandwidth(s.best_busbw_gbps));
     out += "</table>\n";
   }
-  out += "<h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th><th>collectives</th><th>waited</th><th>held others up</th>"
-         "<th>clock offset</th><th>clock residual</th></tr>\n";
+  out += "<h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th><th>collectives</th><th>late (median step)</th>"
+         "<th>waits (median step)</th><th>late in all</th><th>clock offset</th><th>clock residual</th></tr>\n";
+  const bool measured = a.lateness.measurable();
   for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
     out += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                       "<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                       "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
                        a.run.ranks[r].world_rank, xml_escape(a.run.ranks[r].host), a.run.ranks[r].collectives.size(),
-                       format_duration(a.matched.wait_ns_by_rank[r]), format_duration(a.matched.blame_ns_by_rank[r]),
+                       measured ? format_duration(a.lateness.median_lateness_ns[r]) : "–",
+                       measured ? format_duration(a.lateness.median_wait_ns[r]) : "–",
+                       measured ? format_duration(a.lateness.total_lateness_ns[r]) : "–",
                        format_duration(double(a.clocks.offset_ns[r])), format_duration(a.clocks.residual_ns[r]));
-  out += "</table>\n<p class=\"note\"><b>Waited</b>: time inside collectives before the last rank arrived. <b>Held others "
-         "up</b>: time the rank alone kept the others waiting (it arrived last). <b>Clock offset</b>: added to the rank's "
-         "clock to put it on the run's time line; <b>residual</b>: how well the collectives' ends agree after that.</p>\n";
+  out += fmt::format("</table>\n<p class=\"note\"><b>Late</b> and <b>waits</b>: {}. <b>Clock offset</b>: added to the "
+                     "rank's clock to put it on the run's time line; <b>residual</b>: how well the collectives' ends "
+                     "agree after that.</p>\n",
+                     xml_escape(a.lateness.basis));
   return out;
 }
 
@@ -261,7 +271,10 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;font-
 svg{display:block;margin:.5em 0}</style></head><body>
 )";
   out += fmt::format("<h1>collscope analysis</h1>\n<p><code>{}</code></p>\n<p>{}</p>\n", xml_escape(a.run.dir), xml_escape(summary_html(a)));
+  if (!a.steps.basis.empty())
+    out += fmt::format("<p>Steps ({}, confidence {:.2f}): {}</p>\n", a.steps.source, a.steps.confidence, xml_escape(a.steps.basis));
   for (const auto& p : a.run.problems) out += fmt::format("<p><b>Problem:</b> {}</p>\n", xml_escape(p));
+  for (const auto& n : a.notes) out += fmt::format("<p><b>Note:</b> {}</p>\n", xml_escape(n));
   out += findings_section(a);
   out += "<h2>Who is late</h2>\n" + lateness_section(a);
   out += "<h2>Step time</h2>\n" + step_time_per_rank_section(a) + step_breakdown_section(a);

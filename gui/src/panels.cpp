@@ -141,8 +141,9 @@ QVariant StatisticsModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case Op: return QString::fromStdString(std::string(store::op_name(r.op)));
     case Size:
-      return QString::fromStdString(fmt::format("{} – {}", format_bytes(double(r.size_bucket_bytes)),
-                                                format_bytes(double(r.size_bucket_bytes) * 2)));
+      return QString::fromStdString(r.max_bytes > 0 ? run::format_size_range(r.min_bytes, r.max_bytes)
+                                                    : fmt::format("{} – {}", format_bytes(double(r.size_bucket_bytes)),
+                                                                  format_bytes(double(r.size_bucket_bytes) * 2)));
     case Count: return QVariant::fromValue<qlonglong>(r.count);
     case Time: return QString::fromStdString(format_duration(double(r.total_ns)));
     case BusBw: return QString::fromStdString(run::format_bandwidth(r.busbw_gbps));

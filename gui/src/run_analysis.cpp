@@ -101,6 +101,8 @@ std::shared_ptr<const RunData> analyze_loaded_run(const RunData& loaded) {
   for (const auto& s : a.op_sizes)
     out->statistics.push_back({.op = s.op,
                                .size_bucket_bytes = s.size_bucket_bytes,
+                               .min_bytes = s.min_bytes,
+                               .max_bytes = s.max_bytes,
                                .count = s.instances,
                                .total_ns = static_cast<std::int64_t>(s.total_duration_ns),
                                .busbw_gbps = s.median_busbw_gbps});

@@ -125,6 +125,8 @@ int run_import(const ImportArgs& args) {
                counts.truncated ? " (the file ended mid-event: the complete events were kept)" : "",
                counts.replaced_utf8 ? fmt::format(" ({} invalid UTF-8 sequence(s) in names read as U+FFFD)", counts.replaced_utf8).c_str() : "",
                args.run_dir.c_str());
+  if (!counts.lateness_unknown.empty())
+    std::fprintf(stderr, "collscope import: %s: %s\n", args.input.c_str(), counts.lateness_unknown.c_str());
   return 0;
 }
 

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cctype>
 #include <filesystem>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <unordered_map>
 
@@ -64,6 +66,20 @@ int Run::string_id(const std::string& value) const {
   for (std::size_t i = 0; i < strings.size(); ++i)
     if (strings[i] == value) return static_cast<int>(i);
   return -1;
+}
+
+Reduction reduction_of(std::string_view name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view prefix : {"mpi_", "nccl"})
+    if (n.starts_with(prefix)) n.erase(0, prefix.size());
+  if (n.empty()) return Reduction::None;
+  if (n == "sum" || n == "avg" || n == "average") return Reduction::Sum;
+  if (n == "prod") return Reduction::Product;
+  if (n == "max" || n == "min" || n == "maxloc" || n == "minloc") return Reduction::MinMax;
+  if (n == "band" || n == "bor" || n == "bxor") return Reduction::Bitwise;
+  if (n == "land" || n == "lor" || n == "lxor") return Reduction::Logical;
+  return Reduction::Other;
 }
 
 namespace {
@@ -133,7 +149,12 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
     t.monotonic_end_ns = reader.meta_int(store::meta_key::kMonotonicEnd).value_or(0);
     t.realtime_end_ns = reader.meta_int(store::meta_key::kRealtimeEnd).value_or(0);
     t.events_dropped = reader.meta_int(store::meta_key::kEventsDropped).value_or(0);
-    const auto string_map = shared.map_strings(reader.strings());
+    const auto local_strings = reader.strings();
+    const auto string_map = shared.map_strings(local_strings);
+    auto reduction = [&](std::int64_t local) {
+      return (local > 0 && static_cast<std::size_t>(local) < local_strings.size()) ? reduction_of(local_strings[local])
+                                                                                   : Reduction::None;
+    };
     auto global_string = [&](std::int64_t local) {
       return (local >= 0 && static_cast<std::size_t>(local) < string_map.size()) ? string_map[local] : 0;
     };
@@ -171,6 +192,7 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       c.datatype = global_string(r.datatype);
       c.root = root;
       c.op = r.op;
+      c.reduction = reduction(r.reduce_op);
       c.thread = static_cast<std::uint16_t>(std::clamp<std::int64_t>(r.thread, 0, 0xffff));
       return true;
     };
@@ -235,6 +257,41 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
   }
 }
 
+// The loader threads meet strings and communicators in whatever order they run; renumber both in an order that
+// depends on the data only (strings sorted; communicators by size, largest first, then key), so that two loads of
+// one run are the same run, down to the order of the report's lists.
+void number_canonically(Run& run) {
+  std::vector<int> string_order(run.strings.size());
+  std::iota(string_order.begin(), string_order.end(), 0);
+  std::sort(string_order.begin() + 1, string_order.end(), [&](int a, int b) { return run.strings[a] < run.strings[b]; });
+  std::vector<std::int32_t> new_string(run.strings.size());
+  std::vector<std::string> strings(run.strings.size());
+  for (std::size_t i = 0; i < string_order.size(); ++i) {
+    new_string[string_order[i]] = static_cast<std::int32_t>(i);
+    strings[i] = std::move(run.strings[string_order[i]]);
+  }
+  run.strings = std::move(strings);
+  std::vector<int> comm_order(run.communicators.size());
+  std::iota(comm_order.begin(), comm_order.end(), 0);
+  std::sort(comm_order.begin(), comm_order.end(), [&](int a, int b) {
+    const auto &x = run.communicators[a], &y = run.communicators[b];
+    return x.members.size() != y.members.size() ? x.members.size() > y.members.size() : x.key < y.key;
+  });
+  std::vector<std::int32_t> new_comm(run.communicators.size());
+  std::vector<Communicator> comms(run.communicators.size());
+  for (std::size_t i = 0; i < comm_order.size(); ++i) {
+    new_comm[comm_order[i]] = static_cast<std::int32_t>(i);
+    comms[i] = std::move(run.communicators[comm_order[i]]);
+  }
+  run.communicators = std::move(comms);
+  for (auto& rank : run.ranks) {
+    for (auto& c : rank.collectives) c.comm = new_comm[c.comm], c.datatype = new_string[c.datatype];
+    for (auto& f : rank.calls_in_flight) f.call.comm = new_comm[f.call.comm], f.call.datatype = new_string[f.call.datatype];
+    for (auto& n : rank.nvtx_ranges) n.name = new_string[n.name];
+    for (auto& g : rank.gpu_activities) g.name = new_string[g.name];
+  }
+}
+
 }  // namespace
 
 Run RunLoader::load(const std::string& run_dir) const {
@@ -286,6 +343,7 @@ Run RunLoader::load(const std::string& run_dir) const {
       run.problems.push_back(fmt::format("{}: the tracer dropped {} events", r.path, r.events_dropped));
   run.strings = std::move(shared.strings);
   run.communicators = std::move(shared.communicators);
+  number_canonically(run);
   return run;
 }
 

@@ -3,18 +3,19 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <numeric>
+
+#include <fmt/format.h>
 
 #include <collscope/run/call_index.hpp>
 #include <collscope/run/statistics.hpp>
 
+#include "step_inference.hpp"
+
 namespace collscope::run {
 namespace {
 
-struct Window {
-  std::int64_t start_ns, end_ns;  // raw, rank clock
-};
+using Window = detail::StepWindow;
 
 // CPU compute of `rank`: its innermost NVTX ranges other than steps that hold no collective call of their own
 // thread (a range around a blocking call does not hide it; forward/backward on the main thread while a
@@ -55,63 +56,6 @@ std::vector<std::vector<Window>> nvtx_windows(const Run& run, const StepNames& s
   return out;
 }
 
-// Per step and rank index: how much later than the other ranks (their median) the rank started the step's phases,
-// the NVTX ranges inside its step range matched by name, measured from its own step's start; the largest lag over
-// the phase names, 0 when not late. Only names every rank has in nearly every step count (a rank-specific range
-// says nothing by its start). A Horovod-style job negotiates in a background thread, so its collectives start
-// together on all ranks and a straggler shows only here.
-void add_phase_lag(const Run& run, const StepNames& step_names, const std::vector<std::vector<Window>>& windows,
-                   std::vector<Step>& steps) {
-  const std::size_t n = run.ranks.size(), nsteps = steps.size();
-  for (auto& st : steps) st.rank_phase_lag_ns.assign(n, 0);
-  if (n < 2 || nsteps == 0) return;
-  // offsets[name][rank * nsteps + step]: first start of the phase in the step − the step's start (ns), −1 if none.
-  std::map<std::int32_t, std::vector<double>> offsets;
-  for (std::size_t r = 0; r < n; ++r) {
-    const auto& w = windows[r];
-    for (const auto& x : run.ranks[r].nvtx_ranges) {
-      if (step_names.contains(x.name)) continue;
-      auto it = std::upper_bound(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(std::min(nsteps, w.size())), x.start_ns,
-                                 [](std::int64_t v, const Window& win) { return v < win.start_ns; });
-      if (it == w.begin()) continue;
-      --it;
-      if (x.start_ns >= it->end_ns) continue;
-      auto& per = offsets[x.name];
-      if (per.empty()) per.assign(n * nsteps, -1);
-      double& slot = per[r * nsteps + static_cast<std::size_t>(it - w.begin())];
-      const double off = double(x.start_ns - it->start_ns);
-      if (slot < 0 || off < slot) slot = off;
-    }
-  }
-  std::vector<double> others;
-  for (const auto& [name, per] : offsets) {
-    std::size_t present = 0;
-    for (double v : per) present += v >= 0;
-    if (present < n * nsteps * 9 / 10) continue;
-    for (std::size_t k = 0; k < nsteps; ++k)
-      for (std::size_t r = 0; r < n; ++r) {
-        if (per[r * nsteps + k] < 0) continue;
-        others.clear();
-        for (std::size_t o = 0; o < n; ++o)
-          if (o != r && per[o * nsteps + k] >= 0) others.push_back(per[o * nsteps + k]);
-        if (others.empty()) continue;
-        double& lag = steps[k].rank_phase_lag_ns[r];
-        lag = std::max(lag, per[r * nsteps + k] - median_of(others));
-      }
-  }
-}
-
-// Smallest period p (in calls) with which the (op, bytes) sequence repeats for >= 90 % of the calls.
-int find_period(const std::vector<std::pair<int, std::int64_t>>& sig) {
-  const std::size_t n = sig.size();
-  for (std::size_t p = 1; p <= n / 3; ++p) {
-    std::size_t same = 0;
-    for (std::size_t i = 0; i + p < n; ++i) same += sig[i] == sig[i + p];
-    if (same >= 0.9 * static_cast<double>(n - p)) return static_cast<int>(p);
-  }
-  return 0;
-}
-
 }  // namespace
 
 bool is_step_range_name(std::string_view name, std::string_view range_name) {
@@ -122,6 +66,20 @@ bool is_step_range_name(std::string_view name, std::string_view range_name) {
   return name.size() == range_name.size() || !std::isalpha(static_cast<unsigned char>(name[range_name.size()]));
 }
 
+std::string_view step_method_name(StepMethod m) {
+  switch (m) {
+    case StepMethod::None: return "none";
+    case StepMethod::Nvtx: return "nvtx";
+    case StepMethod::CallPattern: return "call_pattern";
+    case StepMethod::PayloadBytes: return "payload_bytes";
+  }
+  return "none";
+}
+
+std::string_view StepSummary::confidence_label() const {
+  return confidence >= 0.8 ? "high" : confidence >= 0.5 ? "medium" : "low";
+}
+
 StepNames::StepNames(const Run& run, std::string_view range_name) : ids_(run.strings.size(), false) {
   for (std::size_t i = 1; i < run.strings.size(); ++i)
     if (is_step_range_name(run.strings[i], range_name)) ids_[i] = true, ++count_;
@@ -129,48 +87,35 @@ StepNames::StepNames(const Run& run, std::string_view range_name) : ids_(run.str
 
 StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched) const {
   StepSummary out;
+  out.range_name = options_.range_name;
   const std::size_t nranks = run.ranks.size();
   const StepNames step_names(run, options_.range_name);
   auto windows = nvtx_windows(run, step_names);
   std::size_t steps = SIZE_MAX;
   for (const auto& w : windows) steps = std::min(steps, w.size());
   out.source = "nvtx";
+  out.method = StepMethod::Nvtx;
+  out.confidence = 1;
+  bool first_partial = false;
   if (steps == 0 || steps == SIZE_MAX) {
-    // Inferred: the pattern of the reference communicator's calls on the first rank.
-    windows.assign(nranks, {});
-    const int ref = nranks > 0 ? matched.reference_comm : -1;
-    steps = 0;
-    if (ref >= 0) {
-      std::size_t calls = SIZE_MAX;
-      for (std::size_t r = 0; r < nranks; ++r) calls = std::min(calls, matched.call_index[r][ref].size());
-      std::vector<std::pair<int, std::int64_t>> sig;
-      for (std::size_t s = 0; s < calls; ++s) {
-        const auto j = matched.call_index[0][ref][s];
-        const auto& c = run.ranks[0].collectives[j < 0 ? 0 : j];
-        sig.emplace_back(static_cast<int>(c.op), c.bytes);
-      }
-      const int p = find_period(sig);
-      if (p > 0 && calls / p >= 2) {
-        out.period_calls = p;
-        steps = calls / p;
-        for (std::size_t r = 0; r < nranks; ++r) {
-          const auto& idx = matched.call_index[r][ref];
-          const auto& cs = run.ranks[r].collectives;
-          for (std::size_t k = 0; k < steps; ++k) {
-            const auto a = idx[k * p];
-            const auto b = k + 1 < steps ? idx[(k + 1) * p] : idx[(k + 1) * p - 1];
-            if (a < 0 || b < 0) continue;
-            windows[r].push_back({cs[a].start_ns, k + 1 < steps ? cs[b].start_ns : cs[b].end_ns});
-          }
-        }
-        for (const auto& w : windows) steps = std::min(steps, w.size());
-        out.source = "inferred";
-      }
-    }
-    if (steps == 0) {
+    auto inferred = detail::infer_steps(run, matched);
+    out.basis = std::move(inferred.basis);
+    if (inferred.windows.empty()) {
       out.source = "none";
+      out.method = StepMethod::None;
+      out.confidence = 0;
       return out;
     }
+    windows = std::move(inferred.windows);
+    steps = windows.front().size();
+    out.source = "inferred";
+    out.method = inferred.method;
+    out.confidence = inferred.confidence;
+    out.period_calls = inferred.period_calls;
+    out.bytes_per_step = inferred.bytes_per_step;
+    first_partial = inferred.first_step_partial;
+  } else {
+    out.basis = fmt::format("NVTX ranges named \"{}\" on every rank", options_.range_name);
   }
 
   out.steps.resize(steps);
@@ -179,12 +124,10 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     st.index = static_cast<int>(k);
     st.rank_duration_ns.assign(nranks, 0);
     st.rank_wait_ns.assign(nranks, 0);
-    st.rank_lateness_ns.assign(nranks, 0);
+    st.rank_start_ns.assign(nranks, 0);
     st.start_ns = INT64_MAX;
     st.end_ns = INT64_MIN;
   }
-  if (out.source == "nvtx") add_phase_lag(run, step_names, windows, out.steps);
-  else for (auto& st : out.steps) st.rank_phase_lag_ns.assign(nranks, 0);
   std::vector<double> comm(steps * nranks, 0), exposed(steps * nranks, 0);
   for (std::size_t r = 0; r < nranks; ++r) {
     const auto& rank = run.ranks[r];
@@ -192,6 +135,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     for (std::size_t k = 0; k < steps; ++k) {
       auto& st = out.steps[k];
       st.rank_duration_ns[r] = static_cast<double>(w[k].end_ns - w[k].start_ns);
+      st.rank_start_ns[r] = clocks.aligned(static_cast<int>(r), w[k].start_ns);
       st.start_ns = std::min(st.start_ns, clocks.aligned(static_cast<int>(r), w[k].start_ns));
       st.end_ns = std::max(st.end_ns, clocks.aligned(static_cast<int>(r), w[k].end_ns));
     }
@@ -232,6 +176,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       while (k < steps && call.start_ns >= w[k].end_ns) ++k;
       if (k >= steps) break;
       if (call.start_ns < w[k].start_ns) continue;  // between steps
+      if (is_nonblocking(call.op)) continue;        // its span is the job's own work, not communication
       const std::int64_t a = std::max(call.start_ns, covered_until);
       const std::int64_t b = std::min(call.end_ns, w[k].end_ns);
       covered_until = std::max(covered_until, call.end_ns);
@@ -244,15 +189,10 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
                                    [](const InstanceSummary& s, std::int32_t v) { return s.seq < v; });
         pos = static_cast<std::size_t>(it - matched.instances.begin());
       }
-      std::int64_t lateness = 0;
-      if (pos < hi && matched.instances[pos].seq == call.seq) {
-        const auto& inst = matched.instances[pos];
-        const std::int64_t arrival = clocks.aligned(static_cast<int>(r), call.start_ns);
-        wait = std::max<std::int64_t>(0, std::min(inst.last_arrival_ns, clocks.aligned(static_cast<int>(r), call.end_ns)) - arrival);
-        if (inst.ranks >= 2) lateness = std::max<std::int64_t>(0, arrival - inst.first_arrival_ns);
-      }
+      if (pos < hi && matched.instances[pos].seq == call.seq)
+        wait = std::max<std::int64_t>(0, std::min(matched.instances[pos].last_arrival_ns, clocks.aligned(static_cast<int>(r), call.end_ns)) -
+                                             clocks.aligned(static_cast<int>(r), call.start_ns));
       out.steps[k].rank_wait_ns[r] += static_cast<double>(wait);
-      out.steps[k].rank_lateness_ns[r] += static_cast<double>(lateness);
       if (b <= a) continue;
       comm[k * nranks + r] += static_cast<double>(b - a);
       // Exposed: the transfer part of the call (after the last arrival) that no compute overlaps. Waiting is
@@ -273,7 +213,8 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       st.exposed_comm_ns += exposed[k * nranks + r] / nranks;
     }
   }
-  out.warmup_steps = std::clamp(options_.warmup_steps, 0, static_cast<int>(steps));
+  // A first step seen only from its first payload call is never measured (it lacks its compute).
+  out.warmup_steps = std::clamp(std::max(options_.warmup_steps, first_partial ? 1 : 0), 0, static_cast<int>(steps));
   const std::size_t first = static_cast<std::size_t>(out.warmup_steps);
   if (first == steps) return out;  // no measured step yet
   for (std::size_t k = first; k < steps; ++k) {

@@ -44,7 +44,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
                                           .monotonic_start_ns = kMonotonicBase,
                                           .realtime_start_ns = kRealtimeBase,
                                           .fusion_threshold = spec.fusion_threshold});
-    w->set_meta(store::meta_key::kCommandLine, fmt::format("synthetic_trainer --batch-size {}", spec.batch_size));
+    w->set_meta(store::meta_key::kCommandLine, fmt::format("{} --batch-size {}", spec.program, spec.batch_size));
     w->set_meta("env.HOROVOD_CYCLE_TIME", fmt::format("{}", spec.cycle_time_ms));
     w->add_thread({1, 1000 + r, "main"});
     if (spec.compute_thread_ranges) w->add_thread({2, 3000 + r, "compute"});

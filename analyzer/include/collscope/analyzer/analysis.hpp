@@ -15,10 +15,11 @@ namespace collscope::analyzer {
 struct OpSizeStats {
   store::Op op = store::Op::Unknown;
   std::int64_t size_bucket_bytes = 0;  // lower bound: 2^k
+  std::int64_t min_bytes = 0, max_bytes = 0;  // the sizes actually seen in the bucket (reports show these)
   std::int64_t instances = 0;
   double total_duration_ns = 0;
   double median_busbw_gbps = 0;
-  double best_busbw_gbps = 0;
+  double best_busbw_gbps = 0;  // the 95th percentile (run::p95_of_sorted), as in the findings
   std::vector<double> busbw_samples;  // up to 256, for compare's statistics
 };
 
@@ -26,8 +27,12 @@ struct OpSizeStats {
 struct RunResults {
   AnalysisOptions options;  // what it ran with (the reports draw options.link_gbps)
   StepSummary steps;
+  Lateness lateness;  // who is late and who waits, per step and rank (the one definition, run/lateness.hpp)
   std::vector<OpSizeStats> op_sizes;
   std::vector<Finding> findings;
+  // Statements that are not findings: what the trace lacks and why (a rank's file cut short by a kill), one line
+  // each, printed under the summary.
+  std::vector<std::string> notes;
   double wall_ns = 0;       // aligned first arrival → last completion
   double comm_ns = 0;       // mean over ranks: time inside collectives
   double analysis_seconds = 0;

@@ -6,6 +6,7 @@
 #include <collscope/run/statistics.hpp>
 #include <collscope/run/clock_alignment.hpp>
 #include <collscope/run/format.hpp>
+#include <collscope/run/lateness.hpp>
 #include <collscope/run/matching.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/run/steps.hpp>
@@ -21,6 +22,7 @@ using run::CollectiveMatcher;
 using run::Communicator;
 using run::GpuActivity;
 using run::InstanceSummary;
+using run::Lateness;
 using run::LoadOptions;
 using run::MatchedRun;
 using run::Mismatch;

@@ -36,6 +36,7 @@ struct Finding {
 struct StatisticsRow {
   store::Op op = store::Op::Unknown;
   std::int64_t size_bucket_bytes = 0;  // lower bound, a power of two
+  std::int64_t min_bytes = 0, max_bytes = 0;  // the sizes seen in the bucket (shown: never the bucket's bounds)
   std::int64_t count = 0;
   std::int64_t total_ns = 0;  // time of the instances (transfer time), summed
   double busbw_gbps = 0;      // median bus bandwidth (nccl-tests definition), GB/s

@@ -10,6 +10,9 @@ namespace collscope::run {
 
 // Binary units with 3 significant digits: "400 B", "64 KiB", "1.5 MiB", "2 GiB". Exact sizes, never buckets.
 std::string format_bytes(double bytes);
+// The sizes a group of collectives had: "400 B", or "264 KiB–330 KiB" (the smallest and largest seen, never a
+// bucket's bounds).
+std::string format_size_range(std::int64_t lo, std::int64_t hi);
 // "830 ns", "12.3 µs", "1.25 ms", "2.5 s" (3 significant digits, sign kept).
 std::string format_duration(double ns);
 // Milliseconds with two decimals, for tables whose columns must line up: "12.34 ms".

@@ -9,9 +9,22 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collscope::run {
+
+// What a reduction does, from its operator's name ("MPI_SUM", "ncclAvg", "MPI_BAND"): sums and averages carry
+// data (gradients, residuals); bitwise and logical reductions carry flags and bit vectors (Horovod's readiness
+// negotiation), control traffic that says nothing about the job's progress.
+enum class Reduction : std::uint8_t { None = 0, Sum, Product, MinMax, Bitwise, Logical, Other };
+Reduction reduction_of(std::string_view op_name);
+inline bool is_control_reduction(Reduction r) { return r == Reduction::Bitwise || r == Reduction::Logical; }
+
+// Non-blocking and persistent calls (MPI_Iallreduce, MPI_Ibcast, MPI_Allreduce_init, ...): their rows run from the
+// call to the request's completion, with the job's own work in between, so that span is neither transfer time nor
+// time spent communicating. (Every such op's name starts with "i" or ends with "_init".)
+bool is_nonblocking(store::Op op);
 
 // One rank's call of one collective, 56 bytes (10 M of them fit in ~560 MB).
 struct CollectiveCall {
@@ -27,9 +40,10 @@ struct CollectiveCall {
   store::Op op = store::Op::Unknown;
   // How full the fusion buffer this call sent from was, 1..100 %; 0 when it sent from no fusion buffer (see
   // RunLoader: an address reused with different sizes, capacity the job's HOROVOD_FUSION_THRESHOLD or its
-  // largest use). Fits the padding: still 56 bytes.
+  // largest use). It, the reduction and the thread fit the padding: still 56 bytes.
   std::uint8_t fusion_fill_pct = 0;
-  std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1); fits the padding too
+  Reduction reduction = Reduction::None;
+  std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1)
 };
 static_assert(sizeof(CollectiveCall) == 56, "CollectiveCall is sized for 10 M calls in ~560 MB");
 

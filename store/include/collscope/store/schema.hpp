@@ -320,6 +320,11 @@ inline constexpr std::string_view kRealtimeStart = "clock_realtime_start_ns";
 inline constexpr std::string_view kMonotonicEnd = "clock_monotonic_end_ns";
 inline constexpr std::string_view kRealtimeEnd = "clock_realtime_end_ns";
 inline constexpr std::string_view kEventsDropped = "events_dropped";
+// Written by importers whose source cannot tell when each rank arrived (a Horovod Timeline recorded with the
+// response cache on): one line why; readers then report lateness as not measurable.
+inline constexpr std::string_view kImportFormat = "import_format";  // "horovod-timeline": written by collscope import
+inline constexpr std::string_view kImportedFrom = "imported_from";
+inline constexpr std::string_view kArrivalsUnknown = "arrivals_unknown";
 inline constexpr std::string_view kEnvPrefix = "env.";  // env.HOROVOD_FUSION_THRESHOLD = "67108864"
 }  // namespace meta_key
 

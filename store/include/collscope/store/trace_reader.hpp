@@ -27,9 +27,9 @@ struct SchemaVersion {
 using CollectiveSummary = CollectiveRow;
 inline constexpr ColumnSet<CollectiveRow> kCollectiveSummaryColumns =
     columns<&CollectiveRow::comm, &CollectiveRow::seq, &CollectiveRow::op, &CollectiveRow::count,
-            &CollectiveRow::datatype, &CollectiveRow::bytes, &CollectiveRow::root, &CollectiveRow::peer,
-            &CollectiveRow::start_ns, &CollectiveRow::end_ns, &CollectiveRow::status, &CollectiveRow::thread,
-            &CollectiveRow::sendbuf>();
+            &CollectiveRow::datatype, &CollectiveRow::bytes, &CollectiveRow::reduce_op, &CollectiveRow::root,
+            &CollectiveRow::peer, &CollectiveRow::start_ns, &CollectiveRow::end_ns, &CollectiveRow::status,
+            &CollectiveRow::thread, &CollectiveRow::sendbuf>();
 
 class TraceReader {
  public:
