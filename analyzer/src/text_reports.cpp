@@ -174,6 +174,7 @@ nlohmann::json json_report(const Analysis& a) {
   j["clock"] = {{"hosts", a.clocks.hosts.size()},
                 {"residual_p50_ns", a.clocks.residual_p50_ns},
                 {"instances_used", a.clocks.instances_used},
+                {"origin_ns", a.clocks.origin_ns},
                 {"text", clock_line(a)}};
   json segments = json::array();
   for (const auto& seg : a.lateness.segments) segments.push_back({{"label", seg.label}, {"lag_gain_ns", seg.lag_gain_ns}});

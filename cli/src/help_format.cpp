@@ -188,7 +188,11 @@ std::string usage_error(CLI::App& root, const CLI::ParseError& error, int argc, 
   // CLI11's ranges print a lower bound of 0 up to DBL_MAX in full: say "must not be negative" instead.
   static const std::regex huge_range(R"(Value (\S+) not in range 0(\.0+)? to [0-9]{30,}(\.0+)?)");
   what = std::regex_replace(what, huge_range, "$1 must not be negative");
-  if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+  // "The following argument..." reads as "the following argument..." after the colon; a name such as RUN_DIR or
+  // --output keeps its case.
+  const bool capitalised_word = what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
+                                std::islower(static_cast<unsigned char>(what[1]));
+  if (capitalised_word) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
   return fmt::format("{}: {} ({})", who, what, help);
 }
 
