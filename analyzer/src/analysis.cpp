@@ -2,6 +2,7 @@
 #include <collscope/analyzer/analysis.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -10,18 +11,6 @@
 
 namespace collscope::analyzer {
 namespace {
-
-// "--batch-size 64" / "--batch-size=64" in the traced command line.
-std::int64_t batch_size_from_command_line(const Run& run) {
-  static const std::regex pattern(R"(--batch[-_]size[= ]+([0-9]+))");
-  for (const auto& r : run.ranks) {
-    auto cmd = r.meta_value(std::string(store::meta_key::kCommandLine));
-    if (!cmd) continue;
-    std::smatch match;
-    if (std::regex_search(*cmd, match, pattern)) return std::stoll(match[1].str());
-  }
-  return 0;
-}
 
 std::vector<OpSizeStats> op_size_stats(const MatchedRun& m) {
   std::map<std::pair<int, int>, OpSizeStats> by_key;
@@ -52,13 +41,30 @@ std::vector<OpSizeStats> op_size_stats(const MatchedRun& m) {
 
 }  // namespace
 
+std::optional<std::int64_t> command_line_int(const Run& run, const std::string& name) {
+  std::string pattern = "--";
+  for (char c : name) pattern += (c == '-' || c == '_') ? std::string("[-_]") : std::string(1, c);
+  const std::regex option(pattern + "[= ]+([0-9]+)");
+  for (const auto& r : run.ranks) {
+    const auto cmd = r.meta_value(std::string(store::meta_key::kCommandLine));
+    std::smatch match;
+    if (!cmd || !std::regex_search(*cmd, match, option)) continue;
+    std::int64_t v = 0;
+    const std::string digits = match[1].str();
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    return ec == std::errc() && end == digits.data() + digits.size() ? std::optional(v) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 Analysis analyze(Run run, const AnalysisOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Analysis a;
   a.run = std::move(run);
   a.clocks = ClockAligner().align(a.run);
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
-  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : batch_size_from_command_line(a.run);
+  // "--batch-size 64" in the traced command line; a number too large to read is no batch size (no throughput).
+  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : command_line_int(a.run, "batch-size").value_or(0);
   a.steps = StepDetector({.batch_size = batch}).detect(a.run, a.clocks, a.matched);
   a.lateness = run::measure_lateness(a.run, a.clocks, a.matched, a.steps);
   run::apply_waits(a.lateness, a.steps);

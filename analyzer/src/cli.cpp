@@ -1,6 +1,7 @@
 // CLI registration: `collscope analyze` and `collscope compare`. Parsing only sets `action`; work runs after.
 #include <collscope/analyzer/cli.hpp>
 #include <collscope/analyzer/compare.hpp>
+#include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/store/error.hpp>
 
@@ -59,12 +60,26 @@ double parse_fraction(const std::string& text) {
   return v;
 }
 
+// One run read and analysed; whatever fails below names the run: out of memory, an error from a library that does
+// not know the file (a bare bad_alloc or stoll had reached the user).
+Analysis analyze_named(const std::string& run_dir, const AnalysisOptions& options) {
+  try {
+    return analyze_run(run_dir, options);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw InputError(fmt::format("{}: out of memory while analysing this run", run_dir));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: internal error while analysing this run: {}", run_dir, e.what()));
+  }
+}
+
 int run_analyze(const AnalyzeArgs& args) {
   const auto format = report_format_from_name(args.format);
   AnalysisOptions o;
   o.link_gbps = args.link_gbps;
   o.batch_size = args.batch_size;
-  const Analysis a = analyze_run(args.run_dir, o);
+  const Analysis a = analyze_named(args.run_dir, o);
   write_output(args.output, render_report(a, format));
   for (const auto& p : a.run.problems) std::fprintf(stderr, "collscope analyze: %s\n", p.c_str());
   return 0;
@@ -75,18 +90,18 @@ int run_compare(const CompareArgs& args) {
   const auto format = report_format_from_name(args.format);
   AnalysisOptions o;
   o.batch_size = args.batch_size;
-  const Analysis base = analyze_run(args.base_dir, o);
-  const Analysis next = analyze_run(args.new_dir, o);
+  const Analysis base = analyze_named(args.base_dir, o);
+  const Analysis next = analyze_named(args.new_dir, o);
   const Comparison c = compare_analyses(base, next, gate);
   std::string text;
   switch (format) {
-    case ReportFormat::Json: text = comparison_json(c).dump(2) + "\n"; break;
+    case ReportFormat::Json: text = json_text(comparison_json(c)) + "\n"; break;
     case ReportFormat::Markdown: text = comparison_markdown(c); break;
     default: text = comparison_text(c); break;
   }
   write_output(args.output, text);
   if (!args.junit.empty()) write_output(args.junit, comparison_junit(c));
-  return c.regression ? 1 : 0;
+  return c.gate_failed() ? 1 : 0;
 }
 
 }  // namespace

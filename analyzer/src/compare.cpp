@@ -92,6 +92,7 @@ std::set<std::string> finding_keys(const Analysis& a) {
 
 
 std::string metric_line(const MetricComparison& m) {
+  if (!m.no_data.empty()) return fmt::format("{}: NO DATA: {}", m.name, m.no_data);
   return fmt::format("{}: {:.3f} -> {:.3f} {} ({:+.1f} % {}), p = {:.3g}, effect size {:+.2f}, n = {}/{}{}", m.name,
                      m.base_median, m.new_median, m.unit, 100 * m.change, m.change > 0 ? "worse" : "better", m.p_value,
                      m.effect_size, m.base_samples, m.new_samples, m.regression ? (m.gated ? "  REGRESSION" : "  (worse, not gated)") : "");
@@ -109,11 +110,28 @@ Comparison compare_analyses(const Analysis& base, const Analysis& next, double m
     for (const auto& s : a.steps.steps) v.push_back(field(s) / 1e6);
     return v;
   };
-  if (!base.steps.steps.empty() && !next.steps.steps.empty()) {
+  // A gated metric one run has no data for fails the gate: "no regression" on nothing would pass a broken run.
+  auto missing = [](std::string name, std::string why) {
+    MetricComparison m;
+    m.name = std::move(name);
+    m.unit = "ms";
+    m.gated = true;
+    m.no_data = std::move(why);
+    return m;
+  };
+  const std::size_t base_steps = base.steps.steps.size(), new_steps = next.steps.steps.size();
+  if (base_steps > 0 && new_steps > 0) {
     c.metrics.push_back(compare_samples("step_time", "ms", false, per_step(base, [](const Step& s) { return s.duration_ns; }),
                                         per_step(next, [](const Step& s) { return s.duration_ns; }), max_regression, true));
     c.metrics.push_back(compare_samples("comm_time", "ms", false, per_step(base, [](const Step& s) { return s.comm_ns; }),
                                         per_step(next, [](const Step& s) { return s.comm_ns; }), max_regression, false));
+  } else if (base_steps > 0 || new_steps > 0) {
+    c.metrics.push_back(missing("step_time", base_steps > 0 ? fmt::format("the new run has no steps (the base run has {})", base_steps)
+                                                            : fmt::format("the base run has no steps (the new run has {})", new_steps)));
+  } else if (!(base.wall_ns > 0) || !(next.wall_ns > 0)) {
+    // Runs without steps (benchmarks) are compared on wall time, which needs collectives matched across ranks.
+    c.metrics.push_back(missing("wall_time", fmt::format("the {} run has no collectives matched across ranks",
+                                                         base.wall_ns > 0 ? "new" : "base")));
   } else {
     c.metrics.push_back(compare_samples("wall_time", "ms", false, {base.wall_ns / 1e6}, {next.wall_ns / 1e6}, max_regression, true));
   }
@@ -131,8 +149,10 @@ Comparison compare_analyses(const Analysis& base, const Analysis& next, double m
     if (!before.count(k)) c.findings_new.push_back(k);
   for (const auto& k : before)
     if (!after.count(k)) c.findings_gone.push_back(k);
-  for (const auto& m : c.metrics)
+  for (const auto& m : c.metrics) {
     if (m.gated && m.regression) c.regression = true;
+    if (m.gated && !m.no_data.empty() && c.no_data.empty()) c.no_data = m.name + ": " + m.no_data;
+  }
   return c;
 }
 
@@ -142,19 +162,27 @@ std::string comparison_text(const Comparison& c) {
   for (const auto& m : c.metrics) out += metric_line(m) + "\n";
   for (const auto& f : c.findings_new) out += "new finding: " + f + "\n";
   for (const auto& f : c.findings_gone) out += "gone: " + f + "\n";
-  out += c.regression ? "\nverdict: REGRESSION\n" : "\nverdict: no regression\n";
+  out += c.regression ? "\nverdict: REGRESSION\n"
+         : !c.no_data.empty() ? fmt::format("\nverdict: NO DATA, the gate fails ({})\n", c.no_data)
+                              : "\nverdict: no regression\n";
   return out;
 }
 
 std::string comparison_markdown(const Comparison& c) {
-  std::string out = fmt::format("## collscope compare: {}\n\n`{}` → `{}`, gate {:.1f} %\n\n| metric | base | new | change | p | effect | verdict |\n|---|---|---|---|---|---|---|\n",
-                                c.regression ? "regression" : "no regression", c.base_dir, c.new_dir, 100 * c.max_regression);
-  for (const auto& m : c.metrics)
-    out += fmt::format("| {} | {:.3f} {} | {:.3f} {} | {:+.1f} % | {:.3g} | {:+.2f} | {} |\n", m.name, m.base_median, m.unit,
-                       m.new_median, m.unit, 100 * m.change, m.p_value, m.effect_size,
+  const char* verdict = c.regression ? "regression" : !c.no_data.empty() ? "no data, gate failed" : "no regression";
+  std::string out = fmt::format("## collscope compare: {}\n\n{} → {}, gate {:.1f} %\n\n| metric | base | new | change | p | effect | verdict |\n|---|---|---|---|---|---|---|\n",
+                                verdict, markdown_code(c.base_dir), markdown_code(c.new_dir), 100 * c.max_regression);
+  for (const auto& m : c.metrics) {
+    if (!m.no_data.empty()) {
+      out += fmt::format("| {} | - | - | - | - | - | **no data**: {} |\n", markdown_text(m.name), markdown_text(m.no_data));
+      continue;
+    }
+    out += fmt::format("| {} | {:.3f} {} | {:.3f} {} | {:+.1f} % | {:.3g} | {:+.2f} | {} |\n", markdown_text(m.name), m.base_median,
+                       m.unit, m.new_median, m.unit, 100 * m.change, m.p_value, m.effect_size,
                        m.regression ? (m.gated ? "**regression**" : "worse") : "ok");
-  for (const auto& f : c.findings_new) out += "\n- new finding: " + f;
-  for (const auto& f : c.findings_gone) out += "\n- gone: " + f;
+  }
+  for (const auto& f : c.findings_new) out += "\n- new finding: " + markdown_text(f);
+  for (const auto& f : c.findings_gone) out += "\n- gone: " + markdown_text(f);
   return out + "\n";
 }
 
@@ -165,12 +193,15 @@ nlohmann::json comparison_json(const Comparison& c) {
   j["new"] = c.new_dir;
   j["max_regression"] = c.max_regression;
   j["regression"] = c.regression;
+  j["no_data"] = c.no_data.empty() ? nlohmann::json() : nlohmann::json(c.no_data);
+  j["gate_failed"] = c.gate_failed();
   j["metrics"] = nlohmann::json::array();
   for (const auto& m : c.metrics)
     j["metrics"].push_back({{"name", m.name}, {"unit", m.unit}, {"higher_is_better", m.higher_is_better},
                             {"base_median", m.base_median}, {"new_median", m.new_median}, {"change", m.change},
                             {"p_value", m.p_value}, {"effect_size", m.effect_size}, {"base_samples", m.base_samples},
-                            {"new_samples", m.new_samples}, {"gated", m.gated}, {"regression", m.regression}});
+                            {"new_samples", m.new_samples}, {"gated", m.gated}, {"regression", m.regression},
+                            {"no_data", m.no_data.empty() ? nlohmann::json() : nlohmann::json(m.no_data)}});
   j["findings_new"] = c.findings_new;
   j["findings_gone"] = c.findings_gone;
   return j;
@@ -178,13 +209,16 @@ nlohmann::json comparison_json(const Comparison& c) {
 
 std::string comparison_junit(const Comparison& c) {
   int failures = 0;
-  for (const auto& m : c.metrics) failures += m.gated && m.regression;
+  for (const auto& m : c.metrics) failures += m.gated && (m.regression || !m.no_data.empty());
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"collscope compare\" tests=\"{0}\" failures=\"{1}\">\n<testsuite name=\"collscope.compare\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"0\">\n",
                      c.metrics.size(), failures);
   for (const auto& m : c.metrics) {
     out += fmt::format("  <testcase classname=\"collscope.compare\" name=\"{}\" time=\"0\">\n", xml_escape(m.name));
-    if (m.gated && m.regression)
+    if (m.gated && !m.no_data.empty())
+      out += fmt::format("    <failure message=\"{}\" type=\"no-data\">{}</failure>\n", xml_escape(m.name + ": no data"),
+                         xml_escape(metric_line(m)));
+    else if (m.gated && m.regression)
       out += fmt::format("    <failure message=\"{}\" type=\"regression\">{}</failure>\n",
                          xml_escape(fmt::format("{} {:+.1f} % (gate {:.1f} %)", m.name, 100 * m.change, 100 * c.max_regression)),
                          xml_escape(metric_line(m)));

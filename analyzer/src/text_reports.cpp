@@ -1,4 +1,5 @@
 // Text (people), JSON (machines, docs/report-json.md) and Markdown (CI step summaries) reports.
+#include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/store/error.hpp>
 
@@ -233,25 +234,22 @@ nlohmann::json json_report(const Analysis& a) {
 }
 
 std::string markdown_report(const Analysis& a) {
-  std::string out = fmt::format("## collscope analysis: `{}`\n\n{}\n\n", a.run.dir, summary_line(a));
-  for (const auto& p : a.run.problems) out += fmt::format("> problem: {}\n", p);
+  // Every name from the trace (directory, communicators in titles, problems) goes through markdown_text: a CI step
+  // summary renders HTML, so a communicator named <img src=x onerror=...> must arrive as text.
+  std::string out = fmt::format("## collscope analysis: {}\n\n{}\n\n", markdown_code(a.run.dir), markdown_text(summary_line(a)));
+  for (const auto& p : a.run.problems) out += fmt::format("> problem: {}\n", markdown_text(p));
   if (!a.run.problems.empty()) out += "\n";
   if (a.findings.empty()) {
     out += "No findings.\n";
   } else {
     out += "| # | severity | finding | cost | do |\n|---|---|---|---|---|\n";
     int k = 0;
-    for (const auto& f : a.findings) {
-      auto cell = [](std::string s) {
-        std::replace(s.begin(), s.end(), '|', '/');
-        return s;
-      };
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", ++k, severity_name(f.severity), cell(f.title),
-                         f.cost_ns > 0 ? format_ms(f.cost_ns) : "-", cell(f.suggestion));
-    }
+    for (const auto& f : a.findings)
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", ++k, severity_name(f.severity), markdown_text(f.title),
+                         f.cost_ns > 0 ? format_ms(f.cost_ns) : "-", markdown_text(f.suggestion));
     out += "\n<details><summary>evidence</summary>\n\n";
     k = 0;
-    for (const auto& f : a.findings) out += fmt::format("{}. {}\n", ++k, f.evidence_text);
+    for (const auto& f : a.findings) out += fmt::format("{}. {}\n", ++k, markdown_text(f.evidence_text));
     out += "\n</details>\n";
   }
   return out;
@@ -260,7 +258,7 @@ std::string markdown_report(const Analysis& a) {
 std::string render_report(const Analysis& a, ReportFormat format) {
   switch (format) {
     case ReportFormat::Text: return text_report(a);
-    case ReportFormat::Json: return json_report(a).dump(2) + "\n";
+    case ReportFormat::Json: return json_text(json_report(a)) + "\n";
     case ReportFormat::Markdown: return markdown_report(a);
     case ReportFormat::Html: return html_report(a);
   }

@@ -4,6 +4,8 @@
 #include <collscope/autotuner/tuner.hpp>
 #include <collscope/store/error.hpp>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -19,15 +21,29 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   tune_cmd->add_option("space", options->space_path, "Search space file (YAML)");
   tune_cmd->add_option("--study", options->study_path, "Study file (SQLite), created or resumed")->capture_default_str();
   tune_cmd->add_option("--trials", options->trials, "Exploration trials (default 20; confirmation runs come on top)");
-  tune_cmd->add_option("--strategy", *strategy, "bo (Bayesian optimisation), random or grid")->capture_default_str();
+  tune_cmd->add_option("--strategy", *strategy,
+                       "bo (Bayesian optimisation), random, grid, or horovod (HOROVOD_AUTOTUNE's method, for comparison)")
+      ->capture_default_str();
   tune_cmd->add_option("--seed", options->seed, "Seed: same seed, same trials")->capture_default_str();
   tune_cmd->add_option("--trial-timeout", *timeout, "Wall-clock limit of one trial in seconds (default: the space's trial.timeout_s)");
   tune_cmd->add_flag("--resume", options->resume, "Continue the study in --study (after the tuner was killed, or to add trials)");
   tune_cmd->add_option("--export-env", options->export_env_path, "Write the best settings as `export K=V` lines to FILE");
+  tune_cmd->add_option("--export-nccl-rules", options->export_nccl_rules_path,
+                       "Write the space's *.rules file with the best settings to FILE: per-size NCCL choices for "
+                       "collscope's NCCL tuner plugin (COLLSCOPE_NCCL_TUNER_RULES)");
   tune_cmd->add_option("--report", options->report_dir, "Write an HTML report with SVG plots into DIR");
   tune_cmd->add_option("--grid-levels", options->grid_levels, "grid: levels per numeric knob (default: from --trials)");
   tune_cmd->add_option("--confirm-top", options->confirm_top, "Best candidates re-run at the end (default: the space's trial.confirm_top)");
   tune_cmd->add_flag("!--no-progress", options->progress, "No progress lines on stderr");
+  auto job_steps = std::make_shared<std::int64_t>(0);
+  auto time_budget = std::make_shared<double>(0);
+  tune_cmd->add_option("--job-steps", *job_steps,
+                       "Steps the real job will run: stop exploring when the expected gain cannot pay back a trial");
+  tune_cmd->add_option("--time-budget", *time_budget, "Stop exploring after this many seconds of trials (then confirm)");
+  tune_cmd->add_flag("--fixed-batch", options->fixed_batch,
+                     "Keep the objective's batch_size knob at its default (a different batch changes the optimisation)");
+  tune_cmd->add_option("--warm-start", options->warm_start,
+                       "Earlier study of the same job and space (repeatable): its trials seed the model");
   tune_cmd->add_option("command", options->command, "The job, after --; {knob} in an argument is replaced by its value");
   tune_cmd->footer(
       "Example: collscope tune samples/fusion_trainer/space.yaml --trials 15 --export-env best.env -- \\\n"
@@ -39,21 +55,48 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto show_report = std::make_shared<std::string>();
   show_cmd->add_option("study", *show_study, "Study file (SQLite)")->required();
   show_cmd->add_option("--report", *show_report, "Also write the HTML/SVG report into DIR");
-  show_cmd->callback([&action, show_study, show_report] {
-    action = [show_study, show_report] {
-      print_study(*show_study, std::cout);
-      if (!show_report->empty()) {
-        const Study study = Study::open(*show_study);
-        const SearchSpace space = SearchSpace::parse(study.meta("space").value_or(""), *show_study + " (stored space)");
-        write_report(space, study.trials(), *show_report, std::filesystem::path(*show_study).filename().string());
+  auto show_rules = std::make_shared<std::string>();
+  show_cmd->add_option("--export-nccl-rules", *show_rules, "Also write the best settings as NCCL tuner rules to FILE");
+  show_cmd->callback([&action, show_study, show_report, show_rules] {
+    action = [show_study, show_report, show_rules] {
+      try {
+        print_study(*show_study, std::cout);
+        if (!show_rules->empty()) {
+          const Study study = Study::open(*show_study);
+          const SearchSpace space = stored_space(study);
+          const auto best = best_settings(space, checked_trials(study, space));
+          if (!best) throw InputError(fmt::format("{}: no trial succeeded: no rules to export", *show_study));
+          write_nccl_rules(space, *best, *show_study, *show_rules);
+        }
+        if (!show_report->empty()) {
+          const Study study = Study::open(*show_study);
+          const SearchSpace space = stored_space(study);
+          const auto trials = checked_trials(study, space);
+          write_report(space, trials, *show_report, std::filesystem::path(*show_study).filename().string(),
+                       study_notes(study, space, trials));
+        }
+      } catch (const Error&) {
+        throw;
+      } catch (const std::bad_alloc&) {
+        throw InputError(fmt::format("{}: out of memory while reading the study", *show_study));
+      } catch (const std::exception& e) {
+        throw Error(fmt::format("{}: internal error while reading the study: {}", *show_study, e.what()));
       }
       return 0;
     };
   });
 
-  tune_cmd->callback([&action, tune_cmd, show_cmd, options, strategy, timeout] {
+  tune_cmd->callback([&action, tune_cmd, show_cmd, options, strategy, timeout, job_steps, time_budget] {
     if (show_cmd->parsed()) return;
-    action = [options, strategy, timeout, tune_cmd] {
+    action = [options, strategy, timeout, tune_cmd, job_steps, time_budget] {
+      if (tune_cmd->count("--job-steps")) {
+        if (*job_steps < 1) throw InputError("--job-steps: must be at least 1");
+        options->job_steps = *job_steps;
+      }
+      if (tune_cmd->count("--time-budget")) {
+        if (!(*time_budget > 0)) throw InputError("--time-budget: must be > 0 seconds");
+        options->time_budget_s = *time_budget;
+      }
       if (options->space_path.empty())
         throw InputError("tune: no search space given (usage: collscope tune SPACE.yaml [options] -- CMD...)");
       options->strategy = strategy_from_name(*strategy);

@@ -91,10 +91,10 @@ double knob_value(const Knob& k, double u) {
 }
 }  // namespace
 
-std::vector<std::pair<double, double>> partial_dependence(const SearchSpace& space, const std::vector<TrialRecord>& trials,
-                                                          std::size_t knob, int points, int samples) {
-  GaussianProcess gp(feature_groups(space));
-  if (!fit_model(space, observations(space, trials), 7, gp)) return {};
+namespace {
+// Partial dependence of the fitted model's mean on knob `knob` (see report.hpp).
+std::vector<std::pair<double, double>> partial_dependence_of(const SearchSpace& space, const GaussianProcess& gp,
+                                                             std::size_t knob, int points, int samples) {
   const double sign = space.objective().maximize ? 1.0 : -1.0;
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -112,13 +112,22 @@ std::vector<std::pair<double, double>> partial_dependence(const SearchSpace& spa
       gp.predict(Eigen::Map<const Eigen::VectorXd>(f.data(), static_cast<Eigen::Index>(f.size())), mu, sd);
       sum += mu;
     }
-    out.emplace_back(u, sign * sum / samples);
+    const double mean = sign * sum / samples;
+    if (std::isfinite(mean)) out.emplace_back(u, mean);
   }
   return out;
 }
+}  // namespace
+
+std::vector<std::pair<double, double>> partial_dependence(const SearchSpace& space, const std::vector<TrialRecord>& trials,
+                                                          std::size_t knob, int points, int samples) {
+  GaussianProcess gp(feature_groups(space));
+  if (!fit_model(space, observations(space, trials), 7, gp)) return {};
+  return partial_dependence_of(space, gp, knob, points, samples);
+}
 
 void write_report(const SearchSpace& space, const std::vector<TrialRecord>& trials, const std::string& dir,
-                  const std::string& title) {
+                  const std::string& title, const std::vector<std::string>& notes) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir, ec)) throw Error(fmt::format("{}: cannot create the report directory", dir));
@@ -131,7 +140,7 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& tria
   for (const auto& t : trials) {
     if (t.status == "interrupted") continue;
     ++n;
-    if ((t.status == "ok" || t.status == "stopped") && t.score) {
+    if ((t.status == "ok" || t.status == "stopped") && t.score && std::isfinite(*t.score)) {
       scored.points.emplace_back(n, *t.score);
       if (t.status == "ok") best = !best ? *t.score : (o.maximize ? std::max(*best, *t.score) : std::min(*best, *t.score));
     }
@@ -141,9 +150,11 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& tria
   write_text(fs::path(dir) / "convergence.svg", convergence);
 
   std::string effects;
+  GaussianProcess gp(feature_groups(space));
+  const bool modelled = fit_model(space, observations(space, trials), 7, gp);  // one fit for every knob's plot
   for (std::size_t k = 0; k < space.knobs().size(); ++k) {
     const Knob& knob = space.knobs()[k];
-    auto pd = partial_dependence(space, trials, k);
+    const auto pd = modelled ? partial_dependence_of(space, gp, k, 25, 64) : std::vector<std::pair<double, double>>{};
     Series s{{}, "#d62728", knob.type == KnobType::Real || knob.type == KnobType::Integer};
     for (const auto& [u, v] : pd) s.points.emplace_back(knob_value(knob, u), v);
     const bool log_x = knob.scale == KnobScale::Log;
@@ -160,7 +171,8 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& tria
     std::string cells;
     for (const auto& v : t.values) cells += "<td>" + xml_escape(v) + "</td>";
     rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>\n", xml_escape(t.status), t.id,
-                        xml_escape(t.kind), xml_escape(t.status), t.score ? fmt::format("{:.6g}", *t.score) : "-", cells, xml_escape(t.reason));
+                        xml_escape(t.kind), xml_escape(t.status), t.score && std::isfinite(*t.score) ? fmt::format("{:.6g}", *t.score) : "-",
+                        cells, xml_escape(t.reason));
   }
   std::string knob_headers;
   for (const auto& k : space.knobs()) knob_headers += "<th>" + xml_escape(k.name) + "</th>";
@@ -172,6 +184,7 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& tria
     for (std::size_t i = 0; i < space.knobs().size(); ++i)
       best_text += fmt::format(" <code>{}={}</code>", xml_escape(space.knobs()[i].name), xml_escape(best_settings_found->values[i]));
   }
+  for (const auto& note : notes) best_text += "</p>\n<p>" + xml_escape(note);
   const std::string html = fmt::format(
       "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>collscope tune: {0}</title>\n"
       "<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;"

@@ -3,6 +3,7 @@
 #include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -74,6 +75,24 @@ void check_keys(const YAML::Node& map, const std::string& key, const std::set<st
   }
 }
 
+// Integers up to 2^53 are exact in the double the range is parsed into, and their differences fit an int64.
+constexpr double kMaxIntegerBound = 9007199254740992.0;
+
+// A knob value as the job will read it: no control characters (see has_control_character), valid UTF-8 (the study
+// stores values as JSON text).
+std::string as_knob_value(const YAML::Node& n, const std::string& key, const Where& where) {
+  if (!n.IsScalar()) where.fail(key, "must be a single value");
+  const std::string v = n.Scalar();
+  if (has_control_character(v))
+    where.fail(key, "holds a control character (newline, tab, ...): knob values reach environments and shells");
+  try {
+    (void)nlohmann::json(v).dump();
+  } catch (const nlohmann::json::exception&) {
+    where.fail(key, "is not valid UTF-8");
+  }
+  return v;
+}
+
 bool valid_env_name(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
@@ -106,6 +125,11 @@ Knob parse_knob(const YAML::Node& n, const std::string& key, const Where& where)
     k.min = as_number(n["min"], key + ".min", where);
     k.max = as_number(n["max"], key + ".max", where);
     if (!std::isfinite(k.min) || !std::isfinite(k.max)) where.fail(key + ".min", "range must be finite");
+    if (!std::isfinite(k.max - k.min)) where.fail(key + ".max", fmt::format("range {:g}..{:g} is too wide", k.min, k.max));
+    if (k.type == KnobType::Integer)
+      for (const auto& [bound, v] : {std::pair{".min", k.min}, std::pair{".max", k.max}})
+        if (std::abs(v) > kMaxIntegerBound)
+          where.fail(key + bound, fmt::format("{:g} is out of range for an integer knob (at most 2^53 = 9007199254740992 in size)", v));
     if (!(k.max > k.min)) where.fail(key + ".max", fmt::format("must be greater than min ({:g} <= {:g})", k.max, k.min));
     if (k.scale == KnobScale::Log && k.min <= 0)
       where.fail(key + ".min", fmt::format("log scale needs min > 0 (got {:g})", k.min));
@@ -119,7 +143,7 @@ Knob parse_knob(const YAML::Node& n, const std::string& key, const Where& where)
         where.fail(key + ".values", "must be a non-empty list");
       std::set<std::string> seen;
       for (std::size_t i = 0; i < n["values"].size(); ++i) {
-        const std::string v = as_text(n["values"][i], fmt::format("{}.values[{}]", key, i), where);
+        const std::string v = as_knob_value(n["values"][i], fmt::format("{}.values[{}]", key, i), where);
         if (!seen.insert(v).second) where.fail(fmt::format("{}.values[{}]", key, i), fmt::format("'{}' repeats", v));
         k.values.push_back(v);
       }
@@ -135,7 +159,7 @@ Knob parse_knob(const YAML::Node& n, const std::string& key, const Where& where)
     if (!valid_env_name(*k.env)) where.fail(key + ".env", fmt::format("'{}' is not an environment variable name", *k.env));
   }
   if (n["default"]) {
-    k.default_value = as_text(n["default"], key + ".default", where);
+    k.default_value = as_knob_value(n["default"], key + ".default", where);
     if (k.type == KnobType::Real || k.type == KnobType::Integer) {
       const double d = as_number(n["default"], key + ".default", where);
       if (d < k.min || d > k.max) where.fail(key + ".default", fmt::format("{:g} is outside [{:g}, {:g}]", d, k.min, k.max));
@@ -357,11 +381,13 @@ std::optional<Assignment> SearchSpace::defaults() const {
 }
 
 std::optional<std::int64_t> SearchSpace::discrete_size() const {
+  constexpr std::int64_t kCap = std::int64_t{1} << 40;  // "more than anyone can run": the product stops growing here
   std::int64_t n = 1;
   for (const auto& k : knobs_) {
     if (k.type == KnobType::Real) return std::nullopt;
-    n *= k.level_count();
-    if (n > (std::int64_t{1} << 40)) return n;
+    const std::int64_t levels = k.level_count();
+    if (levels > kCap / n) return kCap;
+    n *= levels;
   }
   return n;
 }
@@ -370,6 +396,24 @@ std::map<std::string, std::string> SearchSpace::named(const Assignment& values) 
   std::map<std::string, std::string> m;
   for (std::size_t i = 0; i < knobs_.size() && i < values.size(); ++i) m[knobs_[i].name] = values[i];
   return m;
+}
+
+SearchSpace SearchSpace::with_knob_fixed(const std::string& name) const {
+  const int k = knob_index(name);
+  if (k < 0) throw InputError(fmt::format("space: no knob '{}' to fix", name));
+  const Knob& knob = knobs_[static_cast<std::size_t>(k)];
+  if (!knob.default_value)
+    throw InputError(fmt::format("space: knob {} has no default to keep it at (add default: to the space)", name));
+  SearchSpace out = *this;
+  Knob& fixed = out.knobs_[static_cast<std::size_t>(k)];
+  fixed.type = KnobType::Categorical;
+  fixed.scale = KnobScale::Linear;
+  fixed.values = {*knob.default_value};
+  return out;
+}
+
+bool has_control_character(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
 std::string substitute(const std::string& text, const std::map<std::string, std::string>& variables) {

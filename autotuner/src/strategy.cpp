@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <set>
 
 namespace collscope::autotuner {
 
@@ -17,7 +18,8 @@ StrategyKind strategy_from_name(const std::string& name) {
   if (name == "bo" || name == "bayesian") return StrategyKind::Bayesian;
   if (name == "random") return StrategyKind::Random;
   if (name == "grid") return StrategyKind::Grid;
-  throw InputError(fmt::format("--strategy: '{}' is not one of bo, random, grid", name));
+  if (name == "horovod") return StrategyKind::Horovod;
+  throw InputError(fmt::format("--strategy: '{}' is not one of bo, random, grid, horovod", name));
 }
 
 std::string strategy_name(StrategyKind kind) {
@@ -25,6 +27,7 @@ std::string strategy_name(StrategyKind kind) {
     case StrategyKind::Bayesian: return "bo";
     case StrategyKind::Random: return "random";
     case StrategyKind::Grid: return "grid";
+    case StrategyKind::Horovod: return "horovod";
   }
   return "bo";
 }
@@ -94,12 +97,38 @@ double negative_log_ei(unsigned n, const double* p, double* grad, void* data) {
 
 }  // namespace
 
-bool fit_model(const SearchSpace& space, const std::vector<Observation>& history, std::uint64_t seed,
+std::vector<Observation> model_observations(const std::vector<Observation>& history) {
+  std::vector<Observation> usable;
+  for (const auto& o : history)
+    if (!o.value || std::isfinite(*o.value)) usable.push_back(o);
+  if (usable.size() <= kMaxModelObservations) return usable;
+  // The best half of the budget by value, then the others evenly spaced in trial order (failures among them).
+  std::vector<std::size_t> by_value;
+  for (std::size_t i = 0; i < usable.size(); ++i)
+    if (usable[i].value) by_value.push_back(i);
+  const std::size_t best_count = std::min(by_value.size(), kMaxModelObservations / 2);
+  std::partial_sort(by_value.begin(), by_value.begin() + static_cast<std::ptrdiff_t>(best_count), by_value.end(),
+                    [&](std::size_t a, std::size_t b) { return *usable[a].value > *usable[b].value; });
+  std::vector<bool> taken(usable.size(), false);
+  for (std::size_t k = 0; k < best_count; ++k) taken[by_value[k]] = true;
+  std::vector<std::size_t> rest;
+  for (std::size_t i = 0; i < usable.size(); ++i)
+    if (!taken[i]) rest.push_back(i);
+  const std::size_t rest_count = kMaxModelObservations - best_count;
+  for (std::size_t k = 0; k < rest_count && !rest.empty(); ++k) taken[rest[k * rest.size() / rest_count]] = true;
+  std::vector<Observation> out;
+  for (std::size_t i = 0; i < usable.size(); ++i)
+    if (taken[i]) out.push_back(usable[i]);
+  return out;
+}
+
+bool fit_model(const SearchSpace& space, const std::vector<Observation>& all_history, std::uint64_t seed,
                GaussianProcess& gp, const GpHyperparameters* warm_start) {
+  const std::vector<Observation> history = model_observations(all_history);
   double worst = std::numeric_limits<double>::infinity();
   int successes = 0;
-  for (const auto& o : history)
-    if (o.value) {
+  for (const auto& o : all_history)
+    if (o.value && std::isfinite(*o.value)) {
       worst = std::min(worst, *o.value);
       ++successes;
     }
@@ -150,22 +179,23 @@ std::optional<Suggestion> Strategy::suggest(int index, const std::vector<Observa
   switch (kind_) {
     case StrategyKind::Grid: {
       if (index < 0 || static_cast<std::size_t>(index) >= grid_.size()) return std::nullopt;
-      return Suggestion{grid_[static_cast<std::size_t>(index)], "grid", std::nullopt, 0, 0};
+      return Suggestion{grid_[static_cast<std::size_t>(index)], "grid", std::nullopt, 0, 0, std::nullopt};
     }
     case StrategyKind::Random: {
       std::mt19937_64 rng(mix(seed_, static_cast<std::uint64_t>(index), 2));
       std::uniform_real_distribution<double> unit(0.0, 1.0);
       std::vector<double> p(space_.dimensions());
       for (auto& v : p) v = unit(rng);
-      return Suggestion{p, "random", std::nullopt, 0, 0};
+      return Suggestion{p, "random", std::nullopt, 0, 0, std::nullopt};
     }
     case StrategyKind::Bayesian: return suggest_bayesian(index, history);
+    case StrategyKind::Horovod: return suggest_horovod(space_, seed_, index, history);
   }
   return std::nullopt;
 }
 
 Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>& history) const {
-  if (index < initial_design_size_) return Suggestion{design_[static_cast<std::size_t>(index)], "design", std::nullopt, 0, 0};
+  if (index < initial_design_size_) return Suggestion{design_[static_cast<std::size_t>(index)], "design", std::nullopt, 0, 0, std::nullopt};
   GaussianProcess gp(feature_groups(space_));
   if (!fit_model(space_, history, mix(seed_, static_cast<std::uint64_t>(index), 3), gp)) {
     // Too few successes to model (everything failed so far): keep exploring at random.
@@ -173,7 +203,7 @@ Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>&
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     std::vector<double> p(space_.dimensions());
     for (auto& v : p) v = unit(rng);
-    return Suggestion{p, "random", std::nullopt, 0, 0};
+    return Suggestion{p, "random", std::nullopt, 0, 0, std::nullopt};
   }
   // Incumbent: the best posterior mean at an observed success (robust to one lucky noisy run).
   double best = -std::numeric_limits<double>::infinity();
@@ -210,8 +240,7 @@ Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>&
       candidates.emplace_back(log_ei_at(ctx, p), std::move(p));
     }
   }
-  std::partial_sort(candidates.begin(), candidates.begin() + 4, candidates.end(),
-                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<double> best_point = candidates[0].second;
   double best_value = candidates[0].first;
   const std::vector<double> lower(dims, 0.0), upper(dims, 1.0);
@@ -232,7 +261,36 @@ Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>&
       best_point = p;
     }
   }
-  return Suggestion{best_point, "expected-improvement", gp.hyperparameters(), gp.log_likelihood(), best_value};
+  // Never measure a point twice by accident: integer and categorical knobs snap many cube points onto one setting,
+  // and with noisy scores EI likes the neighbourhood of the best. The best candidate whose values are new instead;
+  // when every candidate is measured, the best one again, as a deliberate repeat (it sharpens its mean).
+  // "Measured": the same values, or within kMinNewDistance of a measured point on every knob's cube axis (a log
+  // integer knob over 64 KiB..256 MiB has a setting every few bytes: 134217729 is 134217728 again).
+  std::set<Assignment> measured;
+  for (const auto& h : history) measured.insert(h.values.empty() ? space_.to_values(h.unit) : h.values);
+  const auto is_measured = [&](const std::vector<double>& p) {
+    if (measured.count(space_.to_values(p))) return true;
+    const std::vector<double> f = space_.features(p);
+    for (const auto& h : history) {
+      const std::vector<double> g = space_.features(h.unit);
+      double far = 0;
+      for (std::size_t i = 0; i < f.size() && i < g.size(); ++i) far = std::max(far, std::abs(f[i] - g[i]));
+      if (far < kMinNewDistance) return true;
+    }
+    return false;
+  };
+  std::string source = "expected-improvement";
+  if (is_measured(best_point)) {
+    source = "repeat";
+    for (const auto& [value, p] : candidates) {
+      if (is_measured(p)) continue;
+      best_point = p;
+      best_value = value;
+      source = "expected-improvement";
+      break;
+    }
+  }
+  return Suggestion{best_point, source, gp.hyperparameters(), gp.log_likelihood(), best_value, std::nullopt};
 }
 
 }  // namespace collscope::autotuner

@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -26,6 +28,35 @@ struct ProcessInfo {
   pid_t pid = 0, ppid = 0, pgid = 0;
 };
 
+// The fields of /proc/<pid>/stat after the command name (which may contain spaces and parentheses), from field 3.
+std::optional<std::vector<std::string>> stat_fields(const std::string& stat_path) {
+  std::ifstream in(stat_path);
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
+}
+
+std::optional<std::int64_t> to_int64(const std::string& s) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// True when the NUL-separated environment of process `pid` holds exactly `entry` ("NAME=value").
+bool environment_holds(pid_t pid, const std::string& entry) {
+  std::ifstream in(fmt::format("/proc/{}/environ", pid), std::ios::binary);
+  std::string item;
+  while (std::getline(in, item, '\0'))
+    if (item == entry) return true;
+  return false;
+}
+
 // Every process, from /proc/<pid>/stat (fields: pid (comm) state ppid pgrp ...).
 std::vector<ProcessInfo> all_processes() {
   std::vector<ProcessInfo> out;
@@ -33,16 +64,12 @@ std::vector<ProcessInfo> all_processes() {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(in, line)) continue;
-    const auto close = line.rfind(')');  // the command name may contain spaces and parentheses
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 1));
-    char state = 0;
+    const auto fields = stat_fields((entry.path() / "stat").string());
+    if (!fields || fields->size() < 3) continue;
     ProcessInfo p;
-    rest >> state >> p.ppid >> p.pgid;
-    p.pid = static_cast<pid_t>(std::stol(name));
+    p.pid = static_cast<pid_t>(to_int64(name).value_or(0));
+    p.ppid = static_cast<pid_t>(to_int64((*fields)[1]).value_or(0));
+    p.pgid = static_cast<pid_t>(to_int64((*fields)[2]).value_or(0));
     out.push_back(p);
   }
   return out;
@@ -67,7 +94,7 @@ void kill_process_tree(pid_t pid, pid_t pgid) {
   std::vector<pid_t> todo;
   for (const auto& p : processes) {
     children.emplace(p.ppid, p.pid);
-    if (pgid > 0 && p.pgid == pgid) todo.push_back(p.pid);
+    if (pgid > 1 && p.pgid == pgid) todo.push_back(p.pid);
   }
   if (pid > 0) todo.push_back(pid);
   std::set<pid_t> tree;
@@ -78,8 +105,59 @@ void kill_process_tree(pid_t pid, pid_t pgid) {
     auto [b, e] = children.equal_range(p);
     for (auto it = b; it != e; ++it) todo.push_back(it->second);
   }
-  if (pgid > 0) ::kill(-pgid, SIGKILL);
+  if (pgid > 1) ::kill(-pgid, SIGKILL);
   for (pid_t p : tree) ::kill(p, SIGKILL);
+}
+
+std::string current_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return {};
+  return name;
+}
+
+std::string current_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+std::optional<std::int64_t> process_start_ticks(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  const auto fields = stat_fields(fmt::format("/proc/{}/stat", pid));
+  constexpr std::size_t kStartTime = 22 - 3;  // field 22 of stat, counted from field 3 (the state)
+  if (!fields || fields->size() <= kStartTime) return std::nullopt;
+  return to_int64((*fields)[kStartTime]);
+}
+
+int kill_leftover_trial(const TrialProcesses& trial, std::string* why_not) {
+  auto refuse = [&](const std::string& why) {
+    if (why_not) *why_not = why;
+    return 0;
+  };
+  if (trial.pgid <= 1 || trial.leader_start_ticks <= 0 || trial.marker.empty())
+    return refuse("no usable record of its processes");
+  if (trial.host != current_host()) return refuse(fmt::format("it ran on host {}", trial.host.empty() ? "?" : trial.host));
+  if (trial.boot_id.empty() || trial.boot_id != current_boot_id()) return refuse("the machine has rebooted since");
+  const std::string entry = fmt::format("{}={}", kTrialMarkerVariable, trial.marker);
+  const pid_t self = ::getpid();
+  int killed = 0;
+  std::error_code ec;
+  for (const auto& dir : std::filesystem::directory_iterator("/proc", ec)) {
+    const auto pid = to_int64(dir.path().filename().string());
+    if (!pid || *pid <= 1 || *pid == self) continue;
+    // Pin the process first: whatever is checked below, the signal goes to the process opened here, so a pid
+    // reused between the check and the kill is never hit (the old process is gone: the signal goes nowhere).
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(*pid), 0));
+    if (pidfd < 0) continue;
+    const auto started = process_start_ticks(static_cast<pid_t>(*pid));
+    if (started && *started >= trial.leader_start_ticks && environment_holds(static_cast<pid_t>(*pid), entry) &&
+        ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0)
+      ++killed;
+    ::close(pidfd);
+  }
+  if (killed == 0 && why_not) *why_not = "none of its processes is left";
+  return killed;
 }
 
 std::vector<std::string> traced_command(const std::string& collscope_exe, const std::string& run_dir,
@@ -90,9 +168,10 @@ std::vector<std::string> traced_command(const std::string& collscope_exe, const 
 }
 
 TrialOutcome run_trial(const TrialLaunch& launch, const TrialMonitor& monitor,
-                       const std::function<void(pid_t)>& on_started, const std::atomic<bool>* interrupt) {
+                       const std::function<void(const TrialProcesses&)>& on_started, const std::atomic<bool>* interrupt) {
   using Clock = std::chrono::steady_clock;
   if (launch.argv.empty()) throw InputError("trial: empty command");
+  if (launch.marker.empty()) throw Error("trial: no marker for its processes");
   const int log_fd = ::open(launch.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) throw Error(fmt::format("{}: cannot create the trial log: {}", launch.log_path, std::strerror(errno)));
   // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
@@ -101,6 +180,7 @@ TrialOutcome run_trial(const TrialLaunch& launch, const TrialMonitor& monitor,
   args.push_back(nullptr);
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : launch.env) env_strings.push_back(k + "=" + v);
+  env_strings.push_back(fmt::format("{}={}", kTrialMarkerVariable, launch.marker));
   const auto start = Clock::now();
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -125,7 +205,8 @@ TrialOutcome run_trial(const TrialLaunch& launch, const TrialMonitor& monitor,
   }
   ::setpgid(pid, pid);  // also in the parent: no race with the first kill
   ::close(log_fd);
-  if (on_started) on_started(pid);
+  TrialProcesses processes{current_host(), current_boot_id(), pid, process_start_ticks(pid).value_or(0), launch.marker};
+  if (on_started) on_started(processes);
 
   TrialOutcome out;
   int status = 0;
@@ -158,8 +239,9 @@ TrialOutcome run_trial(const TrialLaunch& launch, const TrialMonitor& monitor,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // Ranks that outlived the launcher (orphans in the trial's group) must not keep running.
-  kill_process_tree(0, pid);
+  // Ranks that outlived the launcher must not keep running. The top process is reaped, so its pid and group id
+  // may be reused already: its processes are found by their marker, not by the group.
+  kill_leftover_trial(processes);
   out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) out.exit_code = 128 + WTERMSIG(status);

@@ -18,8 +18,6 @@
 namespace collscope::cli {
 namespace fs = std::filesystem;
 
-int trace(const std::string& run_dir, const std::vector<std::string>& command);
-
 namespace {
 
 struct DemoOptions {
@@ -69,7 +67,7 @@ int run_demo(const DemoOptions& o) {
   fmt::print("collscope demo: tracing {} ranks of the fusion trainer (rank {} slowed by {} ms per step)\n", o.ranks,
              o.slow_rank, o.slow_ms);
   std::fflush(stdout);
-  const int rc = trace(o.run_dir, cmd);
+  const int rc = trace(o.run_dir, cmd, TraceOptions{});
   if (rc != 0) {
     std::fprintf(stderr, "collscope demo: the traced job exited with %d\n", rc);
     return rc;

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "commands.hpp"
 
@@ -19,6 +20,15 @@
 #ifdef COLLSCOPE_HAVE_PLUGINS
 #include <collscope/plugins/cli.hpp>
 #endif
+
+namespace {
+// Every error is one line, whatever its message holds (an SQLite message, a file name with a newline in it).
+std::string one_line(std::string s) {
+  for (auto& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"collscope: find out why a multi-GPU/MPI training job is slow, and tune it"};
@@ -56,10 +66,10 @@ int main(int argc, char** argv) {
   try {
     return action();
   } catch (const collscope::Error& e) {
-    std::fprintf(stderr, "collscope: %s\n", e.what());
+    std::fprintf(stderr, "collscope: %s\n", one_line(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "collscope: internal error: %s\n", e.what());
+    std::fprintf(stderr, "collscope: internal error: %s\n", one_line(e.what()).c_str());
     return 2;
   }
 }

@@ -25,19 +25,27 @@ std::string self_dir() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
-std::string find_preload() {
+namespace {
+// A library of collscope's: $ENV_VAR, else <self>/../lib/, else next to self. Throws if absent.
+std::string find_own_library(const char* file, const char* env_var) {
   namespace fs = std::filesystem;
-  if (const char* env = std::getenv("COLLSCOPE_PRELOAD"); env && *env) {
-    if (!fs::exists(env)) throw InputError(fmt::format("{}: COLLSCOPE_PRELOAD names no such file", env));
+  if (const char* env = std::getenv(env_var); env && *env) {
+    if (!fs::exists(env)) throw InputError(fmt::format("{}: {} names no such file", env, env_var));
     return fs::absolute(env).string();
   }
   const fs::path dir = self_dir();
-  for (const fs::path& p : {dir / ".." / "lib" / "libcollscope-preload.so", dir / "libcollscope-preload.so"}) {
+  for (const fs::path& p : {dir / ".." / "lib" / file, dir / file}) {
     std::error_code ec;
     if (fs::exists(p, ec)) return fs::weakly_canonical(p).string();
   }
-  throw InputError(fmt::format("{}: libcollscope-preload.so not found next to collscope (set COLLSCOPE_PRELOAD)",
-                               (dir / ".." / "lib").string()));
+  throw InputError(fmt::format("{}: {} not found next to collscope (set {})", (dir / ".." / "lib").string(), file, env_var));
+}
+}  // namespace
+
+std::string find_preload() { return find_own_library("libcollscope-preload.so", "COLLSCOPE_PRELOAD"); }
+
+std::string find_nccl_profiler() {
+  return find_own_library("libcollscope-nccl-profiler.so", "COLLSCOPE_NCCL_PROFILER");
 }
 
 int run_process(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env) {

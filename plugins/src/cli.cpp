@@ -58,6 +58,20 @@ std::vector<int> parse_ranks(const std::string& text) {
   return out;
 }
 
+// Runs `work` on one input; whatever fails below names it (out of memory, an error from code that does not know the file).
+template <typename Work>
+auto naming(const std::string& input, Work work) {
+  try {
+    return work();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw InputError(fmt::format("{}: out of memory while reading it", input));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: internal error while reading it: {}", input, e.what()));
+  }
+}
+
 int run_export(const ExportArgs& args) {
   if (args.format != "chrome" && args.format != "perfetto")
     throw InputError(fmt::format("--format {}: unknown (chrome)", args.format));
@@ -71,14 +85,14 @@ int run_export(const ExportArgs& args) {
   if (args.to_ms >= 0) options.to_ns = static_cast<std::int64_t>(args.to_ms * 1e6);
   ChromeExportCounts counts;
   if (args.output.empty() || args.output == "-") {
-    counts = export_chrome_trace(args.run_dir, std::cout, options);
+    counts = naming(args.run_dir, [&] { return export_chrome_trace(args.run_dir, std::cout, options); });
   } else {
     // Written next to the target and renamed: a failed export never leaves half a file under the name asked for.
     const std::string partial = args.output + ".partial";
     try {
       std::ofstream out(partial, std::ios::binary);
       if (!out) throw InputError(fmt::format("{}: cannot write", args.output));
-      counts = export_chrome_trace(args.run_dir, out, options);
+      counts = naming(args.run_dir, [&] { return export_chrome_trace(args.run_dir, out, options); });
       out.close();
       if (!out) throw InputError(fmt::format("{}: write failed", args.output));
     } catch (...) {
@@ -101,14 +115,15 @@ int run_export(const ExportArgs& args) {
 int run_import(const ImportArgs& args) {
   if (args.format != "horovod-timeline")
     throw InputError(fmt::format("--format {}: unknown (horovod-timeline)", args.format));
-  const auto counts = import_horovod_timeline(args.input, args.run_dir, args.world_size);
+  const auto counts = naming(args.input, [&] { return import_horovod_timeline(args.input, args.run_dir, args.world_size); });
   std::fprintf(stderr,
                "collscope import: %s: %lld ranks, %lld tensors, %lld tensor operations fused into %lld collectives, "
-               "%lld negotiation ticks, %lld steps%s -> %s\n",
+               "%lld negotiation ticks, %lld steps%s%s -> %s\n",
                args.input.c_str(), static_cast<long long>(counts.ranks), static_cast<long long>(counts.tensors),
                static_cast<long long>(counts.tensor_operations), static_cast<long long>(counts.collectives),
                static_cast<long long>(counts.ticks), static_cast<long long>(counts.steps),
                counts.truncated ? " (the file ended mid-event: the complete events were kept)" : "",
+               counts.replaced_utf8 ? fmt::format(" ({} invalid UTF-8 sequence(s) in names read as U+FFFD)", counts.replaced_utf8).c_str() : "",
                args.run_dir.c_str());
   return 0;
 }

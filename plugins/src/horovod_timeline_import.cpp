@@ -4,6 +4,7 @@
 // and shape. This file replays that state machine per tensor, groups the tensors whose communication activity
 // ran together into one fused collective, and writes the run with the store's TraceWriter.
 #include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
@@ -18,8 +19,9 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <iterator>
+#include <streambuf>
 #include <vector>
+
 
 namespace collscope::plugins {
 namespace {
@@ -106,6 +108,75 @@ std::int64_t micros_of(const json& e, const std::string& path) {
   return static_cast<std::int64_t>(it->get<double>());
 }
 
+// The timeline as valid UTF-8 for the JSON parser, read 64 KiB at a time: each ill-formed sequence becomes U+FFFD,
+// so a Latin-1 byte in a tensor name imports as that character instead of stopping the parser at the first event.
+// Knows which byte of the file the parser has reached, for the error that says where a file stops being JSON.
+class Utf8RepairingBuffer : public std::streambuf {
+ public:
+  explicit Utf8RepairingBuffer(std::istream& in) : in_(in) {}
+  std::uint64_t replaced() const { return replaced_; }
+  // Bytes of the file before the next character the parser would read.
+  std::uint64_t file_offset() const {
+    const auto out_pos = static_cast<std::uint64_t>(gptr() - eback());
+    std::uint64_t in_pos = out_pos;  // until the first replacement in this chunk, offsets agree
+    for (const auto& [out_at, in_at] : marks_) {
+      if (out_at > out_pos) break;
+      in_pos = in_at + (out_pos - out_at);
+    }
+    return chunk_offset_ + in_pos;
+  }
+
+ protected:
+  int_type underflow() override {
+    while (gptr() == egptr()) {
+      std::string raw = std::move(held_);
+      held_.clear();
+      const std::size_t kept = raw.size();
+      raw.resize(kept + kChunk);
+      in_.read(raw.data() + kept, static_cast<std::streamsize>(kChunk));
+      raw.resize(kept + static_cast<std::size_t>(in_.gcount()));
+      const bool at_end = !in_;
+      if (raw.empty()) return traits_type::eof();
+      chunk_offset_ = next_offset_;
+      out_.clear();
+      marks_.clear();
+      for (std::size_t at = 0; at < raw.size();) {
+        const std::size_t ascii_end = std::find_if(raw.begin() + static_cast<std::ptrdiff_t>(at), raw.end(),
+                                                   [](char c) { return static_cast<unsigned char>(c) >= 0x80; }) - raw.begin();
+        out_.append(raw, at, ascii_end - at);
+        at = ascii_end;
+        if (at == raw.size()) break;
+        std::size_t bad = 0;
+        bool incomplete = false;
+        if (const std::size_t n = run::utf8_sequence(raw, at, bad, &incomplete)) {
+          out_.append(raw, at, n);
+          at += n;
+        } else if (incomplete && !at_end) {
+          held_ = raw.substr(at);  // the rest of the character is in the next chunk
+          break;
+        } else {
+          out_.append(run::kReplacementCharacter);
+          at += bad;
+          ++replaced_;
+          marks_.emplace_back(out_.size(), at);
+        }
+      }
+      next_offset_ = chunk_offset_ + (raw.size() - held_.size());
+      setg(out_.data(), out_.data(), out_.data() + out_.size());
+      if (at_end && out_.empty()) return traits_type::eof();
+    }
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  static constexpr std::size_t kChunk = 64 * 1024;
+  std::istream& in_;
+  std::string out_, held_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> marks_;  // (chunk output offset, chunk input offset) after each replacement
+  std::uint64_t chunk_offset_ = 0, next_offset_ = 0;           // file offset of this chunk's / the next chunk's first byte
+  std::uint64_t replaced_ = 0;
+};
+
 struct Timeline {
   std::int64_t origin_us = 0;  // start_time_since_epoch_in_micros: CLOCK_REALTIME of ts 0
   std::map<std::int64_t, std::string> tensor_names;  // pid -> name
@@ -114,11 +185,13 @@ struct Timeline {
   std::int64_t last_us = 0;
   std::int64_t ticks = 0;
   int max_rank = -1;
+  std::uint64_t replaced_sequences = 0;  // ill-formed UTF-8 sequences read as U+FFFD
 };
 
 // Replays the file's events through each tensor's state machine as the parser meets them: one event object is
 // in memory at a time, never the whole document (Horovod timelines of long jobs are gigabytes). A file whose
-// writer was killed mid-event keeps every complete event before the break (`truncated`).
+// writer was killed mid-event keeps every complete event before the break (`truncated`); a file that stops being
+// JSON before its end (a corrupt byte) is an error naming the byte, never a silently shorter run.
 Timeline read_timeline(const std::string& path, bool& truncated) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw InputError(fmt::format("{}: no such file", path));
@@ -222,10 +295,27 @@ Timeline read_timeline(const std::string& path, bool& truncated) {
     }
     return true;
   };
-  const json rest = json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), on_parse, false);
-  truncated = rest.is_discarded() && seen > 0;
-  if (rest.is_discarded() && seen == 0)
-    throw InputError(fmt::format("{}: not JSON (a Horovod timeline is a JSON array of trace events)", path));
+  Utf8RepairingBuffer text(in);
+  std::istream text_stream(&text);
+  const std::uint64_t file_size = fs::file_size(path, ec);
+  truncated = false;
+  try {
+    [[maybe_unused]] const json rest = json::parse(text_stream, on_parse, true);  // events were handled as read
+  } catch (const json::parse_error& e) {
+    const std::uint64_t offset = text.file_offset();
+    if (seen == 0 && offset < file_size)
+      throw InputError(fmt::format("{}: not JSON (a Horovod timeline is a JSON array of trace events)", path));
+    if (offset < file_size) {
+      std::string why = e.what();
+      if (const auto colon = why.find(": "); colon != std::string::npos) why = why.substr(colon + 2);
+      std::replace(why.begin(), why.end(), '\n', ' ');
+      throw InputError(fmt::format("{}: not valid JSON at byte {} of {} ({}); nothing imported", path,
+                                   offset > 0 ? offset - 1 : 0, file_size, why));
+    }
+    if (seen == 0) throw InputError(fmt::format("{}: not JSON (a Horovod timeline is a JSON array of trace events)", path));
+    truncated = true;  // the parser ran out of file mid-event: the job was killed while writing it
+  }
+  t.replaced_sequences = text.replaced();
   if (event_depth < 0)
     throw InputError(fmt::format("{}: not a Horovod timeline (expected a JSON array of trace events)", path));
   // Operations still open when the file ends (a hung or killed job) end at the last event.
@@ -338,6 +428,7 @@ HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, co
   counts.collectives = static_cast<std::int64_t>(fused.size());
   counts.ticks = t.ticks;
   counts.steps = static_cast<std::int64_t>(steps.size());
+  counts.replaced_utf8 = static_cast<std::int64_t>(t.replaced_sequences);
 
   std::error_code ec;
   fs::create_directories(run_dir, ec);

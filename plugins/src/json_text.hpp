@@ -1,16 +1,29 @@
 #pragma once
-// JSON string escaping for writers that stream millions of events (nlohmann::json per event is 10x slower).
+// JSON text for writers that stream millions of events (nlohmann::json per event is 10x slower). JSON is UTF-8;
+// names from traces are not always: they are repaired as run/format.hpp says.
+#include <collscope/run/format.hpp>
+
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace collscope::plugins::detail {
 
-// `s` as a JSON string literal, quotes included.
+// `s` as a JSON string literal, quotes included; ill-formed UTF-8 becomes U+FFFD, so the file stays valid JSON.
 inline std::string json_quote(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
   out.push_back('"');
-  for (unsigned char c : s) {
+  for (std::size_t at = 0; at < s.size();) {
+    const auto c = static_cast<unsigned char>(s[at]);
+    if (c >= 0x80) {
+      std::size_t bad = 0;
+      const std::size_t n = run::utf8_sequence(s, at, bad);
+      if (n) out.append(s.substr(at, n)), at += n;
+      else out.append(run::kReplacementCharacter), at += bad;
+      continue;
+    }
+    ++at;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

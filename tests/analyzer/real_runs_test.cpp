@@ -165,3 +165,32 @@ TEST_F(RealRuns, CompareSameSettingsAndSlowdown) {
   EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : 128, 0);
   EXPECT_EQ(run(base, run_root() / "does-not-exist", ""), 2);
 }
+
+// Issue 12.10: collscope installed under a path with a space (ld.so splits LD_PRELOAD at spaces and colons, with no
+// escape): the job is still traced, with no ld.so error, and the private link to the preload is gone afterwards.
+TEST_F(RealRuns, TracesFromAnInstallPathWithASpace) {
+  const fs::path install = run_root() / "my tools: collscope";
+  fs::remove_all(install);
+  fs::create_directories(install / "bin");
+  fs::create_directories(install / "lib");
+  const char* preload = std::getenv("COLLSCOPE_PRELOAD");
+  fs::copy_file(fs::path(bin_dir()) / "collscope", install / "bin" / "collscope");
+  fs::copy_file(preload ? std::string(preload) : std::string(COLLSCOPE_TEST_PRELOAD), install / "lib" / "libcollscope-preload.so");
+  const fs::path run = run_root() / "space-run";
+  fs::remove_all(run);
+  const fs::path tmp = run_root() / "tmp";
+  fs::create_directories(tmp);
+  // COLLSCOPE_PRELOAD unset: collscope finds the preload next to itself, as an installed copy does.
+  const std::string cmd = fmt::format(
+      "env -u COLLSCOPE_PRELOAD TMPDIR='{}' timeout 60 '{}' trace -o '{}' -- mpirun -np 2 --oversubscribe --mca btl self,vader "
+      "{}/fusion_trainer {} > '{}.log' 2>&1",
+      tmp.string(), (install / "bin" / "collscope").string(), run.string(), bin_dir(), kShort, run.string());
+  ASSERT_EQ(shell(cmd), 0);
+  std::ifstream log(run.string() + ".log");
+  const std::string output((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(output.find("cannot be preloaded"), std::string::npos) << output;
+  const Analysis a = analyze_run(run.string());
+  EXPECT_EQ(a.run.ranks.size(), 2u);
+  EXPECT_EQ(a.steps.steps.size(), 12u) << text_report(a);
+  EXPECT_TRUE(fs::is_empty(tmp)) << "the preload's private link was left behind";
+}

@@ -5,9 +5,9 @@
 #include <collscope/autotuner/search_space.hpp>
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/sqlite.hpp>
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -152,7 +152,7 @@ double regret(const SearchSpace& space, StrategyKind kind, std::uint64_t seed, i
     const auto s = strategy.suggest(i, history);
     const double truth = f(s->unit);
     const double observed = -(truth + noise(rng));  // maximise the negative
-    history.push_back({s->unit, observed});
+    history.push_back({s->unit, observed, {}});
     if (observed > best_noisy) {
       best_noisy = observed;
       best_true = truth;
@@ -207,11 +207,9 @@ TEST(Scoring, TimedOutTrialSaysWhereItHung) {
   collscope::testing::write_synthetic_run(dir.string(), spec);
   EXPECT_EQ(hang_summary(dir.string()), "");  // finished normally: nothing hung
   for (int r : {0, 1, 2}) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((dir / ("rank-0000" + std::to_string(r) + ".sqlite")).c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "INSERT INTO calls_in_flight VALUES(1, 1, 80, 1, 1048576, 0, 4194304, 0, NULL, "
-                               "2000000000000, 2008000000000)", nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
+    collscope::store::sqlite::Database db((dir / ("rank-0000" + std::to_string(r) + ".sqlite")).string(),
+                                          collscope::store::sqlite::OpenMode::ReadWrite);
+    db.exec("INSERT INTO calls_in_flight VALUES(1, 1, 80, 1, 1048576, 0, 4194304, 0, NULL, 2000000000000, 2008000000000)");
   }
   EXPECT_EQ(hang_summary(dir.string()), "hang: rank(s) 3 never made allreduce #80 on MPI_COMM_WORLD; rank(s) 0,1,2 wait in it");
   EXPECT_EQ(hang_summary((dir / "missing").string()), "");  // no trace at all: no summary, no exception

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -22,6 +24,21 @@ inline std::filesystem::path temp_root(const std::string& prefix) {
   auto dir = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// The whole file as bytes; "" when it cannot be read.
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `s` single-quoted for /bin/sh (a ' inside becomes '\'').
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 // Runs `cmd` with /bin/sh; its exit code, 128 + signal when killed.
@@ -48,6 +65,12 @@ inline std::filesystem::path unpack_test_data(const std::string& name) {
   return to;
 }
 #endif
+// Runs `collscope ARGS` (the built one; ARGS as the shell reads them) in `dir`, stdout into dir/out.txt and stderr into
+// dir/err.txt; its exit code.
+inline int run_collscope(const std::filesystem::path& dir, const std::string& args) {
+  return shell("cd " + shell_quote(dir.string()) + " && " + shell_quote(bin_dir() + "/collscope") + " " + args +
+               " > out.txt 2> err.txt");
+}
 
 // What COLLSCOPE_TEST_ENV sets under ctest, for runs outside it: Open MPI as root, shared memory only.
 inline void set_mpi_test_env() {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "run_process.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using collscope::testing::env_or;
@@ -19,7 +20,7 @@ using collscope::testing::run_process;
 
 namespace {
 
-const std::string kBin = env_or("COLLSCOPE_BIN", COLLSCOPE_TEST_BIN_DIR);
+const std::string kBin = collscope::test::bin_dir();
 const std::string kPreload = env_or("COLLSCOPE_PRELOAD", kBin + "/../lib/libcollscope-preload.so");
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -78,9 +79,16 @@ TEST(PreloadLink, AJobWithItsOwnSqliteKeepsItAndIsTraced) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("rank 0: sqlite "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("libcollscope-preload"), std::string::npos) << "the job's SQLite calls reached the preload: " << r.out;
+  // A finished run is its rank files alone: no -wal or -shm beside them, before or after reading.
+  std::set<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir / "run")) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"rank-00000.sqlite", "rank-00001.sqlite"}));
   for (int rank = 0; rank < 2; ++rank) {
     collscope::store::TraceReader reader((dir / "run" / collscope::store::rank_file_name(rank)).string());
     EXPECT_EQ(reader.row_count("collectives"), rows);
   }
+  files.clear();
+  for (const auto& e : fs::directory_iterator(dir / "run")) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"rank-00000.sqlite", "rank-00001.sqlite"}));
   fs::remove_all(dir);
 }

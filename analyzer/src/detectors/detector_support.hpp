@@ -1,17 +1,17 @@
 #pragma once
 // What the detectors share (internal to the analyzer): the common input and small helpers.
+#include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/findings.hpp>
 
-#include <charconv>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <utility>
 
-#include <fmt/format.h>
 #include <collscope/run/workload.hpp>
-#include <cstdint>
-#include <optional>
-#include <regex>
-#include <string>
+#include <fmt/format.h>
 
 namespace collscope::analyzer::detail {
 
@@ -34,17 +34,7 @@ inline bool carries_payload(store::Op op) { return op != store::Op::Barrier && o
 // command line; nullopt when neither says (or the number does not fit 64 bits).
 inline std::optional<std::int64_t> fusion_threshold_of(const Run& run) {
   if (auto v = run.env_int("HOROVOD_FUSION_THRESHOLD")) return v;
-  static const std::regex pattern(R"(--fusion[-_]threshold[= ]+([0-9]+))");
-  for (const auto& r : run.ranks) {
-    auto cmd = r.meta_value(std::string(store::meta_key::kCommandLine));
-    std::smatch match;
-    if (!cmd || !std::regex_search(*cmd, match, pattern)) continue;
-    const std::string digits = match[1].str();
-    std::int64_t value = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (ec == std::errc() && end == digits.data() + digits.size()) return value;
-  }
-  return std::nullopt;
+  return command_line_int(run, "fusion-threshold");
 }
 
 // Horovod's tuning knobs as they were in effect: the job's environment, else Horovod's defaults for its version

@@ -4,6 +4,8 @@
 #include <collscope/analyzer/run_model.hpp>
 #include <collscope/analyzer/findings.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,10 @@ struct Analysis {
   double comm_ns = 0;       // mean over ranks: time inside collectives
   double analysis_seconds = 0;
 };
+
+// The job's whole-number option "--NAME N" / "--NAME=N" from its recorded command line (first rank that has it; '-'
+// and '_' in NAME match either). nullopt when absent or not a number that fits 64 bits: unknown, never an error.
+std::optional<std::int64_t> command_line_int(const Run& run, const std::string& name);
 
 Analysis analyze_run(const std::string& run_dir, const AnalysisOptions& options = {});
 Analysis analyze(Run run, const AnalysisOptions& options = {});

@@ -20,6 +20,7 @@ struct MetricComparison {
   int base_samples = 0, new_samples = 0;
   bool gated = false;       // counts for the verdict
   bool regression = false;
+  std::string no_data;      // why it could not be compared ("the new run has no steps (the base run has 40)"); "" when it was
 };
 
 struct Comparison {
@@ -28,6 +29,8 @@ struct Comparison {
   std::vector<MetricComparison> metrics;
   std::vector<std::string> findings_new, findings_gone;  // "straggler rank 1"
   bool regression = false;
+  std::string no_data;  // a gated metric without data in a run (its reason): the gate fails, as on a regression
+  bool gate_failed() const { return regression || !no_data.empty(); }
 };
 
 struct MannWhitneyResult {

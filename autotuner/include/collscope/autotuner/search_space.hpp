@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collscope::autotuner {
@@ -17,7 +18,7 @@ struct Knob {
   std::string name;                 // used as {name} in the command's arguments and config templates
   KnobType type = KnobType::Real;
   KnobScale scale = KnobScale::Linear;
-  double min = 0, max = 1;          // real / integer: inclusive range in the job's units
+  double min = 0, max = 1;          // real / integer: inclusive range in the job's units (integer: |v| <= 2^53)
   std::vector<std::string> values;  // categorical / boolean: the choices, as the job reads them
   std::optional<std::string> env;   // environment variable that carries the value
   std::optional<std::string> default_value;  // the job's own default (reports compare against it)
@@ -86,6 +87,10 @@ class SearchSpace {
 
   std::map<std::string, std::string> named(const Assignment& values) const;
 
+  // This space with knob `name` fixed at its default (a one-value categorical the model ignores): --fixed-batch.
+  // Throws InputError naming the knob when it has no default.
+  SearchSpace with_knob_fixed(const std::string& name) const;
+
  private:
   std::vector<Knob> knobs_;
   Objective objective_;
@@ -93,6 +98,10 @@ class SearchSpace {
   std::vector<ConfigFile> config_files_;
   std::string yaml_text_;
 };
+
+// True when `s` holds a byte below 0x20 or 0x7f (newline, tab, escape...): such a knob value is refused, because the
+// values reach environments, command lines and the `--export-env` file a shell reads.
+bool has_control_character(std::string_view s);
 
 // Replaces {name} placeholders (knobs and extra variables such as trial_dir); "{{" is a literal "{".
 // Unknown placeholders are left as they are. Values are inserted literally: no shell ever sees them.

@@ -3,14 +3,14 @@
 // directory) and the model state that chose each trial. Written after every state change, so a
 // tuner killed at any moment resumes from it (`collscope tune --resume`).
 #include <collscope/autotuner/search_space.hpp>
+#include <collscope/autotuner/trial_runner.hpp>
+#include <collscope/store/sqlite.hpp>
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
-
-struct sqlite3;
 
 namespace collscope::autotuner {
 
@@ -28,20 +28,35 @@ struct TrialRecord {
   int exit_code = 0;
   double wall_s = 0;
   std::string dir;            // the trial's directory (output.log, trace/)
-  std::int64_t pgid = 0;      // process group of the running trial (killed on resume if still alive)
+  std::int64_t pgid = 0;      // process group of the running trial (0 once it ended; see Study::trial_processes)
   std::int64_t started_unix_ms = 0;
+  std::string source;         // where the score came from, for people ("NVTX steps", "printed 'Total img/sec ...'")
+  std::optional<double> step_s;  // seconds per step at this score, when known (the --job-steps stop rule)
+};
+
+// Held by the one tuner that runs a study: an exclusive flock on STUDY.lock (not on the SQLite file: SQLite's own
+// POSIX locks live there, and NFS maps flock onto them). Released when the tuner exits, however it exits; the file
+// itself stays (removing it would let two tuners lock two different files).
+class StudyLock {
+ public:
+  // Throws InputError naming the study when another process holds it.
+  explicit StudyLock(const std::string& study_path);
+  ~StudyLock();
+  StudyLock(const StudyLock&) = delete;
+  StudyLock& operator=(const StudyLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 class Study {
  public:
   // Creates a new study file; throws InputError when it already holds trials (use --resume).
   static Study create(const std::string& path, const std::map<std::string, std::string>& meta);
-  // Opens an existing study; throws InputError naming the file when it is missing or not a study.
-  static Study open(const std::string& path);
-  ~Study();
-  Study(Study&& other) noexcept;
-  Study& operator=(Study&&) = delete;
-  Study(const Study&) = delete;
+  enum class Access { ReadOnly, ReadWrite };
+  // Opens an existing study; throws InputError naming the file when it is missing or not a study. Read-only (`tune
+  // show`, reports, tests) never writes it; the tuner opens it for writing.
+  static Study open(const std::string& path, Access access = Access::ReadOnly);
 
   const std::string& path() const { return path_; }
   std::optional<std::string> meta(const std::string& key) const;
@@ -50,17 +65,24 @@ class Study {
   std::vector<TrialRecord> trials() const;
   int add_trial(TrialRecord& record);       // assigns record.id; status "running"
   void update_trial(const TrialRecord& record);
+  // Who runs trial `trial_id` (host, boot, process group, marker): what --resume checks before it kills anything.
+  void save_trial_processes(int trial_id, const TrialProcesses& processes);
+  std::optional<TrialProcesses> trial_processes(int trial_id) const;
+  // Called by the tuner when it is done: the file goes back to a rollback journal, so readers (tune show, the viewer,
+  // another user, a read-only mount) open it read-only and leave no -wal/-shm files behind. While a tuner writes it
+  // is in WAL mode (readers never block the writer). Best effort: a reader holding it keeps WAL until next time.
+  void close_for_readers();
+  // A random id of the study, made once (trial markers start with it).
+  std::string id();
   // Model state (JSON) that chose trial `trial_id`.
   void save_model(int trial_id, const std::string& json);
   std::optional<std::string> model(int trial_id) const;
 
  private:
-  explicit Study(std::string path);
-  void exec(const char* sql) const;
-  [[noreturn]] void fail(const std::string& what) const;
+  Study(std::string path, store::sqlite::Database db);
 
   std::string path_;
-  sqlite3* db_ = nullptr;
+  store::sqlite::Database db_;
 };
 
 }  // namespace collscope::autotuner

@@ -26,10 +26,12 @@ struct HorovodImportCounts {
   std::int64_t ticks = 0;              // negotiation ticks (a rank reporting a tensor ready)
   std::int64_t steps = 0;              // rounds of the gradients (tensors sharing the most common count); 0: none
   bool truncated = false;              // the file ended mid-event (the job was killed); what was complete is kept
+  std::int64_t replaced_utf8 = 0;      // ill-formed UTF-8 sequences (Latin-1 names, corrupt bytes) read as U+FFFD
 };
 
 // Reads `timeline_path`, writes `run_dir` (created; existing rank files in it are replaced). `world_size` 0: the
-// highest rank seen in a tick + 1. Throws InputError naming the file and the problem.
+// highest rank seen in a tick + 1. Throws InputError naming the file and the problem; a file that stops being JSON
+// before its end is such an error, naming the byte.
 HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, const std::string& run_dir,
                                             int world_size = 0);
 
