@@ -39,7 +39,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto time_budget = std::make_shared<double>(0);
   tune_cmd->add_option("--job-steps", *job_steps,
                        "Steps the real job will run: stop exploring when the expected gain cannot pay back a trial");
-  tune_cmd->add_option("--time-budget", *time_budget, "Stop exploring after this many seconds of trials (then confirm)");
+  tune_cmd->add_option("--time-budget", *time_budget, "Tuning time in seconds, confirmation runs included: exploration stops in time for them");
   tune_cmd->add_flag("--fixed-batch", options->fixed_batch,
                      "Keep the objective's batch_size knob at its default (a different batch changes the optimisation)");
   tune_cmd->add_option("--warm-start", options->warm_start,

@@ -95,6 +95,21 @@ double negative_log_ei(unsigned n, const double* p, double* grad, void* data) {
   return std::isfinite(v) ? -v : 1e300;
 }
 
+// "Measured": the same values, or within kMinNewDistance of a measured point on every axis of the model's features
+// (a log integer knob over 64 KiB..256 MiB has a setting every few bytes: 134217729 is 134217728 again).
+bool measured_before(const SearchSpace& space, const std::vector<Observation>& history, const std::vector<double>& p) {
+  const Assignment values = space.to_values(p);
+  const std::vector<double> f = space.features(p);
+  for (const auto& h : history) {
+    if ((h.values.empty() ? space.to_values(h.unit) : h.values) == values) return true;
+    const std::vector<double> g = space.features(h.unit);
+    double far = 0;
+    for (std::size_t i = 0; i < f.size() && i < g.size(); ++i) far = std::max(far, std::abs(f[i] - g[i]));
+    if (far < kMinNewDistance) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<Observation> model_observations(const std::vector<Observation>& history) {
@@ -195,7 +210,16 @@ std::optional<Suggestion> Strategy::suggest(int index, const std::vector<Observa
 }
 
 Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>& history) const {
-  if (index < initial_design_size_) return Suggestion{design_[static_cast<std::size_t>(index)], "design", std::nullopt, 0, 0, std::nullopt};
+  if (index < initial_design_size_) {
+    // A design point on a setting measured already (the defaults, a warm start, a small discrete space) moves to
+    // the first of a seeded random sequence that is new, so the design measures as many settings as it has points.
+    std::vector<double> p = design_[static_cast<std::size_t>(index)];
+    std::mt19937_64 rng(mix(seed_, static_cast<std::uint64_t>(index), 6));
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (int tries = 0; tries < 256 && measured_before(space_, history, p); ++tries)
+      for (auto& v : p) v = unit(rng);
+    return Suggestion{p, "design", std::nullopt, 0, 0, std::nullopt};
+  }
   GaussianProcess gp(feature_groups(space_));
   if (!fit_model(space_, history, mix(seed_, static_cast<std::uint64_t>(index), 3), gp)) {
     // Too few successes to model (everything failed so far): keep exploring at random.
@@ -264,21 +288,7 @@ Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>&
   // Never measure a point twice by accident: integer and categorical knobs snap many cube points onto one setting,
   // and with noisy scores EI likes the neighbourhood of the best. The best candidate whose values are new instead;
   // when every candidate is measured, the best one again, as a deliberate repeat (it sharpens its mean).
-  // "Measured": the same values, or within kMinNewDistance of a measured point on every knob's cube axis (a log
-  // integer knob over 64 KiB..256 MiB has a setting every few bytes: 134217729 is 134217728 again).
-  std::set<Assignment> measured;
-  for (const auto& h : history) measured.insert(h.values.empty() ? space_.to_values(h.unit) : h.values);
-  const auto is_measured = [&](const std::vector<double>& p) {
-    if (measured.count(space_.to_values(p))) return true;
-    const std::vector<double> f = space_.features(p);
-    for (const auto& h : history) {
-      const std::vector<double> g = space_.features(h.unit);
-      double far = 0;
-      for (std::size_t i = 0; i < f.size() && i < g.size(); ++i) far = std::max(far, std::abs(f[i] - g[i]));
-      if (far < kMinNewDistance) return true;
-    }
-    return false;
-  };
+  const auto is_measured = [&](const std::vector<double>& p) { return measured_before(space_, history, p); };
   std::string source = "expected-improvement";
   if (is_measured(best_point)) {
     source = "repeat";

@@ -280,8 +280,10 @@ int tune(const TuneOptions& options) {
         // Stop rules: the time budget for every strategy; noise and payback once the model has had two trials.
         StopInputs in;
         in.time_budget_s = options.time_budget_s;
-        for (double w : walls) in.elapsed_s += w;
         in.mean_trial_s = mean_of(walls).value_or(0);
+        // The budget holds the confirmation runs too: exploration ends when what is spent plus them reaches it.
+        for (double w : walls) in.elapsed_s += w;
+        in.elapsed_s += in.mean_trial_s * (1 + confirm_top * confirm_repeats);
         const bool modelled = bayesian && suggestion && suggestion->model && index >= strategy.initial_design_size() + 2;
         if (modelled) {
           in.expected_gain = std::exp(suggestion->log_acquisition);

@@ -39,7 +39,8 @@ struct StopInputs {
   double mean_trial_s = 0;           // wall time of one trial so far
   bool step_time_objective = false;  // the objective is step time in ms (minimised), else a rate (maximised)
   std::optional<double> time_budget_s;  // --time-budget
-  double elapsed_s = 0;              // tuning time spent so far (this study, every session)
+  double elapsed_s = 0;              // tuning time spent so far (this study, every session), plus what the next trial
+                                     // and the confirmation runs will cost
 };
 // The rule that ends exploration, worded for people ("noise: the expected gain 3.1 samples/s is below ..."), or
 // nullopt to go on. Rules: time budget spent; expected gain below the noise a confirmed mean can resolve (sd over
