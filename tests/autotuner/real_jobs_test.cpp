@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "test_support.hpp"
 
@@ -86,4 +88,38 @@ trial: {timeout_s: 30, confirm_top: 1, confirm_repeats: 1}
   for (const auto& t : trials)
     if (t.kind != "confirm" && t.kind != "noise-repeat" && t.kind != "repeat") ++explored[t.values];
   for (const auto& [values, n] : explored) EXPECT_EQ(n, 1) << values[0] << " explored " << n << " times";
+}
+
+// A second study of the same job and space starts from the first: its best runs first after the defaults, and no
+// setting the first one measured is explored again.
+TEST(RealJobs, WarmStartFromAnEarlierStudy) {
+  const fs::path dir = fresh_dir("warm");
+  std::ofstream(dir / "space.yaml") << R"Y(knobs:
+  - {name: x, env: X, type: integer, min: 1, max: 20, default: 5}
+objective: {kind: throughput}
+trial: {timeout_s: 30, confirm_top: 0}
+)Y";
+  std::ofstream(dir / "job.sh") << "echo \"$(( 100 - (X - 13) * (X - 13) )).5 samples/s\"\n";
+  const std::string tune = "cd " + shell_quote(dir.string()) + " && " + shell_quote(bin_dir() + "/collscope") + " tune space.yaml";
+  ASSERT_EQ(shell(tune + " --study a.sqlite --trials 5 --no-progress -- /bin/sh job.sh > a.txt 2>&1"), 0) << read_file(dir / "a.txt");
+  ASSERT_EQ(shell(tune + " --study b.sqlite --trials 4 --warm-start a.sqlite -- /bin/sh job.sh > b.txt 2>&1"), 0)
+      << read_file(dir / "b.txt");
+  const auto a = Study::open((dir / "a.sqlite").string()).trials(), b = Study::open((dir / "b.sqlite").string()).trials();
+  std::set<Assignment> measured_in_a;
+  Assignment best_a;
+  double best_score = -1;
+  for (const auto& t : a) {
+    measured_in_a.insert(t.values);
+    if (t.score && *t.score > best_score) best_score = *t.score, best_a = t.values;
+  }
+  ASSERT_GE(b.size(), 2u);
+  EXPECT_EQ(b[0].kind, "default");
+  EXPECT_EQ(b[1].kind, "warm-best");
+  EXPECT_EQ(b[1].values, best_a);
+  for (const auto& t : b) {
+    if (t.kind == "design" || t.kind == "expected-improvement") {
+      EXPECT_FALSE(measured_in_a.count(t.values)) << t.values[0];
+    }
+  }
+  EXPECT_NE(read_file(dir / "b.txt").find("warm start: "), std::string::npos);
 }
