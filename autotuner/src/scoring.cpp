@@ -218,6 +218,11 @@ Score score_trial(const Objective& objective, double batch_size, const std::stri
     out.source_text = fmt::format("regex /{}/ over the job's output", objective.regex);
     return finite(out);
   }
+  // Without a batch size the steps give steps per second, not samples: a rate the job prints (samples/s, img/sec)
+  // is then the better objective, so a new study takes it first when there is one.
+  const bool rate_without_batch = objective.kind == ObjectiveKind::Throughput && !objective.batch_size_given &&
+                                  objective.regex.empty() && source == ScoreSource::Any;
+  if (rate_without_batch) source = printed_throughput(log_path) ? ScoreSource::Printed : ScoreSource::Any;
   std::string steps_problem;
   if (source != ScoreSource::Printed) {
     const auto progress = read_step_progress(run_dir, objective.step_range, objective.warmup_steps, batch_size);
@@ -226,6 +231,11 @@ Score score_trial(const Objective& objective, double batch_size, const std::stri
                                      progress->confidence >= kMinInferredStepConfidence);
     if (usable) {
       out.value = objective.kind == ObjectiveKind::StepTime ? progress->mean_step_ms : progress->throughput;
+      if (objective.kind == ObjectiveKind::Throughput && !objective.batch_size_given) {
+        // run/'s throughput with a batch of 1 is steps x ranks per second: steps per second is what it measures.
+        out.value = progress->mean_step_ms > 0 && progress->ranks > 0 ? *out.value / progress->ranks : *out.value;
+        out.unit = "steps/s";
+      }
       out.source = ScoreSource::Steps;
       out.source_text = step_source_text(*progress);
       out.step_s = progress->mean_step_ms * 1e-3;
@@ -256,9 +266,10 @@ Score score_trial(const Objective& objective, double batch_size, const std::stri
   }
   // A study scoring from steps takes a printed rate only in the objective's own unit (the same quantity, measured
   // by the job): anything else would compare two different numbers.
-  if (out.value && source == ScoreSource::Steps && out.unit != objective.unit)
+  const std::string steps_unit = objective.batch_size_given ? objective.unit : "steps/s";
+  if (out.value && source == ScoreSource::Steps && out.unit != steps_unit)
     return failed(fmt::format("objective: {} in {}; the job printed {} {}, not {} as this study's scores from steps",
-                              steps_problem, run_dir, *out.value, out.unit, objective.unit));
+                              steps_problem, run_dir, *out.value, out.unit, steps_unit));
   if (out.value && source == ScoreSource::Steps) out.source_text += " (the trace's steps: " + steps_problem + ")";
   if (!out.value) {
     const std::string printed_problem = objective.regex.empty()

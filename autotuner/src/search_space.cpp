@@ -249,6 +249,7 @@ SearchSpace SearchSpace::parse(const std::string& yaml_text, const std::string& 
     }
     if (o["batch_size"]) {
       s.objective_.batch_size = as_text(o["batch_size"], "objective.batch_size", where);
+      s.objective_.batch_size_given = true;
       const bool numeric = !s.objective_.batch_size.empty() &&
                            s.objective_.batch_size.find_first_not_of("0123456789") == std::string::npos;
       if (!numeric && !names.count(s.objective_.batch_size))

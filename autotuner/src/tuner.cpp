@@ -131,11 +131,13 @@ WarmStart load_warm_start(const std::vector<std::string>& paths, const SearchSpa
 // One line of a trial's live state: steps done and throughput so far from its trace, else the throughput it printed.
 std::string live_state(const Objective& objective, const std::optional<StepProgress>& steps, const std::string& log_path,
                        const std::string& unit) {
-  if (steps && objective.kind != ObjectiveKind::Regex)
-    return fmt::format("{} steps measured, {} so far ({} steps)", steps->measured_steps,
-                       objective.kind == ObjectiveKind::StepTime ? format_score(steps->mean_step_ms, "ms/step")
-                                                                 : format_score(steps->throughput, "samples/s"),
+  if (steps && objective.kind != ObjectiveKind::Regex) {
+    const std::string rate = objective.kind == ObjectiveKind::StepTime ? format_score(steps->mean_step_ms, "ms/step")
+                             : objective.batch_size_given ? format_score(steps->throughput, "samples/s")
+                                                          : format_score(steps->throughput / std::max(1, steps->ranks), "steps/s");
+    return fmt::format("{} steps measured, {} so far ({} steps)", steps->measured_steps, rate,
                        steps->source == "nvtx" ? "NVTX" : "inferred");
+  }
   if (const auto printed = printed_throughput(log_path))
     return fmt::format("the job printed {} ({})", format_score(printed->value, printed->unit), printed->pattern);
   (void)unit;

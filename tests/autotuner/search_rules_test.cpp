@@ -1,4 +1,5 @@
 // Issue 15: printed throughput, stop rules, the batch size's memory limit, no accidental repeats, Horovod's method.
+#include <collscope/testing/synthetic_run.hpp>
 #include <collscope/autotuner/scoring.hpp>
 #include <collscope/autotuner/search_rules.hpp>
 #include <collscope/autotuner/search_space.hpp>
@@ -183,4 +184,26 @@ TEST(HorovodStrategy, WarmupSeedPointsThenItsBoxAndItsBudget) {
     if (i >= kHorovodWarmupSamples) history.push_back({s->unit, std::stod((*s->values)[1]), *s->values});
   }
   EXPECT_FALSE(h.suggest(kHorovodWarmupSamples + kHorovodMaxSamples, history));  // 20 samples, then it stops
+}
+
+// Without a batch size the steps measure steps per second: said so in the unit, never "samples/s" with a batch of 1.
+TEST(Scoring, StepsWithoutABatchSizeAreStepsPerSecond) {
+  const auto dir = fs::temp_directory_path() / ("collscope-steps-unit-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  collscope::testing::SyntheticRunSpec spec;
+  spec.steps = 20;
+  collscope::testing::write_synthetic_run(dir.string(), spec);
+  Objective o;
+  const auto no_output = (dir / "none.log").string();
+  const Score per_step = score_trial(o, 1, dir.string(), no_output);
+  ASSERT_TRUE(per_step.value) << per_step.problem;
+  EXPECT_EQ(per_step.unit, "steps/s");
+  o.batch_size = "8";
+  o.batch_size_given = true;
+  const Score samples = score_trial(o, 8, dir.string(), no_output);
+  ASSERT_TRUE(samples.value) << samples.problem;
+  const auto progress = read_step_progress(dir.string(), "step", o.warmup_steps, 8);
+  ASSERT_TRUE(progress);
+  EXPECT_NEAR(*samples.value, *per_step.value * 8 * progress->ranks, 1e-6 * *samples.value);
+  fs::remove_all(dir);
 }
