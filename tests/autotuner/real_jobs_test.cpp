@@ -20,12 +20,7 @@ using collscope::test::shell;
 using collscope::test::shell_quote;
 
 namespace {
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = collscope::test::temp_root("collscope-realjobs") / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path fresh_dir(const std::string& name) { return collscope::test::fresh_dir("collscope-realjobs", name); }
 }  // namespace
 
 // samples/spaces/horovod.yaml as shipped, on a job without NVTX: the first trial is the job's defaults and works, a
