@@ -21,7 +21,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   tune_cmd->add_option("SPACE", options->space_path, "Search space file (YAML)");
   tune_cmd->add_option("--study", options->study_path, "Study file (SQLite), created or resumed")->capture_default_str()->type_name("FILE");
   tune_cmd->add_option("--trials", options->trials, "Exploration trials (default 20; confirmation runs come on top)")->type_name("N");
-  tune_cmd->add_option("--strategy", *strategy, "bo (Bayesian optimisation), random or grid")->capture_default_str()->type_name("NAME");
+  tune_cmd->add_option("--strategy", *strategy, "bo (Bayesian optimisation), random, grid, or horovod (HOROVOD_AUTOTUNE's method, for comparison)")->capture_default_str()->type_name("NAME");
   tune_cmd->add_option("--seed", options->seed, "Seed: same seed, same trials")->capture_default_str()->type_name("N");
   tune_cmd->add_option("--trial-timeout", *timeout, "Wall-clock limit of one trial in seconds (default: the space's trial.timeout_s)")
       ->type_name("SECONDS");
@@ -38,6 +38,18 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
       ->type_name("N")->check(CLI::NonNegativeNumber);
   tune_cmd->add_flag_callback("--no-progress", [options] { options->progress = false; }, "No progress lines on stderr");
   tune_cmd->add_option("COMMAND", options->command, "The job, after --; {knob} in an argument is replaced by its value");
+  auto job_steps = std::make_shared<std::int64_t>(0);
+  auto time_budget = std::make_shared<double>(0);
+  tune_cmd->add_option("--job-steps", *job_steps,
+                       "Steps the real job will run: stop exploring when the expected gain cannot pay back a trial")
+      ->type_name("N");
+  tune_cmd->add_option("--time-budget", *time_budget, "Tuning time in seconds, confirmation runs included: exploration stops in time for them")
+      ->type_name("SECONDS");
+  tune_cmd->add_flag("--fixed-batch", options->fixed_batch,
+                     "Keep the objective's batch_size knob at its default (a different batch changes the optimisation)");
+  tune_cmd->add_option("--warm-start", options->warm_start,
+                       "Earlier study of the same job and space (repeatable): its trials seed the model")
+      ->type_name("STUDY");
   tune_cmd->footer(
       "Example: collscope tune samples/fusion_trainer/space.yaml --trials 15 --export-env best.env -- \\\n"
       "           mpirun -np 2 ./fusion_trainer --batch-size {batch_size}\n"
@@ -65,7 +77,9 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
         if (!show_report->empty()) {
           const Study study = Study::open(*show_study);
           const SearchSpace space = stored_space(study);
-          write_report(space, checked_trials(study, space), *show_report, std::filesystem::path(*show_study).filename().string());
+          const auto trials = checked_trials(study, space);
+          write_report(space, trials, *show_report, std::filesystem::path(*show_study).filename().string(),
+                       study_notes(study, space, trials));
         }
       } catch (const Error&) {
         throw;
@@ -78,9 +92,17 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
     };
   });
 
-  tune_cmd->callback([&action, tune_cmd, show_cmd, options, strategy, timeout] {
+  tune_cmd->callback([&action, tune_cmd, show_cmd, options, strategy, timeout, job_steps, time_budget] {
     if (show_cmd->parsed()) return;
-    action = [options, strategy, timeout, tune_cmd] {
+    action = [options, strategy, timeout, tune_cmd, job_steps, time_budget] {
+      if (tune_cmd->count("--job-steps")) {
+        if (*job_steps < 1) throw InputError("--job-steps: must be at least 1");
+        options->job_steps = *job_steps;
+      }
+      if (tune_cmd->count("--time-budget")) {
+        if (!(*time_budget > 0)) throw InputError("--time-budget: must be > 0 seconds");
+        options->time_budget_s = *time_budget;
+      }
       if (options->space_path.empty())
         throw InputError("tune: no search space given (usage: collscope tune SPACE.yaml [options] -- CMD...)");
       options->strategy = strategy_from_name(*strategy);

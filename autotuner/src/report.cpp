@@ -162,7 +162,7 @@ std::string effect_chart(const SearchSpace& space, const std::vector<TrialRecord
 }  // namespace
 
 void write_report(const SearchSpace& space, const std::vector<TrialRecord>& recorded, const std::string& dir,
-                  const std::string& title) {
+                  const std::string& title, const std::vector<std::string>& notes) {
   // A study file may hold an inf/nan score (written by an older tuner, or edited): no score, as the tuner reads it.
   std::vector<TrialRecord> trials = recorded;
   for (auto& t : trials)
@@ -197,6 +197,7 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& reco
     for (std::size_t i = 0; i < space.knobs().size(); ++i)
       best_text += fmt::format(" <code>{}={}</code>", xml_escape(space.knobs()[i].name), xml_escape(best_settings_found->values[i]));
   }
+  for (const auto& note : notes) best_text += "</p>\n<p>" + xml_escape(note);
   const std::string html = fmt::format(
       "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>collscope tune: {0}</title>\n"
       "<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;"

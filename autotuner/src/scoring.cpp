@@ -39,6 +39,8 @@ std::optional<StepProgress> read_step_progress(const std::string& run_dir, const
   p.throughput = steps.throughput_samples_per_s;
   p.mean_step_ms = steps.mean_step_ns * 1e-6;
   p.source = steps.source;
+  p.confidence = steps.confidence;
+  p.basis = steps.basis;
   return p;
 }
 
@@ -108,23 +110,197 @@ std::optional<double> value_from_output_file(const std::string& pattern, const s
   return last.value;
 }
 
-Score score_trial(const Objective& objective, double batch_size, const std::string& run_dir, const std::string& log_path) {
-  std::optional<double> value;
-  if (objective.kind == ObjectiveKind::Regex) {
-    value = value_from_output_file(objective.regex, log_path);
-    if (!value) return {std::nullopt, fmt::format("objective: no match for /{}/ in the job's output", objective.regex)};
-  } else {
-    const auto progress = read_step_progress(run_dir, objective.step_range, objective.warmup_steps, batch_size);
-    if (!progress)
-      return {std::nullopt, fmt::format("objective: no steps after {} warm-up steps in {} (no NVTX '{}' ranges, and "
-                                        "none inferred from the collectives)",
-                                        objective.warmup_steps, run_dir, objective.step_range)};
-    value = objective.kind == ObjectiveKind::StepTime ? progress->mean_step_ms : progress->throughput;
+namespace {
+struct ThroughputPattern {
+  const char* name;
+  const char* unit;  // empty: the unit is the pattern's second capture group
+  std::regex re;
+};
+
+// Most specific first: Horovod's benchmark summary, then per-worker summaries, then generic rates.
+const std::vector<ThroughputPattern>& throughput_patterns() {
+  static const std::vector<ThroughputPattern> patterns = [] {
+    const auto icase = std::regex::ECMAScript | std::regex::icase;
+    std::vector<ThroughputPattern> p;
+    p.push_back({"Horovod total img/sec", "img/s", std::regex(R"(Total img/sec on \d+ \w+\(s\):\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?))", icase)});
+    p.push_back({"Horovod img/sec per worker", "img/s per worker",
+                 std::regex(R"(Img/sec per \w+:\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?))", icase)});
+    p.push_back({"rate per second", "",
+                 std::regex(R"(([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*((?:samples|images|img|sequences|seqs|tokens|examples)\s*/\s*s(?:ec)?)\b)",
+                            icase)});
+    p.push_back({"rate per second", "",
+                 std::regex(R"(([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*((?:samples|images|sequences|tokens|examples) per second))", icase)});
+    p.push_back({"throughput", "", std::regex(R"(throughput\s*[:=]?\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*([a-z/]*))", icase)});
+    p.push_back({"tqdm it/s", "it/s", std::regex(R"(([0-9]+(?:\.[0-9]*)?)\s*it/s\b)")});
+    return p;
+  }();
+  return patterns;
+}
+
+std::string step_source_text(const StepProgress& p) {
+  if (p.source == "nvtx") return "NVTX steps";
+  return fmt::format("inferred steps (confidence {:.2f}: {})", p.confidence, p.basis);
+}
+}  // namespace
+
+std::optional<PrintedThroughput> printed_throughput(const std::string& log_path) {
+  const auto& patterns = throughput_patterns();
+  std::vector<std::optional<PrintedThroughput>> found(patterns.size());
+  for_each_output_line(log_path, [&](std::string_view line) {
+    using It = std::string_view::const_iterator;
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      for (std::regex_iterator<It> it(line.begin(), line.end(), patterns[i].re), end; it != end; ++it) {
+        double v = 0;
+        try {
+          v = std::stod((*it)[1].str());
+        } catch (const std::exception&) {
+          continue;
+        }
+        std::string unit = patterns[i].unit;
+        if (unit.empty() && it->size() > 2) unit = (*it)[2].str();
+        found[i] = PrintedThroughput{v, unit, patterns[i].name, std::string(line.substr(0, 120))};
+      }
+    }
+  });
+  for (auto& f : found)
+    if (f) return f;
+  return std::nullopt;
+}
+
+std::string_view score_source_name(ScoreSource s) {
+  switch (s) {
+    case ScoreSource::Steps: return "steps";
+    case ScoreSource::Printed: return "printed";
+    case ScoreSource::Any: break;
   }
+  return "any";
+}
+
+ScoreSource score_source_from_name(std::string_view name) {
+  if (name == "steps") return ScoreSource::Steps;
+  if (name == "printed") return ScoreSource::Printed;
+  return ScoreSource::Any;
+}
+
+namespace {
+// Ranks of a trace (rank files readable), 0 when none: what turns a printed samples/s into a step time.
+int trace_ranks(const std::string& run_dir) {
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(run_dir, ec))
+    if (e.path().filename().string().starts_with("rank-") && e.path().extension() == ".sqlite") ++n;
+  return n;
+}
+
+Score failed(std::string problem) {
+  Score s;
+  s.problem = std::move(problem);
+  return s;
+}
+
+Score finite(Score s) {
   // An infinite or undefined score would win every comparison (inf) or none (nan), and poison the model.
-  if (!std::isfinite(*value))
-    return {std::nullopt, fmt::format("objective: {} is not a finite number", *value)};
-  return {value, ""};
+  if (s.value && !std::isfinite(*s.value)) {
+    s.problem = fmt::format("objective: {} is not a finite number", *s.value);
+    s.value.reset();
+  }
+  return s;
+}
+}  // namespace
+
+Score score_trial(const Objective& objective, double batch_size, const std::string& run_dir, const std::string& log_path,
+                  ScoreSource source) {
+  Score out;
+  if (objective.kind == ObjectiveKind::Regex) {
+    out.value = value_from_output_file(objective.regex, log_path);
+    if (!out.value) return failed(fmt::format("objective: no match for /{}/ in the job's output", objective.regex));
+    out.source = ScoreSource::Printed;
+    out.source_text = fmt::format("regex /{}/ over the job's output", objective.regex);
+    return finite(out);
+  }
+  // Without a batch size the steps give steps per second, not samples: a rate the job prints (samples/s, img/sec)
+  // is then the better objective, so a new study takes it first when there is one.
+  const bool rate_without_batch = objective.kind == ObjectiveKind::Throughput && !objective.batch_size_given &&
+                                  objective.regex.empty() && source == ScoreSource::Any;
+  if (rate_without_batch) source = printed_throughput(log_path) ? ScoreSource::Printed : ScoreSource::Any;
+  std::string steps_problem;
+  if (source != ScoreSource::Printed) {
+    const auto progress = read_step_progress(run_dir, objective.step_range, objective.warmup_steps, batch_size);
+    // Low-confidence inferred steps only when the study already scores from steps (or nothing else is printed).
+    const bool usable = progress && (progress->source == "nvtx" || source == ScoreSource::Steps ||
+                                     progress->confidence >= kMinInferredStepConfidence);
+    if (usable) {
+      out.value = objective.kind == ObjectiveKind::StepTime ? progress->mean_step_ms : progress->throughput;
+      if (objective.kind == ObjectiveKind::Throughput && !objective.batch_size_given) {
+        // run/'s throughput with a batch of 1 is steps x ranks per second: steps per second is what it measures.
+        out.value = progress->mean_step_ms > 0 && progress->ranks > 0 ? *out.value / progress->ranks : *out.value;
+        out.unit = "steps/s";
+      }
+      out.source = ScoreSource::Steps;
+      out.source_text = step_source_text(*progress);
+      out.step_s = progress->mean_step_ms * 1e-3;
+      return finite(out);
+    }
+    steps_problem = progress ? fmt::format("inferred steps too uncertain (confidence {:.2f} < {}: {})", progress->confidence,
+                                           kMinInferredStepConfidence, progress->basis)
+                             : fmt::format("no steps after {} warm-up steps (no NVTX '{}' ranges, none inferred)",
+                                           objective.warmup_steps, objective.step_range);
+    if (objective.kind == ObjectiveKind::StepTime)
+      return failed(fmt::format("objective: {} in {}", steps_problem, run_dir));
+  }
+  // The job's own printed throughput: the space's regex when it names one, else the common patterns.
+  if (!objective.regex.empty()) {
+    out.value = value_from_output_file(objective.regex, log_path);
+    out.unit = objective.unit;
+    out.source_text = fmt::format("printed, regex /{}/", objective.regex);
+  } else if (const auto printed = printed_throughput(log_path)) {
+    out.value = printed->value;
+    out.unit = printed->unit;
+    out.source_text = fmt::format("printed {} ('{}')", printed->pattern, printed->line);
+    // Seconds per step: samples/s over the world's batch; it/s is steps/s.
+    const int ranks = trace_ranks(run_dir);
+    if (printed->unit == "it/s" && printed->value > 0) out.step_s = 1.0 / printed->value;
+    else if (printed->value > 0 && ranks > 0 && printed->unit.find("per worker") == std::string::npos)
+      out.step_s = batch_size * ranks / printed->value;
+    else if (printed->value > 0) out.step_s = batch_size / printed->value;
+  }
+  // A study scoring from steps takes a printed rate only in the objective's own unit (the same quantity, measured
+  // by the job): anything else would compare two different numbers.
+  const std::string steps_unit = objective.batch_size_given ? objective.unit : "steps/s";
+  if (out.value && source == ScoreSource::Steps && out.unit != steps_unit)
+    return failed(fmt::format("objective: {} in {}; the job printed {} {}, not {} as this study's scores from steps",
+                              steps_problem, run_dir, *out.value, out.unit, steps_unit));
+  if (out.value && source == ScoreSource::Steps) out.source_text += " (the trace's steps: " + steps_problem + ")";
+  if (!out.value) {
+    const std::string printed_problem = objective.regex.empty()
+                                            ? std::string("no throughput printed (img/sec, samples/s, it/s, throughput: ...)")
+                                            : fmt::format("no match for /{}/ in the job's output", objective.regex);
+    return failed(fmt::format("objective: {}{}{}", steps_problem.empty() ? "" : steps_problem + "; ",
+                                      printed_problem, steps_problem.empty() ? "" : fmt::format(" (trace {})", run_dir)));
+  }
+  out.source = ScoreSource::Printed;
+  return finite(out);
+}
+
+std::optional<double> bytes_per_microsecond(const std::string& run_dir) {
+  run::Run run;
+  try {
+    run = run::load_run(run_dir);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (run.ranks.empty()) return std::nullopt;
+  std::int64_t bytes = 0, first = 0, last = 0;
+  bool any = false;
+  for (const auto& c : run.ranks.front().collectives) {
+    if (c.op != store::Op::Allreduce || c.reduction != run::Reduction::Sum || c.bytes <= 16) continue;
+    bytes += c.bytes;
+    first = any ? std::min(first, c.start_ns) : c.start_ns;
+    last = any ? std::max(last, c.end_ns) : c.end_ns;
+    any = true;
+  }
+  if (!any || last <= first) return std::nullopt;
+  return static_cast<double>(bytes) / (static_cast<double>(last - first) * 1e-3);
 }
 
 std::string hang_summary(const std::string& run_dir) {

@@ -249,6 +249,7 @@ SearchSpace SearchSpace::parse(const std::string& yaml_text, const std::string& 
     }
     if (o["batch_size"]) {
       s.objective_.batch_size = as_text(o["batch_size"], "objective.batch_size", where);
+      s.objective_.batch_size_given = true;
       const bool numeric = !s.objective_.batch_size.empty() &&
                            s.objective_.batch_size.find_first_not_of("0123456789") == std::string::npos;
       if (!numeric && !names.count(s.objective_.batch_size))
@@ -396,6 +397,20 @@ std::map<std::string, std::string> SearchSpace::named(const Assignment& values) 
   std::map<std::string, std::string> m;
   for (std::size_t i = 0; i < knobs_.size() && i < values.size(); ++i) m[knobs_[i].name] = values[i];
   return m;
+}
+
+SearchSpace SearchSpace::with_knob_fixed(const std::string& name) const {
+  const int k = knob_index(name);
+  if (k < 0) throw InputError(fmt::format("space: no knob '{}' to fix", name));
+  const Knob& knob = knobs_[static_cast<std::size_t>(k)];
+  if (!knob.default_value)
+    throw InputError(fmt::format("space: knob {} has no default to keep it at (add default: to the space)", name));
+  SearchSpace out = *this;
+  Knob& fixed = out.knobs_[static_cast<std::size_t>(k)];
+  fixed.type = KnobType::Categorical;
+  fixed.scale = KnobScale::Linear;
+  fixed.values = {*knob.default_value};
+  return out;
 }
 
 bool has_control_character(std::string_view s) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <set>
 
 namespace collscope::autotuner {
 
@@ -17,7 +18,8 @@ StrategyKind strategy_from_name(const std::string& name) {
   if (name == "bo" || name == "bayesian") return StrategyKind::Bayesian;
   if (name == "random") return StrategyKind::Random;
   if (name == "grid") return StrategyKind::Grid;
-  throw InputError(fmt::format("--strategy: '{}' is not one of bo, random, grid", name));
+  if (name == "horovod") return StrategyKind::Horovod;
+  throw InputError(fmt::format("--strategy: '{}' is not one of bo, random, grid, horovod", name));
 }
 
 std::string strategy_name(StrategyKind kind) {
@@ -25,6 +27,7 @@ std::string strategy_name(StrategyKind kind) {
     case StrategyKind::Bayesian: return "bo";
     case StrategyKind::Random: return "random";
     case StrategyKind::Grid: return "grid";
+    case StrategyKind::Horovod: return "horovod";
   }
   return "bo";
 }
@@ -90,6 +93,21 @@ double negative_log_ei(unsigned n, const double* p, double* grad, void* data) {
   const auto* ctx = static_cast<const AcquisitionContext*>(data);
   const double v = log_ei_at(*ctx, std::vector<double>(p, p + n));
   return std::isfinite(v) ? -v : 1e300;
+}
+
+// "Measured": the same values, or within kMinNewDistance of a measured point on every axis of the model's features
+// (a log integer knob over 64 KiB..256 MiB has a setting every few bytes: 134217729 is 134217728 again).
+bool measured_before(const SearchSpace& space, const std::vector<Observation>& history, const std::vector<double>& p) {
+  const Assignment values = space.to_values(p);
+  const std::vector<double> f = space.features(p);
+  for (const auto& h : history) {
+    if ((h.values.empty() ? space.to_values(h.unit) : h.values) == values) return true;
+    const std::vector<double> g = space.features(h.unit);
+    double far = 0;
+    for (std::size_t i = 0; i < f.size() && i < g.size(); ++i) far = std::max(far, std::abs(f[i] - g[i]));
+    if (far < kMinNewDistance) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -176,22 +194,32 @@ std::optional<Suggestion> Strategy::suggest(int index, const std::vector<Observa
   switch (kind_) {
     case StrategyKind::Grid: {
       if (index < 0 || static_cast<std::size_t>(index) >= grid_.size()) return std::nullopt;
-      return Suggestion{grid_[static_cast<std::size_t>(index)], "grid", std::nullopt, 0, 0};
+      return Suggestion{grid_[static_cast<std::size_t>(index)], "grid", std::nullopt, 0, 0, std::nullopt};
     }
     case StrategyKind::Random: {
       std::mt19937_64 rng(mix(seed_, static_cast<std::uint64_t>(index), 2));
       std::uniform_real_distribution<double> unit(0.0, 1.0);
       std::vector<double> p(space_.dimensions());
       for (auto& v : p) v = unit(rng);
-      return Suggestion{p, "random", std::nullopt, 0, 0};
+      return Suggestion{p, "random", std::nullopt, 0, 0, std::nullopt};
     }
     case StrategyKind::Bayesian: return suggest_bayesian(index, history);
+    case StrategyKind::Horovod: return suggest_horovod(space_, seed_, index, history);
   }
   return std::nullopt;
 }
 
 Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>& history) const {
-  if (index < initial_design_size_) return Suggestion{design_[static_cast<std::size_t>(index)], "design", std::nullopt, 0, 0};
+  if (index < initial_design_size_) {
+    // A design point on a setting measured already (the defaults, a warm start, a small discrete space) moves to
+    // the first of a seeded random sequence that is new, so the design measures as many settings as it has points.
+    std::vector<double> p = design_[static_cast<std::size_t>(index)];
+    std::mt19937_64 rng(mix(seed_, static_cast<std::uint64_t>(index), 6));
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (int tries = 0; tries < 256 && measured_before(space_, history, p); ++tries)
+      for (auto& v : p) v = unit(rng);
+    return Suggestion{p, "design", std::nullopt, 0, 0, std::nullopt};
+  }
   GaussianProcess gp(feature_groups(space_));
   if (!fit_model(space_, history, mix(seed_, static_cast<std::uint64_t>(index), 3), gp)) {
     // Too few successes to model (everything failed so far): keep exploring at random.
@@ -199,7 +227,7 @@ Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>&
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     std::vector<double> p(space_.dimensions());
     for (auto& v : p) v = unit(rng);
-    return Suggestion{p, "random", std::nullopt, 0, 0};
+    return Suggestion{p, "random", std::nullopt, 0, 0, std::nullopt};
   }
   // Incumbent: the best posterior mean at an observed success (robust to one lucky noisy run).
   double best = -std::numeric_limits<double>::infinity();
@@ -236,8 +264,7 @@ Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>&
       candidates.emplace_back(log_ei_at(ctx, p), std::move(p));
     }
   }
-  std::partial_sort(candidates.begin(), candidates.begin() + 4, candidates.end(),
-                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<double> best_point = candidates[0].second;
   double best_value = candidates[0].first;
   const std::vector<double> lower(dims, 0.0), upper(dims, 1.0);
@@ -258,7 +285,22 @@ Suggestion Strategy::suggest_bayesian(int index, const std::vector<Observation>&
       best_point = p;
     }
   }
-  return Suggestion{best_point, "expected-improvement", gp.hyperparameters(), gp.log_likelihood(), best_value};
+  // Never measure a point twice by accident: integer and categorical knobs snap many cube points onto one setting,
+  // and with noisy scores EI likes the neighbourhood of the best. The best candidate whose values are new instead;
+  // when every candidate is measured, the best one again, as a deliberate repeat (it sharpens its mean).
+  const auto is_measured = [&](const std::vector<double>& p) { return measured_before(space_, history, p); };
+  std::string source = "expected-improvement";
+  if (is_measured(best_point)) {
+    source = "repeat";
+    for (const auto& [value, p] : candidates) {
+      if (is_measured(p)) continue;
+      best_point = p;
+      best_value = value;
+      source = "expected-improvement";
+      break;
+    }
+  }
+  return Suggestion{best_point, source, gp.hyperparameters(), gp.log_likelihood(), best_value, std::nullopt};
 }
 
 }  // namespace collscope::autotuner

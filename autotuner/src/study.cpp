@@ -33,7 +33,9 @@ CREATE TABLE IF NOT EXISTS trials(
   wall_s REAL NOT NULL DEFAULT 0,
   dir TEXT NOT NULL DEFAULT '',
   pgid INTEGER NOT NULL DEFAULT 0,
-  started_unix_ms INTEGER NOT NULL DEFAULT 0);
+  started_unix_ms INTEGER NOT NULL DEFAULT 0,
+  source TEXT NOT NULL DEFAULT '',   -- where the score came from (steps, printed output)
+  step_s REAL);                      -- seconds per step at that score; NULL when unknown
 CREATE TABLE IF NOT EXISTS model(trial_id INTEGER PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS trial_processes(
   trial_id INTEGER PRIMARY KEY,
@@ -53,6 +55,15 @@ T json_list(const std::string& text, const std::string& path, int trial_id, cons
     throw InputError(fmt::format("{}: trial {}: {} is not a JSON list of {} ('{}')", path, trial_id, column,
                                  column == std::string("params") ? "knob values (text)" : "numbers",
                                  text.size() > 40 ? text.substr(0, 40) + "..." : text));
+  }
+}
+// Whether the trials table has `column` (studies written before a column was added lack it).
+bool has_column(const store::sqlite::Database& db, const char* column) {
+  try {
+    db.prepare(fmt::format("SELECT {} FROM trials LIMIT 0", column));
+    return true;
+  } catch (const Error&) {
+    return false;
   }
 }
 }  // namespace
@@ -118,7 +129,12 @@ Study Study::open(const std::string& path, Access access) {
     // not SQLite, no meta table, corrupt: all say the same to the user
   }
   if (!is_study) throw InputError(fmt::format("{}: not a collscope study file", path));
-  if (access == Access::ReadWrite) s.db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  if (access == Access::ReadWrite) {
+    s.db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    // A study from an older collscope: the columns added since (nothing is lost, old rows get the defaults).
+    if (!has_column(s.db_, "source")) s.db_.exec("ALTER TABLE trials ADD COLUMN source TEXT NOT NULL DEFAULT ''");
+    if (!has_column(s.db_, "step_s")) s.db_.exec("ALTER TABLE trials ADD COLUMN step_s REAL");
+  }
   return s;
 }
 
@@ -134,8 +150,10 @@ void Study::set_meta(const std::string& key, const std::string& value) {
 }
 
 std::vector<TrialRecord> Study::trials() const {
-  auto q = db_.prepare("SELECT id, kind, status, params, unit, score, reason, exit_code, wall_s, dir, pgid, started_unix_ms "
-                       "FROM trials ORDER BY id");
+  const bool extra = has_column(db_, "step_s");  // read-only studies from older collscope lack them
+  auto q = db_.prepare(fmt::format("SELECT id, kind, status, params, unit, score, reason, exit_code, wall_s, dir, pgid, "
+                                   "started_unix_ms{} FROM trials ORDER BY id",
+                                   extra ? ", source, step_s" : ""));
   std::vector<TrialRecord> out;
   while (q.step()) {
     TrialRecord r;
@@ -151,6 +169,10 @@ std::vector<TrialRecord> Study::trials() const {
     r.dir = q.text(9);
     r.pgid = q.int64(10);
     r.started_unix_ms = q.int64(11);
+    if (extra) {
+      r.source = q.text(12);
+      if (!q.is_null(13)) r.step_s = q.real(13);
+    }
     out.push_back(std::move(r));
   }
   return out;
@@ -171,7 +193,7 @@ int Study::add_trial(TrialRecord& r) {
 
 void Study::update_trial(const TrialRecord& r) {
   db_.prepare("UPDATE trials SET kind=?2, status=?3, params=?4, unit=?5, score=?6, reason=?7, exit_code=?8, "
-              "wall_s=?9, dir=?10, pgid=?11, started_unix_ms=?12 WHERE id=?1")
+              "wall_s=?9, dir=?10, pgid=?11, started_unix_ms=?12, source=?13, step_s=?14 WHERE id=?1")
       .bind(1, r.id)
       .bind(2, r.kind)
       .bind(3, r.status)
@@ -184,6 +206,8 @@ void Study::update_trial(const TrialRecord& r) {
       .bind(10, r.dir)
       .bind(11, r.pgid)
       .bind(12, r.started_unix_ms)
+      .bind(13, r.source)
+      .bind(14, r.step_s)
       .run();
 }
 

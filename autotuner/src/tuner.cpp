@@ -1,6 +1,7 @@
 // The tuning loop: suggest -> run (traced, limited) -> score -> record; confirm the best; report.
 #include <collscope/autotuner/report.hpp>
 #include <collscope/autotuner/scoring.hpp>
+#include <collscope/autotuner/search_rules.hpp>
 #include <collscope/autotuner/trial_runner.hpp>
 #include <collscope/autotuner/tuner.hpp>
 #include <collscope/store/error.hpp>
@@ -23,39 +24,18 @@
 #include <ostream>
 #include <sstream>
 
+#include "tuner_support.hpp"
+
 namespace collscope::autotuner {
 namespace fs = std::filesystem;
+using namespace detail;
 
 namespace {
 std::atomic<bool> g_interrupt{false};
 extern "C" void request_interrupt(int) { g_interrupt.store(true); }
 
-double oriented(const Objective& o, double v) { return o.maximize ? v : -v; }
-
-bool has_observation(const TrialRecord& t) {
-  return t.status == "ok" || t.status == "stopped" || t.status == "failed" || t.status == "timeout";
-}
-
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string format_score(const Objective& o, double v) {
-  return o.unit.empty() ? fmt::format("{:.6g}", v) : fmt::format("{:.6g} {}", v, o.unit);
-}
-
-std::string describe(const SearchSpace& space, const Assignment& values) {
-  std::string s;
-  for (std::size_t i = 0; i < values.size() && i < space.knobs().size(); ++i)
-    s += fmt::format("{}{}={}", s.empty() ? "" : " ", space.knobs()[i].name, values[i]);
-  return s;
-}
-
-// `v` in single quotes for a POSIX shell: nothing inside is expanded; a quote is closed, escaped and reopened.
-std::string shell_quote(const std::string& v) {
-  std::string out = "'";
-  for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 // The line of a failed job's output that says why: "out of memory" first, else the last non-empty line. Streams the
@@ -111,67 +91,67 @@ double resolve_batch_size(const SearchSpace& space, const Assignment& values) {
   }
 }
 
-// Candidates for confirmation: distinct successful settings, best mean first.
-std::vector<BestSettings> ranked_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
-  std::map<Assignment, BestSettings> by_values;
-  for (const auto& t : trials) {
-    // A row whose values do not fit the space, or a score that is no number, is no candidate (older or edited studies).
-    if (t.status != "ok" || !t.score || !std::isfinite(*t.score) || t.values.size() != space.knobs().size()) continue;
-    auto& b = by_values[t.values];
-    b.values = t.values;
-    b.mean_score += *t.score;
-    ++b.runs;
-    b.trial_ids.push_back(t.id);
+// Earlier studies of the same job and space: their trials enter the model (never this study's table), their best
+// setting is run once here, and the initial design shrinks by as many successes as they bring.
+struct WarmStart {
+  std::vector<Observation> observations;
+  std::optional<BestSettings> best;
+  int successes = 0;
+};
+
+WarmStart load_warm_start(const std::vector<std::string>& paths, const SearchSpace& space, const std::string& yaml,
+                          const std::vector<std::string>& command, bool progress) {
+  WarmStart warm;
+  std::vector<TrialRecord> all;
+  for (std::size_t n = 0; n < paths.size(); ++n) {
+    const std::string& path = paths[n];
+    const Study earlier = Study::open(path);
+    if (earlier.meta("space").value_or("") != yaml)
+      throw InputError(fmt::format("{}: --warm-start: that study ran another search space", path));
+    if (stored_command(earlier) != command) {
+      if (progress) fmt::print(stderr, "collscope tune: --warm-start {}: that study ran another command; not used\n", path);
+      continue;
+    }
+    auto trials = checked_trials(earlier, space);
+    for (auto& o : observations(space, trials)) {
+      if (o.value) ++warm.successes;
+      warm.observations.push_back(std::move(o));
+    }
+    // Ids from different studies must not collide in best_settings: offset them.
+    for (auto& t : trials) t.id += 1'000'000 * static_cast<int>(n + 1);
+    all.insert(all.end(), trials.begin(), trials.end());
   }
-  std::vector<BestSettings> out;
-  for (auto& [v, b] : by_values) {
-    b.mean_score /= b.runs;
-    out.push_back(b);
+  warm.best = best_settings(space, all);
+  if (progress && !paths.empty())
+    fmt::print(stderr, "collscope tune: warm start: {} earlier trial(s), {} scored{}\n", warm.observations.size(),
+               warm.successes, warm.best ? "; their best is run again first" : "");
+  return warm;
+}
+
+// One line of a trial's live state: steps done and throughput so far from its trace, else the throughput it printed.
+std::string live_state(const Objective& objective, const std::optional<StepProgress>& steps, const std::string& log_path,
+                       const std::string& unit) {
+  if (steps && objective.kind != ObjectiveKind::Regex) {
+    const std::string rate = objective.kind == ObjectiveKind::StepTime ? format_score(steps->mean_step_ms, "ms/step")
+                             : objective.batch_size_given ? format_score(steps->throughput, "samples/s")
+                                                          : format_score(steps->throughput / std::max(1, steps->ranks), "steps/s");
+    return fmt::format("{} steps measured, {} so far ({} steps)", steps->measured_steps, rate,
+                       steps->source == "nvtx" ? "NVTX" : "inferred");
   }
-  const Objective& o = space.objective();
-  std::stable_sort(out.begin(), out.end(), [&](const BestSettings& a, const BestSettings& b) {
-    const double oa = oriented(o, a.mean_score), ob = oriented(o, b.mean_score);
-    return oa != ob ? oa > ob : a.runs > b.runs;
-  });
-  return out;
+  if (const auto printed = printed_throughput(log_path))
+    return fmt::format("the job printed {} ({})", format_score(printed->value, printed->unit), printed->pattern);
+  (void)unit;
+  return "no steps or printed throughput yet";
+}
+
+// Mean of the known values; nullopt when none.
+std::optional<double> mean_of(const std::vector<double>& v) {
+  if (v.empty()) return std::nullopt;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
 }
 }  // namespace
-
-std::optional<BestSettings> best_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
-  auto ranked = ranked_settings(space, trials);
-  if (ranked.empty()) return std::nullopt;
-  return ranked.front();
-}
-
-std::vector<Observation> observations(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
-  std::vector<Observation> out;
-  for (const auto& t : trials) {
-    if (!has_observation(t) || t.unit.size() != space.dimensions()) continue;
-    Observation o{t.unit, std::nullopt};
-    if ((t.status == "ok" || t.status == "stopped") && t.score && std::isfinite(*t.score))
-      o.value = oriented(space.objective(), *t.score);
-    out.push_back(std::move(o));
-  }
-  return out;
-}
-
-void write_export_env(const SearchSpace& space, const BestSettings& best, const std::string& path) {
-  // Every value is quoted, in comments too; a control character could still end a comment line or the quote
-  // for whoever reads the file, so such a value is refused (the space parser refuses them already).
-  for (std::size_t i = 0; i < space.knobs().size(); ++i)
-    if (i >= best.values.size() || has_control_character(best.values[i]))
-      throw InputError(fmt::format("{}: knob {}: its value holds a control character; not written", path, space.knobs()[i].name));
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw InputError(fmt::format("{}: cannot write the --export-env file", path));
-  out << fmt::format("# collscope tune: best settings, mean {} over {} run(s)\n",
-                     format_score(space.objective(), best.mean_score), best.runs);
-  for (std::size_t i = 0; i < space.knobs().size(); ++i) {
-    const Knob& k = space.knobs()[i];
-    if (k.env) out << "export " << *k.env << "=" << shell_quote(best.values[i]) << "\n";
-    else out << "# " << k.name << "=" << shell_quote(best.values[i]) << " (passed as {" << k.name << "} in the command)\n";
-  }
-  if (!out) throw Error(fmt::format("{}: write failed", path));
-}
 
 int tune(const TuneOptions& options) {
   const SearchSpace file_space = SearchSpace::load(options.space_path);
@@ -199,26 +179,36 @@ int tune(const TuneOptions& options) {
   } else {
     if (budget <= 0) budget = 20;
     if (command.empty()) throw InputError("tune: no command given (usage: collscope tune SPACE.yaml [options] -- CMD...)");
+    if (options.fixed_batch) (void)file_space.with_knob_fixed(file_space.objective().batch_size);  // refuse early
     study_holder.emplace(Study::create(options.study_path, {{"space", file_space.yaml_text()},
                                                             {"space_path", options.space_path},
                                                             {"command", nlohmann::json(command).dump()},
                                                             {"strategy", strategy_text},
                                                             {"seed", std::to_string(seed)},
-                                                            {"trials", std::to_string(budget)}}));
+                                                            {"trials", std::to_string(budget)},
+                                                            {"fixed_batch", options.fixed_batch ? "1" : "0"}}));
   }
   if (command.empty()) throw InputError(fmt::format("{}: the study records no command; give one after --", options.study_path));
   Study& study = *study_holder;
-  const SearchSpace& space = file_space;
+  const SearchSpace space = effective_space(study, file_space);
   const Objective& objective = space.objective();
   const StrategyKind kind = strategy_from_name(strategy_text);
+  const bool bayesian = kind == StrategyKind::Bayesian, horovod = kind == StrategyKind::Horovod;
+  if (horovod) {
+    budget = kHorovodWarmupSamples + kHorovodMaxSamples;  // Horovod's own sample budget
+    study.set_meta("objective_unit", "bytes/us");
+    study.set_meta("objective_source", "horovod");
+  }
   const Strategy strategy(space, kind, seed, budget, options.grid_levels);
   const double timeout_s = options.trial_timeout_s.value_or(space.trial().timeout_s);
-  const int confirm_top = options.confirm_top.value_or(space.trial().confirm_top);
+  const int confirm_top = horovod ? 0 : options.confirm_top.value_or(space.trial().confirm_top);
   const int confirm_repeats = space.trial().confirm_repeats;
   const fs::path trials_root = fs::path(options.study_path).string() + ".trials";
   fs::create_directories(trials_root, ec);
   if (options.collscope_exe.empty() || !fs::exists(options.collscope_exe, ec))
     throw InputError(fmt::format("{}: the collscope executable to run trials with does not exist", options.collscope_exe));
+  const WarmStart warm = load_warm_start(options.warm_start, space, file_space.yaml_text(), command, options.progress);
+  const int design_skip = bayesian ? std::min(strategy.initial_design_size(), warm.successes) : 0;
 
   // Trials left running by a tuner that died: kill what is left of them, never score them. The group's leader
   // (collscope trace) died with the tuner; its launcher and ranks may live on. Only processes proven to be the
@@ -252,33 +242,110 @@ int tune(const TuneOptions& options) {
   bool interrupted = false;
   while (!interrupted) {
     const std::vector<TrialRecord> history = study.trials();
-    const auto obs = observations(space, history);
-    int explored = 0, confirm_runs_planned = 0;
-    for (const auto& t : history)
-      if (t.kind != "confirm" && t.status != "interrupted") ++explored;
+    std::vector<Observation> obs = warm.observations;
+    for (auto& o : observations(space, history)) obs.push_back(std::move(o));
+    int strategy_trials = 0, done = 0;
+    bool default_done = false, warm_best_done = false, noise_done = false;
+    std::vector<double> walls;
+    for (const auto& t : history) {
+      if (t.status == "interrupted" || t.status == "running") continue;
+      ++done;
+      walls.push_back(t.wall_s);
+      if (is_strategy_kind(t.kind)) ++strategy_trials;
+      default_done |= t.kind == kKindDefault;
+      warm_best_done |= t.kind == kKindWarmBest;
+      noise_done |= t.kind == kKindNoiseRepeat;
+    }
+    const int explored = strategy_trials + (default_done ? 1 : 0) + (warm_best_done ? 1 : 0);
+    std::optional<std::string> stopped_by = study.meta("stop_rule");
+    if (stopped_by && stopped_by->empty()) stopped_by.reset();
+    const auto ranked_now = ranked_settings(space, history);
+    const std::string unit = score_unit(study, objective);
+
     TrialRecord record;
     std::optional<Suggestion> suggestion;
-    if (explored < budget) suggestion = strategy.suggest(explored, obs);
-    if (suggestion) {
-      record.kind = suggestion->source;
-      record.unit = suggestion->unit;
-      record.values = space.to_values(suggestion->unit);
-    } else {
+    if (!stopped_by && explored < budget) {
+      const auto defaults = space.defaults();
+      const int index = strategy_trials + design_skip;
+      if (bayesian && defaults && !default_done) {
+        record.kind = kKindDefault;  // the baseline every gain is against; the documented example's first trial
+        record.values = *defaults;
+      } else if (bayesian && warm.best && !warm_best_done) {
+        record.kind = kKindWarmBest;
+        record.values = warm.best->values;
+      } else if (bayesian && index >= strategy.initial_design_size() && !noise_done && !ranked_now.empty() &&
+                 !estimate_noise(space, history)) {
+        record.kind = kKindNoiseRepeat;  // a deliberate repeat: how far apart two runs of one setting land
+        record.values = ranked_now.front().values;
+      } else {
+        suggestion = strategy.suggest(index, obs);
+        // Stop rules: the time budget for every strategy; noise and payback once the model has had two trials.
+        StopInputs in;
+        in.time_budget_s = options.time_budget_s;
+        in.mean_trial_s = mean_of(walls).value_or(0);
+        // The budget holds the confirmation runs too: exploration ends when what is spent plus them reaches it.
+        for (double w : walls) in.elapsed_s += w;
+        in.elapsed_s += in.mean_trial_s * (1 + confirm_top * confirm_repeats);
+        const bool modelled = bayesian && suggestion && suggestion->model && index >= strategy.initial_design_size() + 2;
+        if (modelled) {
+          in.expected_gain = std::exp(suggestion->log_acquisition);
+          in.best = ranked_now.empty() ? 0 : oriented(objective, ranked_now.front().mean_score);
+          in.noise = estimate_noise(space, history);
+          in.confirm_repeats = confirm_repeats;
+          in.job_steps = options.job_steps;
+          in.step_time_objective = objective.kind == ObjectiveKind::StepTime;
+          std::vector<double> steps_s;
+          if (!ranked_now.empty())
+            for (const auto& t : history)
+              if (t.step_s && std::find(ranked_now.front().trial_ids.begin(), ranked_now.front().trial_ids.end(), t.id) !=
+                                  ranked_now.front().trial_ids.end())
+                steps_s.push_back(*t.step_s);
+          in.best_step_s = mean_of(steps_s);
+        }
+        if (suggestion && (modelled || in.time_budget_s)) {
+          if (!modelled) in.noise.reset(), in.job_steps.reset();
+          if (auto rule = stop_rule(in)) {
+            stopped_by = *rule;
+            study.set_meta("stop_rule", *rule);
+            if (options.progress) fmt::print(stderr, "collscope tune: stopped exploring: {}\n", *rule);
+            suggestion.reset();
+          }
+        }
+        if (suggestion) {
+          record.kind = suggestion->source;
+          record.unit = suggestion->unit;
+          record.values = suggestion->values.value_or(space.to_values(suggestion->unit));
+        }
+      }
+    }
+    std::string phase = "exploring";
+    int confirm_left = 0;
+    if (record.kind.empty()) {
       // Confirmation: the best few distinct settings get extra runs, so a lucky noisy run does not win.
-      const auto ranked = ranked_settings(space, history);
-      for (std::size_t i = 0; i < ranked.size() && static_cast<int>(i) < confirm_top; ++i) {
-        if (ranked[i].runs < 1 + confirm_repeats) {
-          record.kind = "confirm";
-          record.values = ranked[i].values;
-          for (const auto& t : history)
-            if (t.id == ranked[i].trial_ids.front()) record.unit = t.unit;
-          break;
+      for (std::size_t i = 0; i < ranked_now.size() && static_cast<int>(i) < confirm_top; ++i) {
+        confirm_left += std::max(0, 1 + confirm_repeats - ranked_now[i].runs);
+        if (record.kind.empty() && ranked_now[i].runs < 1 + confirm_repeats) {
+          record.kind = kKindConfirm;
+          record.values = ranked_now[i].values;
         }
       }
       if (record.kind.empty()) break;
-      for (std::size_t i = 0; i < ranked.size() && static_cast<int>(i) < confirm_top; ++i)
-        confirm_runs_planned += std::max(0, 1 + confirm_repeats - ranked[i].runs);
+      phase = "confirming";
+    } else if (record.kind == kKindNoiseRepeat) {
+      phase = "repeating the best to measure the noise";
+    } else if (record.kind == kKindDefault) {
+      phase = "the job's defaults";
     }
+    // The batch size's memory limit: a setting above it is moved below it (a probe), not run to fail again.
+    std::string batch_probe;
+    if (record.kind != kKindConfirm) batch_probe = keep_batch_below_limit(space, batch_limit(space, history), record.values);
+    if (record.unit.empty() || !batch_probe.empty()) record.unit = space.to_unit(record.values);
+    const bool counts_as_exploration = record.kind != kKindConfirm && record.kind != kKindNoiseRepeat;
+    const int remaining_explore = stopped_by ? 0 : std::max(0, budget - explored - (counts_as_exploration ? 1 : 0));
+    const int planned = done + 1 + remaining_explore +
+                        (record.kind == kKindConfirm ? confirm_left - 1 : confirm_top * confirm_repeats) +
+                        (bayesian && !noise_done && record.kind != kKindNoiseRepeat && !stopped_by ? 1 : 0);
+
     record.started_unix_ms = unix_ms();
     study.add_trial(record);
     if (suggestion && suggestion->model) {
@@ -297,6 +364,11 @@ int tune(const TuneOptions& options) {
     record.dir = fs::absolute(trial_dir).string();
     const std::string run_dir = (fs::path(record.dir) / "trace").string();
     const std::string log_path = (fs::path(record.dir) / "output.log").string();
+    const std::string counter = fmt::format("trial {}/{}, {}", done + 1, planned, phase);
+    if (options.progress) {
+      fmt::print(stderr, "collscope tune: {} ({}): {}\n", counter, record.kind, describe(space, record.values));
+      if (!batch_probe.empty()) fmt::print(stderr, "collscope tune:   memory limit probe: {}\n", batch_probe);
+    }
 
     // Knob values reach the job literally: as argv elements, environment values or file contents.
     auto variables = space.named(record.values);
@@ -323,28 +395,44 @@ int tune(const TuneOptions& options) {
       std::ofstream(fs::path(record.dir) / "command.json") << cmd.dump(2) << "\n";
     }
     const double batch_size = resolve_batch_size(space, record.values);
+    const ScoreSource source = score_source_from_name(study.meta("objective_source").value_or("any"));
 
-    // Early stopping from the live trace: only against a finished best, after a few measured steps.
+    // While the trial runs: its live trace (steps done, throughput so far) for progress lines and early stopping.
     std::optional<double> best_oriented;
     for (const auto& o : obs)
       if (o.value) best_oriented = std::max(best_oriented.value_or(*o.value), *o.value);
+    const bool may_stop_early = space.trial().early_stopping && !horovod && objective.kind != ObjectiveKind::Regex &&
+                                source != ScoreSource::Printed && best_oriented && record.kind != kKindConfirm &&
+                                record.kind != kKindNoiseRepeat;
     std::optional<double> partial_score;
-    TrialMonitor monitor;
-    if (space.trial().early_stopping && objective.kind != ObjectiveKind::Regex && best_oriented && record.kind != "confirm") {
-      monitor = [&]() -> std::optional<std::string> {
-        const auto p = read_step_progress(run_dir, objective.step_range, objective.warmup_steps, batch_size);
-        if (!p || p->measured_steps < 3) return std::nullopt;
-        const double value = objective.kind == ObjectiveKind::StepTime ? p->mean_step_ms : p->throughput;
-        const double o = oriented(objective, value);
-        const double f = space.trial().early_stop_fraction;
-        // Maximising: value < f × best; minimising (step time): value > best / f.
-        const bool hopeless = objective.maximize ? o < f * *best_oriented : -o > -*best_oriented / f;
-        if (!hopeless) return std::nullopt;
-        partial_score = value;
-        return fmt::format("early-stopped after {} steps: {} is far from the best {}", p->measured_steps,
-                           format_score(objective, value), format_score(objective, std::abs(*best_oriented)));
-      };
-    }
+    const auto trial_start = std::chrono::steady_clock::now();
+    auto last_read = trial_start - std::chrono::seconds(10);
+    auto next_print = trial_start + std::chrono::seconds(3);
+    const TrialMonitor monitor = [&]() -> std::optional<std::string> {
+      const auto now = std::chrono::steady_clock::now();
+      const bool print_due = options.progress && now >= next_print;
+      if (!print_due && (!may_stop_early || now - last_read < std::chrono::seconds(2))) return std::nullopt;
+      last_read = now;
+      const auto p = source == ScoreSource::Printed || objective.kind == ObjectiveKind::Regex
+                         ? std::nullopt
+                         : read_step_progress(run_dir, objective.step_range, objective.warmup_steps, batch_size);
+      if (print_due) {
+        next_print = now + std::chrono::seconds(10);
+        fmt::print(stderr, "collscope tune:   trial {} running {:.0f} s: {}\n", record.id,
+                   std::chrono::duration<double>(now - trial_start).count(), live_state(objective, p, log_path, unit));
+      }
+      if (!may_stop_early || !p || p->measured_steps < 3) return std::nullopt;
+      if (p->source != "nvtx" && p->confidence < kMinInferredStepConfidence && source != ScoreSource::Steps) return std::nullopt;
+      const double value = objective.kind == ObjectiveKind::StepTime ? p->mean_step_ms : p->throughput;
+      const double o = oriented(objective, value);
+      const double f = space.trial().early_stop_fraction;
+      // Maximising: value < f × best; minimising (step time): value > best / f.
+      const bool hopeless = objective.maximize ? o < f * *best_oriented : -o > -*best_oriented / f;
+      if (!hopeless) return std::nullopt;
+      partial_score = value;
+      return fmt::format("early-stopped after {} steps: {} is far from the best {}", p->measured_steps,
+                         format_score(value, unit), format_score(std::abs(*best_oriented), unit));
+    };
     const TrialOutcome outcome = run_trial(launch, monitor, [&](const TrialProcesses& processes) {
       study.save_trial_processes(record.id, processes);
       record.pgid = processes.pgid;
@@ -370,32 +458,42 @@ int tune(const TuneOptions& options) {
       const std::string why = failure_line(log_path);
       record.reason = why.empty() ? fmt::format("exit code {}", outcome.exit_code)
                                   : fmt::format("exit code {}: {}", outcome.exit_code, why);
+    } else if (horovod) {
+      record.score = bytes_per_microsecond(run_dir);
+      record.status = record.score ? "ok" : "failed";
+      record.reason = record.score ? "" : "objective: no float-sum allreduces in the trace (Horovod's score)";
+      record.source = "bytes all-reduced per microsecond (HOROVOD_AUTOTUNE's score)";
     } else {
-      const Score score = score_trial(objective, batch_size, run_dir, log_path);
+      const Score score = score_trial(objective, batch_size, run_dir, log_path, source);
       record.score = score.value;
       record.status = score.value ? "ok" : "failed";
       record.reason = score.problem;
+      record.source = score.source_text;
+      record.step_s = score.step_s;
+      if (score.value && source == ScoreSource::Any) {
+        // The study's scores come from this source from now on: scores of different sources do not compare.
+        study.set_meta("objective_source", std::string(score_source_name(score.source)));
+        study.set_meta("objective_unit", score.unit.empty() ? objective.unit : score.unit);
+        if (options.progress)
+          fmt::print(stderr, "collscope tune: objective: {} from {}\n", score_unit(study, objective), score.source_text);
+      }
     }
     study.update_trial(record);
     ++session_trials;
 
     if (options.progress) {
       const auto all = study.trials();
-      int done = 0;
-      for (const auto& t : all)
-        if (t.kind != "confirm" && t.status != "interrupted") ++done;
       const auto best = best_settings(space, all);
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start).count();
-      const int remaining = std::max(0, budget - done) + (record.kind == "confirm" ? std::max(0, confirm_runs_planned - 1) : 0);
-      const double eta = elapsed / session_trials * remaining;
+      const double eta = elapsed / session_trials * std::max(0, planned - done - 1);
       constexpr int kBarWidth = 20;
-      const int filled = std::min(kBarWidth, budget > 0 ? kBarWidth * done / budget : kBarWidth);
+      const int filled = std::min(kBarWidth, planned > 0 ? kBarWidth * (done + 1) / planned : kBarWidth);
+      const std::string u = score_unit(study, objective);
       const std::string result = record.score && record.status == "ok"
-                                     ? format_score(objective, *record.score)
+                                     ? format_score(*record.score, u)
                                      : record.status + (record.reason.empty() ? "" : ": " + record.reason);
-      fmt::print(stderr, "collscope tune: [{}{}] {}/{} trial {} ({}) {} | {} | best {} | ETA {}\n", std::string(filled, '#'),
-                 std::string(kBarWidth - filled, '.'), std::min(done, budget), budget, record.id, record.kind, result,
-                 describe(space, record.values), best ? format_score(objective, best->mean_score) : "-",
+      fmt::print(stderr, "collscope tune: [{}{}] {}: {} | best {} | ETA {}\n", std::string(filled, '#'),
+                 std::string(kBarWidth - filled, '.'), counter, result, best ? format_score(best->mean_score, u) : "-",
                  format_eta(eta));
     }
   }
@@ -404,62 +502,28 @@ int tune(const TuneOptions& options) {
 
   const auto all = study.trials();
   const auto best = best_settings(space, all);
+  const auto notes = study_notes(study, space, all);
   study.close_for_readers();
-  if (!options.report_dir.empty()) write_report(space, all, options.report_dir, fs::path(options.study_path).filename().string());
+  if (!options.report_dir.empty())
+    write_report(space, all, options.report_dir, fs::path(options.study_path).filename().string(), notes);
   if (interrupted) {
     fmt::print(stderr, "collscope tune: interrupted; continue with --resume --study {}\n", options.study_path);
     return 130;
   }
   if (!best) {
     fmt::print(stderr, "collscope tune: no trial succeeded ({} trials); see {}\n", all.size(), trials_root.string());
+    for (const auto& note : notes) fmt::print(stderr, "collscope tune: {}\n", note);
     return 1;
   }
   fmt::print("best: {} (mean of {} run(s): {})\n", describe(space, best->values), best->runs,
-             format_score(objective, best->mean_score));
+             format_score(best->mean_score, score_unit(study, objective)));
+  for (const auto& note : notes) fmt::print("{}\n", note);
+  if (!options.report_dir.empty()) fmt::print("report: {}\n", (fs::path(options.report_dir) / "index.html").string());
+  fmt::print("study: {} (collscope tune show {})\n", options.study_path, options.study_path);
   if (!options.export_env_path.empty()) write_export_env(space, *best, options.export_env_path);
   if (!options.export_nccl_rules_path.empty())
     write_nccl_rules(space, *best, options.study_path, options.export_nccl_rules_path);
   return 0;
-}
-
-std::vector<TrialRecord> checked_trials(const Study& study, const SearchSpace& space) {
-  auto trials = study.trials();
-  for (const auto& t : trials) {
-    if (t.values.size() != space.knobs().size())
-      throw InputError(fmt::format("{}: trial {}: {} knob value(s) in params, the study's space has {} knob(s)", study.path(),
-                                   t.id, t.values.size(), space.knobs().size()));
-    if (t.unit.size() != space.dimensions())
-      throw InputError(fmt::format("{}: trial {}: {} coordinate(s) in unit, the study's space has {} knob(s)", study.path(),
-                                   t.id, t.unit.size(), space.dimensions()));
-  }
-  return trials;
-}
-
-SearchSpace stored_space(const Study& study) {
-  return SearchSpace::parse(study.meta("space").value_or(""), study.path() + " (stored space)");
-}
-
-void print_study(const std::string& study_path, std::ostream& out) {
-  const Study study = Study::open(study_path);
-  const SearchSpace space = stored_space(study);
-  const auto trials = checked_trials(study, space);
-  out << fmt::format("study {}: strategy {}, seed {}, {} trials\n", study_path, study.meta("strategy").value_or("?"),
-                     study.meta("seed").value_or("?"), trials.size());
-  std::string header = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7}", "id", "kind", "status", "score", "wall_s");
-  for (const auto& k : space.knobs()) header += fmt::format("  {:>12}", k.name);
-  out << header << "  reason\n";
-  for (const auto& t : trials) {
-    std::string line = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7.2f}", t.id, t.kind.substr(0, 20), t.status.substr(0, 11),
-                                   t.score ? fmt::format("{:.6g}", *t.score) : "-", t.wall_s);
-    for (const auto& v : t.values) line += fmt::format("  {:>12}", v);
-    out << line << "  " << t.reason << "\n";
-  }
-  if (const auto best = best_settings(space, trials)) {
-    out << fmt::format("best: {} (mean of {} run(s), trials {}): {}\n", describe(space, best->values), best->runs,
-                       fmt::join(best->trial_ids, ","), format_score(space.objective(), best->mean_score));
-  } else {
-    out << "best: none (no trial succeeded)\n";
-  }
 }
 
 }  // namespace collscope::autotuner

@@ -152,7 +152,7 @@ double regret(const SearchSpace& space, StrategyKind kind, std::uint64_t seed, i
     const auto s = strategy.suggest(i, history);
     const double truth = f(s->unit);
     const double observed = -(truth + noise(rng));  // maximise the negative
-    history.push_back({s->unit, observed});
+    history.push_back({s->unit, observed, {}});
     if (observed > best_noisy) {
       best_noisy = observed;
       best_true = truth;

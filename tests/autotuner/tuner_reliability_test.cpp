@@ -29,12 +29,7 @@ using collscope::test::shell_quote;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = collscope::test::temp_root("collscope-tune-reliability") / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path fresh_dir(const std::string& name) { return collscope::test::fresh_dir("collscope-tune-reliability", name); }
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 

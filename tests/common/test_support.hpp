@@ -26,6 +26,14 @@ inline std::filesystem::path temp_root(const std::string& prefix) {
   return dir;
 }
 
+// <tmp>/<prefix>-<pid>/<name>, emptied and created: one fresh directory per test.
+inline std::filesystem::path fresh_dir(const std::string& prefix, const std::string& name) {
+  const auto dir = temp_root(prefix) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 // The whole file as bytes; "" when it cannot be read.
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

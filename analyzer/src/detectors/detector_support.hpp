@@ -11,8 +11,13 @@
 #include <fmt/format.h>
 #include <collscope/run/workload.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
+
+#include <collscope/run/workload.hpp>
+#include <fmt/format.h>
 
 namespace collscope::analyzer::detail {
 

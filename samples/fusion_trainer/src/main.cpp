@@ -32,17 +32,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// --no-nvtx: the trainer marks nothing, as most real jobs (Python ones above all) do not.
+bool g_nvtx_enabled = true;
+
 // NVTX ranges (header-only NVTX 3: free without an injected tool; compiled out without headers).
 class NvtxRange {
  public:
   explicit NvtxRange([[maybe_unused]] const char* name) {
 #ifndef COLLSCOPE_NO_NVTX
-    nvtxRangePushA(name);
+    if (g_nvtx_enabled) nvtxRangePushA(name);
 #endif
   }
   ~NvtxRange() {
 #ifndef COLLSCOPE_NO_NVTX
-    nvtxRangePop();
+    if (g_nvtx_enabled) nvtxRangePop();
 #endif
   }
   NvtxRange(const NvtxRange&) = delete;
@@ -324,6 +327,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!options.keep_mpi_binding) allow_all_cores();
+  g_nvtx_enabled = !options.no_nvtx;
   const int rc = train(options);
   MPI_Finalize();
   return rc;

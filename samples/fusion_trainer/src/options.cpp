@@ -84,6 +84,8 @@ TrainerOptions parse_options(int argc, char** argv) {
 
   app.add_option("--timeline", options.timeline_path,
                  "write a Horovod Timeline (Chrome-trace JSON) on rank 0 (overrides HOROVOD_TIMELINE)");
+  app.add_flag("--no-nvtx", options.no_nvtx,
+               "mark no NVTX ranges, as most real jobs: steps are inferred from the collectives");
   app.add_flag("--keep-mpi-binding", options.keep_mpi_binding,
                "keep mpirun's binding of each rank to one core (by default the rank's threads may "
                "use every core: its compute and background threads must not share one core)");

@@ -30,6 +30,7 @@ struct TrainerOptions {
   int mismatch_step = 2;
   std::optional<int> hang_after_step;
   bool keep_mpi_binding = false;
+  bool no_nvtx = false;  // mark no NVTX ranges (steps must be inferred, or read from the printed throughput)
   // HOROVOD_TIMELINE: rank 0 writes a Horovod Timeline there; every rank then negotiates by allgather so that
   // rank 0 sees when each rank reported each tensor ready (as Horovod's coordinator does).
   std::string timeline_path;  // keep mpirun's core binding (default: float over all cores)

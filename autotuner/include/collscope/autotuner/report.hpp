@@ -9,9 +9,10 @@
 
 namespace collscope::autotuner {
 
-// Writes DIR/index.html, DIR/convergence.svg, DIR/effect-<knob>.svg. Throws Error naming DIR on failure.
+// Writes DIR/index.html, DIR/convergence.svg, DIR/effect-<knob>.svg. `notes`: lines for people under the best
+// settings (the objective's source, the noise, the stop rule, the batch size: study_notes). Throws Error naming DIR.
 void write_report(const SearchSpace& space, const std::vector<TrialRecord>& trials, const std::string& dir,
-                  const std::string& title);
+                  const std::string& title, const std::vector<std::string>& notes = {});
 
 // What the GP fitted to all trials expects along knob k with every other knob at the best settings: `points`
 // values across k's range (every level of a categorical or small integer knob), in the objective's own units and

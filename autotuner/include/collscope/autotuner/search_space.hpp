@@ -37,6 +37,7 @@ struct Objective {
   std::string step_range = "step";   // NVTX range name of one training step
   int warmup_steps = 1;              // steps skipped at the start of every rank
   std::string batch_size = "1";      // samples per rank per step: a number or a knob name
+  bool batch_size_given = false;     // the space names it: steps give samples/s (else steps/s, see scoring.hpp)
   std::string regex;                 // Regex: first capture group of the last match in the job's output
   std::string unit;                  // for people: "samples/s", "ms", ...
 };
@@ -86,6 +87,10 @@ class SearchSpace {
   std::optional<std::int64_t> discrete_size() const;
 
   std::map<std::string, std::string> named(const Assignment& values) const;
+
+  // This space with knob `name` fixed at its default (a one-value categorical the model ignores): --fixed-batch.
+  // Throws InputError naming the knob when it has no default.
+  SearchSpace with_knob_fixed(const std::string& name) const;
 
  private:
   std::vector<Knob> knobs_;

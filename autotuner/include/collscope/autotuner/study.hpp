@@ -30,6 +30,8 @@ struct TrialRecord {
   std::string dir;            // the trial's directory (output.log, trace/)
   std::int64_t pgid = 0;      // process group of the running trial (0 once it ended; see Study::trial_processes)
   std::int64_t started_unix_ms = 0;
+  std::string source;         // where the score came from, for people ("NVTX steps", "printed 'Total img/sec ...'")
+  std::optional<double> step_s;  // seconds per step at this score, when known (the --job-steps stop rule)
 };
 
 // Held by the one tuner that runs a study: an exclusive flock on STUDY.lock (not on the SQLite file: SQLite's own

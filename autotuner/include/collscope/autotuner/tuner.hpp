@@ -29,6 +29,10 @@ struct TuneOptions {
   int grid_levels = 0;                  // grid: levels per numeric knob (0: from --trials)
   std::optional<int> confirm_top;       // overrides trial.confirm_top
   bool progress = true;                 // progress lines / bar on stderr
+  std::optional<std::int64_t> job_steps;  // the job's real length in steps: stop when a gain cannot pay back a trial
+  std::optional<double> time_budget_s;  // stop exploring after this much tuning time (confirmation still runs)
+  bool fixed_batch = false;             // keep the objective's batch_size knob at its default
+  std::vector<std::string> warm_start;  // earlier studies of the same job and space: their trials seed the model
 };
 
 // The settings with the best mean score over their successful runs.
@@ -40,7 +44,8 @@ struct BestSettings {
 };
 
 std::optional<BestSettings> best_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials);
-// Oriented observations (larger is better) of the finished trials, for the strategies.
+// Oriented observations (larger is better) of the finished trials, for the strategies (Horovod's discarded warm-up
+// samples left out).
 std::vector<Observation> observations(const SearchSpace& space, const std::vector<TrialRecord>& trials);
 
 // Runs (or resumes) a study; returns the exit code: 0 when a best setting was found, 1 when every trial failed,
@@ -52,6 +57,12 @@ int tune(const TuneOptions& options);
 std::vector<TrialRecord> checked_trials(const Study& study, const SearchSpace& space);
 // The space the study was started with (meta.space).
 SearchSpace stored_space(const Study& study);
+
+// The space a study runs: the stored space with the study's --fixed-batch applied (meta fixed_batch).
+SearchSpace effective_space(const Study& study, SearchSpace space);
+
+// The study's notes for people: where the scores come from, the noise, the rule that stopped it, the batch size.
+std::vector<std::string> study_notes(const Study& study, const SearchSpace& space, const std::vector<TrialRecord>& trials);
 
 // `collscope tune show STUDY`: the trial table and the best settings.
 void print_study(const std::string& study_path, std::ostream& out);
