@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "nvtx_recording.hpp"
 #include "runtime.hpp"
 #include "string_pool.hpp"
 #include "symbols.hpp"
@@ -515,6 +516,11 @@ void start_runtime_if_alone() {
 }
 
 }  // namespace
+
+int nvtx_record_push(const char* name) { return push(0, no_attr(name)); }
+int nvtx_record_pop() { return pop(0); }
+void nvtx_start_runtime_if_alone() { start_runtime_if_alone(); }
+
 }  // namespace collscope::tracer
 
 using namespace collscope::tracer;

@@ -1,0 +1,38 @@
+/* The annotation entry point of libcollscope-preload.so, for runtimes that cannot use NVTX's injection (a Python
+ * job without CUDA: collscope's sitecustomize reaches it through ctypes). Ranges pushed here are recorded exactly
+ * as NVTX nvtxRangePushA/nvtxRangePop ranges of the default domain: one nvtx_ranges row each.
+ *
+ *   const collscope_annotation_v1_t* a = collscope_annotation_v1();   // looked up with dlsym; NULL if absent
+ *   a->range_push("step"); ... a->range_pop();                          // on the calling thread
+ *
+ * Versioned: a later, incompatible table gets a new entry point (collscope_annotation_v2); fields are only ever
+ * appended to v1, and `size` says how many bytes of the table the preload filled in.
+ * The first call of collscope_annotation_v1() starts the recorder in a process that has no MPI (as the first
+ * NVTX call does): that process's rank file is opened then, with the launcher's rank (RANK, OMPI_..., PMI_...).
+ */
+#ifndef COLLSCOPE_TRACER_ANNOTATION_H
+#define COLLSCOPE_TRACER_ANNOTATION_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct collscope_annotation_v1_t {
+  uint32_t version; /* 1 */
+  uint32_t size;    /* sizeof(collscope_annotation_v1_t) as the preload was built */
+  /* Opens a range named `name` (UTF-8, copied) on the calling thread; returns its nesting level (0 = outermost). */
+  int (*range_push)(const char* name);
+  /* Closes the calling thread's innermost open range; returns the level left, or -1 when none was open. */
+  int (*range_pop)(void);
+} collscope_annotation_v1_t;
+
+/* Defined by libcollscope-preload.so (where it was built with NVTX support). */
+const collscope_annotation_v1_t* collscope_annotation_v1(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,222 @@
+# collscope's automatic annotation of PyTorch training jobs. `collscope trace` puts this file's directory first on
+# PYTHONPATH when the traced job is Python (--no-python-annotation turns that off), so Python imports it at start-up
+# as `sitecustomize`. It changes nothing in the job:
+#   - at start-up it only adds an import hook; a job that never imports torch pays nothing else;
+#   - when torch has been imported it wraps torch.optim optimizers' step, torch.Tensor.backward and
+#     torch.nn.Module.__call__, and records ranges through the preload's annotation table
+#     (collscope_annotation_v1, looked up in the process with ctypes): without the preload it wraps nothing;
+#   - nothing it does raises into the job: a failure of its own turns the annotation off and says so once.
+#
+# Ranges, per thread (the analyzer reads "step" ranges as training steps, the others as phases inside them):
+#   step       from the first forward (or backward) after the previous step's end, grad enabled, to the end of the
+#              outermost optimizer step: one training step, gradient accumulation included. The time from a
+#              step's end to the next forward (data loading, logging) is in no range.
+#   forward    the outermost nn.Module call (a module called inside another module's call is not a range)
+#   backward   Tensor.backward
+#   optimizer  the outermost optimizer step call (a second optimizer stepped in the same iteration: its own
+#              optimizer range, inside no step)
+# Forward passes without grad (evaluation) get a forward range but open no step.
+#
+# Finally the next sitecustomize on the path (the one this file hides, such as Debian's) is run.
+
+import sys
+
+
+def _collscope_annotate():
+    state = {"failed": False}
+
+    def warn(what):
+        try:
+            sys.stderr.write("collscope: Python annotation off: %s\n" % what)
+        except Exception:
+            pass
+
+    def table():
+        import ctypes
+
+        class Table(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("size", ctypes.c_uint32),
+                        ("range_push", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)),
+                        ("range_pop", ctypes.CFUNCTYPE(ctypes.c_int))]
+
+        try:
+            entry = ctypes.CDLL(None).collscope_annotation_v1  # dlopen(NULL): the preload if it is loaded
+        except (AttributeError, OSError):
+            return None
+        entry.restype = ctypes.POINTER(Table)
+        entry.argtypes = []
+        t = entry()
+        if not t or t.contents.version != 1 or t.contents.size < ctypes.sizeof(Table):
+            warn("the preload's annotation table is not version 1")
+            return None
+        return t.contents
+
+    def fail(e):
+        # Our own bug or a job that breaks our assumptions: stop recording, never disturb the job.
+        if not state["failed"]:
+            state["failed"] = True
+            warn("%s: %s" % (type(e).__name__, e))
+
+    def wrap_torch(torch):
+        t = table()
+        if t is None:
+            return
+        import threading
+
+        push, pop = t.range_push, t.range_pop
+        state["table"] = t  # keeps the ctypes function objects alive
+        tls = threading.local()  # nesting levels and the open step, per thread as the preload's ranges are
+
+        def depth(name):
+            return getattr(tls, name, 0)
+        STEP, FORWARD, BACKWARD, OPTIMIZER = b"step", b"forward", b"backward", b"optimizer"
+
+        def open_step():
+            if not getattr(tls, "in_step", False) and torch.is_grad_enabled():
+                tls.in_step = True
+                push(STEP)
+
+        def enter(name, counter, opens_step):
+            if state["failed"]:
+                return False
+            try:
+                d = depth(counter)
+                setattr(tls, counter, d + 1)
+                if d:
+                    return False
+                if opens_step:
+                    open_step()
+                push(name)
+                return True
+            except Exception as e:
+                fail(e)
+                return False
+
+        def leave(counter, pushed, closes_step):
+            try:
+                setattr(tls, counter, depth(counter) - 1)
+                if pushed:
+                    pop()
+                    if closes_step and getattr(tls, "in_step", False):
+                        tls.in_step = False
+                        pop()
+            except Exception as e:
+                fail(e)
+
+        module_call = torch.nn.Module.__call__
+
+        def call(self, *args, **kwargs):
+            pushed = enter(FORWARD, "forward_depth", True)
+            try:
+                return module_call(self, *args, **kwargs)
+            finally:
+                leave("forward_depth", pushed, False)
+
+        backward = torch.Tensor.backward
+
+        def tensor_backward(self, *args, **kwargs):
+            pushed = enter(BACKWARD, "backward_depth", True)
+            try:
+                return backward(self, *args, **kwargs)
+            finally:
+                leave("backward_depth", pushed, False)
+
+        def wrap_step(cls):
+            step = cls.__dict__.get("step")
+            if step is None or getattr(step, "_collscope_wrapped", False):
+                return
+
+            def optimizer_step(self, *args, **kwargs):
+                pushed = enter(OPTIMIZER, "optimizer_depth", False)
+                try:
+                    return step(self, *args, **kwargs)
+                finally:
+                    leave("optimizer_depth", pushed, True)
+
+            optimizer_step._collscope_wrapped = True
+            optimizer_step.__wrapped__ = step
+            optimizer_step.__name__ = getattr(step, "__name__", "step")
+            optimizer_step.__doc__ = getattr(step, "__doc__", None)
+            cls.step = optimizer_step
+
+        # Every optimizer class defines its own step: each is wrapped when its first instance is made (classes
+        # defined by the job itself included), and the ones torch.optim defines now.
+        optimizer = torch.optim.Optimizer
+        optimizer_init = optimizer.__init__
+
+        def init(self, *args, **kwargs):
+            try:
+                for cls in type(self).__mro__:
+                    if cls is not optimizer and issubclass(cls, optimizer):
+                        wrap_step(cls)
+            except Exception as e:
+                fail(e)
+            return optimizer_init(self, *args, **kwargs)
+
+        init.__wrapped__ = optimizer_init
+        optimizer.__init__ = init
+        torch.nn.Module.__call__ = call
+        torch.Tensor.backward = tensor_backward
+
+    class TorchFinder:
+        """Finds nothing itself: when `torch` is imported it lets the other finders find it, then wraps its
+        loader so that the annotation is installed once torch has been executed."""
+
+        def find_spec(self, name, path=None, target=None):
+            if name != "torch":
+                return None
+            try:
+                sys.meta_path.remove(self)
+                import importlib.util
+                spec = importlib.util.find_spec(name)
+                loader = getattr(spec, "loader", None)
+                if loader is None or not hasattr(loader, "exec_module"):
+                    return None
+                real_exec = loader.exec_module
+
+                def exec_module(module):
+                    real_exec(module)
+                    try:
+                        wrap_torch(module)
+                    except Exception as e:
+                        fail(e)
+
+                loader.exec_module = exec_module
+                return spec
+            except Exception as e:
+                fail(e)
+                return None
+
+    if "torch" in sys.modules:
+        wrap_torch(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, TorchFinder())
+
+
+def _collscope_chain():
+    """Runs the sitecustomize this one hides (the next one on sys.path), as Python would have."""
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+try:
+    _collscope_annotate()
+except Exception as _e:
+    try:
+        sys.stderr.write("collscope: Python annotation off: %s: %s\n" % (type(_e).__name__, _e))
+    except Exception:
+        pass
+
+try:
+    _collscope_chain()
+except Exception as _e:  # Python reports a failing sitecustomize the same way and carries on
+    sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s\n" % (type(_e).__name__, _e))
