@@ -154,6 +154,8 @@ def _collscope_annotate():
             return optimizer_init(self, *args, **kwargs)
 
         init.__wrapped__ = optimizer_init
+        call.__wrapped__ = module_call
+        tensor_backward.__wrapped__ = backward
         optimizer.__init__ = init
         torch.nn.Module.__call__ = call
         torch.Tensor.backward = tensor_backward

@@ -1,6 +1,6 @@
 // collscope_annotation_v1() (collscope/tracer/annotation.h): the annotation table for jobs that cannot reach the
 // preload through NVTX injection, such as a CPU-only Python job annotated by collscope's sitecustomize. The
-// table's functions are the NVTX recording path itself (nvtx_recording.hpp): one TSC read and one ring record per
+// table's functions are the NVTX recording path itself (nvtx_recording.hpp, default domain): one TSC read and one ring record per
 // push or pop, no system call, no allocation for names up to the inline text size (51 bytes).
 #include <collscope/tracer/annotation.h>
 
@@ -12,8 +12,8 @@ using namespace collscope::tracer;
 
 namespace {
 
-int range_push(const char* name) { return nvtx_record_push(name); }
-int range_pop() { return nvtx_record_pop(); }
+int range_push(const char* name) { return nvtx::push_name(name); }
+int range_pop() { return nvtx::pop(0); }
 
 constexpr collscope_annotation_v1_t kTable = {1, sizeof(collscope_annotation_v1_t), &range_push, &range_pop};
 std::atomic<bool> g_attached{false};
@@ -22,6 +22,6 @@ std::atomic<bool> g_attached{false};
 
 extern "C" __attribute__((visibility("default"))) const collscope_annotation_v1_t* collscope_annotation_v1(void) {
   // The caller is about to annotate: a process without MPI has nothing else that would open its trace file.
-  if (!g_attached.exchange(true)) nvtx_start_runtime_if_alone();
+  if (!g_attached.exchange(true)) nvtx::start_runtime_if_alone();
   return &kTable;
 }

@@ -2,10 +2,7 @@
 # Nothing here links a CUDA, NCCL or CUPTI library: the headers give the types, and the libraries are found in
 # the traced process at run time (dlsym / dlopen), so the same preload serves CPU-only jobs unchanged.
 if(COLLSCOPE_NVTX3_INCLUDE_DIR)
-  # annotation_api.cpp: collscope_annotation_v1(), the same recording path for Python jobs (tracer/python).
-  target_sources(collscope-preload PRIVATE ${CMAKE_CURRENT_LIST_DIR}/nvtx_injection.cpp
-                                           ${CMAKE_CURRENT_LIST_DIR}/annotation_api.cpp)
-  target_link_libraries(collscope-preload PRIVATE collscope_api)  # collscope/tracer/annotation.h
+  target_sources(collscope-preload PRIVATE ${CMAKE_CURRENT_LIST_DIR}/nvtx_injection.cpp)
   target_include_directories(collscope-preload SYSTEM PRIVATE ${COLLSCOPE_NVTX3_INCLUDE_DIR})
   message(STATUS "collscope: preload is an NVTX injection library")
 else()
