@@ -52,7 +52,7 @@ def _collscope_annotate():
         return t.contents
 
     def fail(e):
-        # Our own bug or a job that breaks our assumptions: stop recording, never disturb the job.
+        # Our own bug or a job that breaks our assumptions: stop annotating, never disturb the job.
         if not state["failed"]:
             state["failed"] = True
             warn("%s: %s" % (type(e).__name__, e))
@@ -61,65 +61,87 @@ def _collscope_annotate():
         t = table()
         if t is None:
             return
+        import functools
         import threading
 
         push, pop = t.range_push, t.range_pop
         state["table"] = t  # keeps the ctypes function objects alive
-        tls = threading.local()  # nesting levels and the open step, per thread as the preload's ranges are
-
-        def depth(name):
-            return getattr(tls, name, 0)
+        get_ident, grad_enabled = threading.get_ident, torch.is_grad_enabled
         STEP, FORWARD, BACKWARD, OPTIMIZER = b"step", b"forward", b"backward", b"optimizer"
+        # One thread is annotated: the first to run a forward, backward or optimizer step (the training loop's);
+        # calls on other threads pass straight through. Its state is in closure cells, the fastest Python has.
+        owner = None
+        in_step = in_forward = in_backward = in_optimizer = False
+
+        def mine():
+            nonlocal owner
+            ident = get_ident()
+            if owner is None:
+                owner = ident
+            return ident == owner and not state["failed"]
 
         def open_step():
-            if not getattr(tls, "in_step", False) and torch.is_grad_enabled():
-                tls.in_step = True
+            nonlocal in_step
+            if not in_step and grad_enabled():
+                in_step = True
                 push(STEP)
-
-        def enter(name, counter, opens_step):
-            if state["failed"]:
-                return False
-            try:
-                d = depth(counter)
-                setattr(tls, counter, d + 1)
-                if d:
-                    return False
-                if opens_step:
-                    open_step()
-                push(name)
-                return True
-            except Exception as e:
-                fail(e)
-                return False
-
-        def leave(counter, pushed, closes_step):
-            try:
-                setattr(tls, counter, depth(counter) - 1)
-                if pushed:
-                    pop()
-                    if closes_step and getattr(tls, "in_step", False):
-                        tls.in_step = False
-                        pop()
-            except Exception as e:
-                fail(e)
 
         module_call = torch.nn.Module.__call__
 
         def call(self, *args, **kwargs):
-            pushed = enter(FORWARD, "forward_depth", True)
+            nonlocal in_forward
+            if in_forward or not mine():  # a module inside the outermost one, or another thread
+                return module_call(self, *args, **kwargs)
+            in_forward = True
+            try:
+                open_step()
+                push(FORWARD)
+            except Exception as e:
+                fail(e)
+                in_forward = False
+                return module_call(self, *args, **kwargs)
             try:
                 return module_call(self, *args, **kwargs)
             finally:
-                leave("forward_depth", pushed, False)
+                in_forward = False
+                try:
+                    pop()
+                except Exception as e:
+                    fail(e)
 
         backward = torch.Tensor.backward
 
         def tensor_backward(self, *args, **kwargs):
-            pushed = enter(BACKWARD, "backward_depth", True)
+            nonlocal in_backward
+            if in_backward or not mine():
+                return backward(self, *args, **kwargs)
+            in_backward = True
+            try:
+                open_step()
+                push(BACKWARD)
+            except Exception as e:
+                fail(e)
+                in_backward = False
+                return backward(self, *args, **kwargs)
             try:
                 return backward(self, *args, **kwargs)
             finally:
-                leave("backward_depth", pushed, False)
+                in_backward = False
+                try:
+                    pop()
+                except Exception as e:
+                    fail(e)
+
+        def close_step():
+            nonlocal in_optimizer, in_step
+            in_optimizer = False
+            try:
+                pop()
+                if in_step:
+                    in_step = False
+                    pop()
+            except Exception as e:
+                fail(e)
 
         def wrap_step(cls):
             step = cls.__dict__.get("step")
@@ -127,31 +149,42 @@ def _collscope_annotate():
                 return
 
             def optimizer_step(self, *args, **kwargs):
-                pushed = enter(OPTIMIZER, "optimizer_depth", False)
+                nonlocal in_optimizer
+                if in_optimizer or not mine():  # an optimizer stepping another inside its step
+                    return step(self, *args, **kwargs)
+                in_optimizer = True
+                try:
+                    push(OPTIMIZER)
+                except Exception as e:
+                    fail(e)
+                    in_optimizer = False
+                    return step(self, *args, **kwargs)
                 try:
                     return step(self, *args, **kwargs)
                 finally:
-                    leave("optimizer_depth", pushed, True)
+                    close_step()
 
+            # Name, doc and attributes (torch 1.x's `hooked` mark of its profiler wrapper, which must not wrap
+            # again) are the wrapped step's; __wrapped__ is it.
+            functools.update_wrapper(optimizer_step, step)
             optimizer_step._collscope_wrapped = True
-            optimizer_step.__wrapped__ = step
-            optimizer_step.__name__ = getattr(step, "__name__", "step")
-            optimizer_step.__doc__ = getattr(step, "__doc__", None)
             cls.step = optimizer_step
 
         # Every optimizer class defines its own step: each is wrapped when its first instance is made (classes
-        # defined by the job itself included), and the ones torch.optim defines now.
+        # defined by the job itself included).
         optimizer = torch.optim.Optimizer
         optimizer_init = optimizer.__init__
 
         def init(self, *args, **kwargs):
+            optimizer_init(self, *args, **kwargs)
+            # After torch's own __init__: torch 1.x wraps the class's step for its profiler there, and the
+            # optimizer range must be outside that wrapper (its cost is torch's, not ours).
             try:
                 for cls in type(self).__mro__:
                     if cls is not optimizer and issubclass(cls, optimizer):
                         wrap_step(cls)
             except Exception as e:
                 fail(e)
-            return optimizer_init(self, *args, **kwargs)
 
         init.__wrapped__ = optimizer_init
         call.__wrapped__ = module_call
