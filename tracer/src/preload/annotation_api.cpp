@@ -7,21 +7,27 @@
 #include <atomic>
 
 #include "nvtx_recording.hpp"
+#include "runtime.hpp"
 
 using namespace collscope::tracer;
 
 namespace {
 
-int range_push(const char* name) { return nvtx::push_name(name); }
+std::atomic<bool> g_attached{false};
+
+int range_push(const char* name) {
+  // The first range of a process whose trace file is not open yet: a process without MPI has nothing else that
+  // would open it. Not at collscope_annotation_v1(): a Python job gets the table when it imports torch, often
+  // before it loads and initialises MPI (mpi4py, Horovod), and MPI_Init should be what starts an MPI rank's file.
+  if (g_phase.load(std::memory_order_relaxed) == kIdle && !g_attached.exchange(true)) nvtx::start_runtime_if_alone();
+  return nvtx::push_name(name);
+}
 int range_pop() { return nvtx::pop(0); }
 
 constexpr collscope_annotation_v1_t kTable = {1, sizeof(collscope_annotation_v1_t), &range_push, &range_pop};
-std::atomic<bool> g_attached{false};
 
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const collscope_annotation_v1_t* collscope_annotation_v1(void) {
-  // The caller is about to annotate: a process without MPI has nothing else that would open its trace file.
-  if (!g_attached.exchange(true)) nvtx::start_runtime_if_alone();
   return &kTable;
 }

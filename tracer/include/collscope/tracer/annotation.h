@@ -7,8 +7,9 @@
  *
  * Versioned: a later, incompatible table gets a new entry point (collscope_annotation_v2); fields are only ever
  * appended to v1, and `size` says how many bytes of the table the preload filled in.
- * The first call of collscope_annotation_v1() starts the recorder in a process that has no MPI (as the first
- * NVTX call does): that process's rank file is opened then, with the launcher's rank (RANK, OMPI_..., PMI_...).
+ * The first range pushed starts the recorder in a process that has no MPI (as the first NVTX call does): that
+ * process's rank file is opened then, with the launcher's rank (RANK, OMPI_..., PMI_...). In a process that has
+ * MPI, MPI_Init opens it, and ranges pushed before are kept.
  */
 #ifndef COLLSCOPE_TRACER_ANNOTATION_H
 #define COLLSCOPE_TRACER_ANNOTATION_H
