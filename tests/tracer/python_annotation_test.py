@@ -92,5 +92,23 @@ out = subprocess.run([sys.executable, job, str(STEPS)], env=dict(env, PYTHONPATH
 check(out.returncode == 0 and "trained %d steps" % STEPS in out.stdout, "without the preload the job failed: %s" % out.stderr)
 check("collscope" not in out.stderr, "without the preload: %s" % out.stderr.strip())
 
+# Which commands are Python jobs (collscope's directory first on PYTHONPATH, the job's own after it).
+shebang = os.path.join(scratch, "train")
+with open(shebang, "w") as f:
+    f.write("#!%s\nimport os\nprint('PYTHONPATH=' + os.environ.get('PYTHONPATH', ''))\n" % sys.executable)
+os.chmod(shebang, 0o755)
+show = "import os; print('PYTHONPATH=' + os.environ.get('PYTHONPATH', ''))"
+want = os.path.realpath(site_dir) + os.pathsep + user_site
+for command, python in (([sys.executable, "-c", show], True),
+                        (["mpirun", "-np", "1", "--oversubscribe", sys.executable, "-c", show], True),
+                        ([shebang], True),
+                        (["/bin/sh", "-c", "echo PYTHONPATH=$PYTHONPATH"], False),
+                        ([sys.executable, "-c", show], False)):
+    flags = [] if python or command[0] == "/bin/sh" else ["--no-python-annotation"]
+    out = subprocess.run([collscope, "trace", "-o", os.path.join(scratch, "detect"), "--force", *flags, "--", *command],
+                         env=env, capture_output=True, text=True, timeout=60)
+    seen = [line[len("PYTHONPATH="):] for line in out.stdout.splitlines() if line.startswith("PYTHONPATH=")]
+    check(seen == [want if python else user_site], "%s %s: PYTHONPATH %s" % (" ".join(flags), " ".join(command), seen))
+
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)
