@@ -71,7 +71,8 @@ def _collscope_annotate():
         # One thread is annotated: the first to run a forward, backward or optimizer step (the training loop's);
         # calls on other threads pass straight through. Its state is in closure cells, the fastest Python has.
         owner = None
-        in_step = in_forward = in_backward = in_optimizer = False
+        in_step = False
+        busy = [False, False, False]  # inside the outermost forward, backward, optimizer step
 
         def mine():
             nonlocal owner
@@ -80,90 +81,55 @@ def _collscope_annotate():
                 owner = ident
             return ident == owner and not state["failed"]
 
-        def open_step():
+        def begin(name, opens_step):
             nonlocal in_step
-            if not in_step and grad_enabled():
+            if opens_step and not in_step and grad_enabled():
                 in_step = True
                 push(STEP)
+            push(name)
 
-        module_call = torch.nn.Module.__call__
-
-        def call(self, *args, **kwargs):
-            nonlocal in_forward
-            if in_forward or not mine():  # a module inside the outermost one, or another thread
-                return module_call(self, *args, **kwargs)
-            in_forward = True
-            try:
-                open_step()
-                push(FORWARD)
-            except Exception as e:
-                fail(e)
-                in_forward = False
-                return module_call(self, *args, **kwargs)
-            try:
-                return module_call(self, *args, **kwargs)
-            finally:
-                in_forward = False
-                try:
-                    pop()
-                except Exception as e:
-                    fail(e)
-
-        backward = torch.Tensor.backward
-
-        def tensor_backward(self, *args, **kwargs):
-            nonlocal in_backward
-            if in_backward or not mine():
-                return backward(self, *args, **kwargs)
-            in_backward = True
-            try:
-                open_step()
-                push(BACKWARD)
-            except Exception as e:
-                fail(e)
-                in_backward = False
-                return backward(self, *args, **kwargs)
-            try:
-                return backward(self, *args, **kwargs)
-            finally:
-                in_backward = False
-                try:
-                    pop()
-                except Exception as e:
-                    fail(e)
-
-        def close_step():
-            nonlocal in_optimizer, in_step
-            in_optimizer = False
-            try:
+        def end(closes_step):
+            nonlocal in_step
+            pop()
+            if closes_step and in_step:
+                in_step = False
                 pop()
-                if in_step:
-                    in_step = False
-                    pop()
-            except Exception as e:
-                fail(e)
+
+        def phase(original, kind, name, opens_step, closes_step):
+            """`original` wrapped: a range `name` around its outermost call on the annotated thread."""
+
+            def wrapper(*args, **kwargs):
+                if busy[kind] or not mine():  # nested (a module inside a module), or another thread
+                    return original(*args, **kwargs)
+                busy[kind] = True
+                try:
+                    begin(name, opens_step)
+                except Exception as e:
+                    fail(e)
+                    busy[kind] = False
+                    return original(*args, **kwargs)
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    busy[kind] = False
+                    try:
+                        end(closes_step)
+                    except Exception as e:
+                        fail(e)
+
+            wrapper.__wrapped__ = original
+            return wrapper
+
+        module_call, backward = torch.nn.Module.__call__, torch.Tensor.backward
+        call = phase(module_call, 0, FORWARD, True, False)
+        tensor_backward = phase(backward, 1, BACKWARD, True, False)
 
         def wrap_step(cls):
             step = cls.__dict__.get("step")
             if step is None or getattr(step, "_collscope_wrapped", False):
                 return
-
-            def optimizer_step(self, *args, **kwargs):
-                nonlocal in_optimizer
-                if in_optimizer or not mine():  # an optimizer stepping another inside its step
-                    return step(self, *args, **kwargs)
-                in_optimizer = True
-                try:
-                    push(OPTIMIZER)
-                except Exception as e:
-                    fail(e)
-                    in_optimizer = False
-                    return step(self, *args, **kwargs)
-                try:
-                    return step(self, *args, **kwargs)
-                finally:
-                    close_step()
-
+            # One flag for all optimizers: an optimizer stepping another inside its step is one range.
+            optimizer_step = phase(step, 2, OPTIMIZER, False, True)
             # Name, doc and attributes (torch 1.x's `hooked` mark of its profiler wrapper, which must not wrap
             # again) are the wrapped step's; __wrapped__ is it.
             functools.update_wrapper(optimizer_step, step)
@@ -187,8 +153,6 @@ def _collscope_annotate():
                 fail(e)
 
         init.__wrapped__ = optimizer_init
-        call.__wrapped__ = module_call
-        tensor_backward.__wrapped__ = backward
         optimizer.__init__ = init
         torch.nn.Module.__call__ = call
         torch.Tensor.backward = tensor_backward
