@@ -37,7 +37,8 @@ def _collscope_annotate():
         class Table(ctypes.Structure):
             _fields_ = [("version", ctypes.c_uint32), ("size", ctypes.c_uint32),
                         ("range_push", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)),
-                        ("range_pop", ctypes.CFUNCTYPE(ctypes.c_int))]
+                        ("range_pop", ctypes.CFUNCTYPE(ctypes.c_int)),
+                        ("start", ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int))]
 
         try:
             entry = ctypes.CDLL(None).collscope_annotation_v1  # dlopen(NULL): the preload if it is loaded
@@ -81,8 +82,23 @@ def _collscope_annotate():
                 owner = ident
             return ident == owner and not state["failed"]
 
+        started = False
+
+        def start():
+            # The first range opens a process's rank file (if it has no MPI): with torch.distributed's rank when
+            # it is initialised (torch.multiprocessing.spawn workers have no launcher variable that names it).
+            nonlocal started
+            started = True
+            rank = size = -1
+            dist = getattr(torch, "distributed", None)
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                rank, size = dist.get_rank(), dist.get_world_size()
+            t.start(rank, size)
+
         def begin(name, opens_step):
             nonlocal in_step
+            if not started:
+                start()
             if opens_step and not in_step and grad_enabled():
                 in_step = True
                 push(STEP)

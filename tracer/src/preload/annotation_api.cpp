@@ -24,7 +24,12 @@ int range_push(const char* name) {
 }
 int range_pop() { return nvtx::pop(0); }
 
-constexpr collscope_annotation_v1_t kTable = {1, sizeof(collscope_annotation_v1_t), &range_push, &range_pop};
+void start(int rank, int size) {
+  if (g_phase.load(std::memory_order_relaxed) == kIdle && !g_attached.exchange(true))
+    nvtx::start_runtime_if_alone(rank, size);
+}
+
+constexpr collscope_annotation_v1_t kTable = {1, sizeof(collscope_annotation_v1_t), &range_push, &range_pop, &start};
 
 }  // namespace
 

@@ -255,10 +255,10 @@ const bool g_registered = [] {
 // An NVTX-only process (no MPI: torchrun workers, single-process jobs) has nothing else that opens its trace
 // file, so the first NVTX call does, with the launcher's rank. MPI processes open it at MPI_Init; NVTX events
 // before that are buffered. A forked child is disabled and stays so.
-void start_runtime_for_nvtx() {
+void start_runtime_for_nvtx(int rank, int size) {
   StartInfo info;
-  info.world_rank = std::max(0, world_rank_from_env());
-  info.world_size = std::max(1, world_size_from_env());
+  info.world_rank = std::max(0, rank >= 0 ? rank : world_rank_from_env());
+  info.world_size = std::max(1, rank >= 0 && size > 0 ? size : world_size_from_env());
   info.meta.emplace_back("trace_started_by", "nvtx");
   runtime_start(info);
 }
@@ -277,18 +277,18 @@ const bool g_fork_handler = [] {
 
 }  // namespace
 
-void start_runtime_if_alone() {
+void start_runtime_if_alone(int rank, int size) {
   const char* dir = std::getenv("COLLSCOPE_RUN_DIR");
   if (!dir || !*dir || g_phase.load() != kIdle || g_forked_child.load()) return;
   if (!job_defines("PMPI_Init")) {
-    start_runtime_for_nvtx();
+    start_runtime_for_nvtx(rank, size);
     return;
   }
   // MPI is linked but may never be initialised (a tool that links MPI and runs serially): if the file is still
   // not open at exit, open it then, so the ranges buffered in the rings (up to a ring per thread) are kept.
   std::atexit([] {
     if (g_phase.load() != kIdle || g_forked_child.load()) return;
-    start_runtime_for_nvtx();
+    start_runtime_for_nvtx(-1, -1);
     runtime_stop();
   });
 }

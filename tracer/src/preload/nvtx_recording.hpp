@@ -60,8 +60,9 @@ std::int32_t* depth_of(std::uint64_t domain);
 void set_ascii_name(Event& e, const char* message);
 // Records meta nvtx.category.DOMAIN.N = name.
 void name_category(std::uint64_t domain, std::uint32_t category, const std::string& name);
-// Opens this process's trace file now when nothing else will (no MPI in the job), as the first NVTX call does.
-void start_runtime_if_alone();
+// Opens this process's trace file now when nothing else will (no MPI in the job), as the first NVTX call does,
+// as world rank `rank` of `size` (rank < 0: from the launcher's environment, else 0).
+void start_runtime_if_alone(int rank = -1, int size = -1);
 
 // ---- the recording calls ----------------------------------------------------------------------------------
 

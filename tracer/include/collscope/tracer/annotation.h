@@ -27,6 +27,10 @@ typedef struct collscope_annotation_v1_t {
   int (*range_push)(const char* name);
   /* Closes the calling thread's innermost open range; returns the level left, or -1 when none was open. */
   int (*range_pop)(void);
+  /* Opens this process's rank file now, as world rank `rank` of `size`, if it has no MPI and no file yet (rank < 0:
+   * the launcher's environment, as range_push does). For processes whose rank no launcher variable names
+   * (torch.multiprocessing.spawn workers: the rank is torch.distributed's). */
+  void (*start)(int rank, int size);
 } collscope_annotation_v1_t;
 
 /* Defined by libcollscope-preload.so (where it was built with NVTX support). */
