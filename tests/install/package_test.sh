@@ -25,8 +25,8 @@ done
 # Its files: everything the docs use.
 dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|' >"$scratch/files.txt"
 for f in /usr/bin/collscope /usr/lib/collscope/libcollscope-preload.so /usr/lib/collscope/libcollscope-nccl-tuner.so \
-  /usr/libexec/collscope/fusion_trainer /usr/include/collscope/tracer/fusion.h /usr/include/collscope/tracer/annotation.h \
-  /usr/share/collscope/python/sitecustomize.py \
+  /usr/libexec/collscope/fusion_trainer /usr/include/collscope/tracer/fusion.h \
+  /usr/include/collscope/tracer/annotation.h /usr/share/collscope/python/sitecustomize.py \
   /usr/lib/cmake/collscope/collscopeConfig.cmake /usr/lib/cmake/collscope/collscopeTargets.cmake \
   /usr/share/collscope/samples/fusion_trainer/space.yaml /usr/share/collscope/samples/spaces/horovod.yaml \
   /usr/share/man/man1/collscope.1.gz /usr/share/doc/collscope/README.md; do
