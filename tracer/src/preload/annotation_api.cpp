@@ -15,19 +15,20 @@ namespace {
 
 std::atomic<bool> g_attached{false};
 
-int range_push(const char* name) {
-  // The first range of a process whose trace file is not open yet: a process without MPI has nothing else that
-  // would open it. Not at collscope_annotation_v1(): a Python job gets the table when it imports torch, often
-  // before it loads and initialises MPI (mpi4py, Horovod), and MPI_Init should be what starts an MPI rank's file.
-  if (g_phase.load(std::memory_order_relaxed) == kIdle && !g_attached.exchange(true)) nvtx::start_runtime_if_alone();
-  return nvtx::push_name(name);
-}
-int range_pop() { return nvtx::pop(0); }
-
+// Opens the file of a process that has no MPI and no file yet (rank < 0: the launcher's environment's).
 void start(int rank, int size) {
   if (g_phase.load(std::memory_order_relaxed) == kIdle && !g_attached.exchange(true))
     nvtx::start_runtime_if_alone(rank, size);
 }
+
+int range_push(const char* name) {
+  // The first range opens the file, if start() has not: not collscope_annotation_v1(), which a Python job calls when
+  // it imports torch, often before it loads and initialises MPI (mpi4py, Horovod): MPI_Init should open an MPI
+  // rank's file.
+  start(-1, -1);
+  return nvtx::push_name(name);
+}
+int range_pop() { return nvtx::pop(0); }
 
 constexpr collscope_annotation_v1_t kTable = {1, sizeof(collscope_annotation_v1_t), &range_push, &range_pop, &start};
 
