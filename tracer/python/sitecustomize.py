@@ -7,7 +7,8 @@
 #     (collscope_annotation_v1, looked up in the process with ctypes): without the preload it wraps nothing;
 #   - nothing it does raises into the job: a failure of its own turns the annotation off and says so once.
 #
-# Ranges, per thread (the analyzer reads "step" ranges as training steps, the others as phases inside them):
+# Ranges, on one thread: the first to run one of these calls, the training loop's (the analyzer reads "step" ranges
+# as training steps, the others as phases inside them):
 #   step       from the first forward (or backward) after the previous step's end, grad enabled, to the end of the
 #              outermost optimizer step: one training step, gradient accumulation included. The time from a
 #              step's end to the next forward (data loading, logging) is in no range.
