@@ -26,7 +26,7 @@ def check(ok, what):
 
 
 try:
-    import torch  # noqa: F401  (the job's interpreter is this one)
+    import torch  # the job's interpreter is this one
 except ImportError:
     print("SKIP: python3-torch is not installed (scripts/install-deps.sh installs it)")
     sys.exit(77)
@@ -82,6 +82,10 @@ for path in files:
           % (path, len(forwards), 2 * STEPS))
     names = {r[0] for r in rows}
     check(names == {"step", "forward", "backward", "optimizer"}, "%s: ranges named %s" % (path, names))
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    meta = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE 'python.%'").fetchall())
+    db.close()
+    check(meta.get("python.torch_version") == torch.__version__, "%s: meta %s" % (path, meta))
 report = subprocess.run([collscope, "analyze", run, "--format", "json"], capture_output=True, text=True, timeout=60)
 check(report.returncode == 0, "collscope analyze exited %d: %s" % (report.returncode, report.stderr))
 if report.returncode == 0:

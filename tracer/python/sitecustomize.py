@@ -39,7 +39,8 @@ def _collscope_annotate():
             _fields_ = [("version", ctypes.c_uint32), ("size", ctypes.c_uint32),
                         ("range_push", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)),
                         ("range_pop", ctypes.CFUNCTYPE(ctypes.c_int)),
-                        ("start", ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int))]
+                        ("start", ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int)),
+                        ("set_meta", ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p))]
 
         try:
             entry = ctypes.CDLL(None).collscope_annotation_v1  # dlopen(NULL): the preload if it is loaded
@@ -95,6 +96,14 @@ def _collscope_annotate():
             if dist is not None and dist.is_available() and dist.is_initialized():
                 rank, size = dist.get_rank(), dist.get_world_size()
             t.start(rank, size)
+            # What the job runs, for the analyzer (Horovod's defaults depend on its version); by the first step
+            # the job has imported all of it.
+            versions = {"python.version": sys.version.split()[0], "python.torch_version": torch.__version__}
+            horovod = sys.modules.get("horovod")
+            if horovod is not None and getattr(horovod, "__version__", None):
+                versions["python.horovod_version"] = horovod.__version__
+            for key, value in versions.items():
+                t.set_meta(key.encode(), str(value).encode())
 
         def begin(name, opens_step):
             nonlocal in_step

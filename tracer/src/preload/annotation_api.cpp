@@ -30,7 +30,12 @@ int range_push(const char* name) {
 }
 int range_pop() { return nvtx::pop(0); }
 
-constexpr collscope_annotation_v1_t kTable = {1, sizeof(collscope_annotation_v1_t), &range_push, &range_pop, &start};
+void set_meta(const char* key, const char* value) {
+  if (key && *key && value) runtime_set_meta(key, value);
+}
+
+constexpr collscope_annotation_v1_t kTable = {1, sizeof(collscope_annotation_v1_t), &range_push, &range_pop, &start,
+                                              &set_meta};
 
 }  // namespace
 

@@ -31,6 +31,10 @@ typedef struct collscope_annotation_v1_t {
    * the launcher's environment, as range_push does). For processes whose rank no launcher variable names
    * (torch.multiprocessing.spawn workers: the rank is torch.distributed's). */
   void (*start)(int rank, int size);
+  /* Records meta `key` = `value` in this process's rank file (both UTF-8, copied; a later value replaces an
+   * earlier one). Not for the hot path: it takes a lock. The sitecustomize writes python.version,
+   * python.torch_version and python.horovod_version (read by the analyzer for Horovod's defaults). */
+  void (*set_meta)(const char* key, const char* value);
 } collscope_annotation_v1_t;
 
 /* Defined by libcollscope-preload.so (where it was built with NVTX support). */
