@@ -10,7 +10,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   mpich libmpich-dev gfortran python3-mpi4py
   qt6-base-dev xvfb xauth
-  python3
+  python3 python3-torch
 )
 missing=()
 for p in "${packages[@]}"; do

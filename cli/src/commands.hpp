@@ -20,6 +20,7 @@ struct TraceOptions {
   std::string job_output;      // the job's stdout and stderr go to this file instead of the terminal
   bool nccl_profiler = false;  // NCCL_PROFILER_PLUGIN = collscope's profiler plugin
   bool no_preload = false;     // the plugin records alone
+  bool python_annotation = true;  // a Python job gets collscope's sitecustomize (step/forward/backward ranges)
 };
 // `collscope trace`: runs `command` under the tracer; returns the job's exit code. Throws InputError when the
 // run directory holds an earlier run (without force) or the preload is missing.
@@ -33,6 +34,12 @@ std::string find_preload();                      // $COLLSCOPE_PRELOAD, installe
 std::string find_nccl_profiler();                // $COLLSCOPE_NCCL_PROFILER, else beside the preload; throws
 std::optional<std::string> find_program(const std::string& name);  // installed helper (libexec) or next to self
 std::optional<std::string> find_data(const std::string& relative);  // installed data (share/collscope) or source
+// The directory holding collscope's sitecustomize.py (share/collscope/python, or the source tree's tracer/python).
+std::optional<std::string> find_python_annotation_dir();
+
+// The job runs Python: the command is python*, a .py script or a #!...python script, or a launcher (mpirun,
+// mpiexec, srun, horovodrun, env) names one, or it is torchrun (unless --no-python) (python_job.cpp).
+bool is_python_job(const std::vector<std::string>& command);
 
 // Runs argv (no shell) with extra environment; returns its exit code (128+signal when killed). With
 // `output_path`, the job's stdout and stderr are written to that file.

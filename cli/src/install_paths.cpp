@@ -69,4 +69,15 @@ std::optional<std::string> find_data(const std::string& relative) {
   return std::nullopt;
 }
 
+std::optional<std::string> find_python_annotation_dir() {
+  const fs::path dir = self_dir();
+  const char* file = "sitecustomize.py";
+  std::optional<std::string> found = first_existing({dir / COLLSCOPE_BIN_TO_DATA / "python" / file});
+  std::error_code ec;
+  if (!found && fs::equivalent(dir, COLLSCOPE_BUILD_BIN_DIR, ec))
+    found = first_existing({fs::path(COLLSCOPE_SOURCE_DIR) / "tracer" / "python" / file});
+  if (!found) return std::nullopt;
+  return fs::path(*found).parent_path().string();
+}
+
 }  // namespace collscope::cli

@@ -1,7 +1,8 @@
 // `collscope trace [-o RUN_DIR] [--force] [--nccl-profiler [--no-preload]] -- CMD...`: runs CMD with the preload
 // tracer, one trace file per rank, then says what was traced (ranks, files, events, drops) and what to run next.
 // --nccl-profiler also has NCCL load collscope's profiler plugin (NCCL_PROFILER_PLUGIN), which records into the same
-// files; with --no-preload the plugin records alone.
+// files; with --no-preload the plugin records alone. A Python job also gets collscope's sitecustomize on PYTHONPATH
+// (tracer/python): its PyTorch steps, forward and backward passes become NVTX ranges; --no-python-annotation: not.
 // Works around a launcher (`collscope trace -- mpirun -np 4 ./app`) and inside one
 // (`mpirun -np 4 collscope trace -- ./app`): either way every process inherits LD_PRELOAD and the run directory.
 #include <collscope/run/format.hpp>
@@ -109,7 +110,8 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
     fmt::print(stderr, "{}\n",
                run::wrap_text(fmt::format("collscope trace: nothing traced: {} started the tracer{}. It starts in a "
                                           "process at MPI_Init of an MPI it knows (Open MPI, MPICH and their kin) or "
-                                          "at its first NCCL communicator; a program without MPI or NCCL, a statically "
+                                          "at its first NCCL communicator or NVTX range (in a PyTorch job: its first training step); "
+                                          "a program without MPI or NCCL, a statically "
                                           "linked one, one that clears LD_PRELOAD or an MPI collscope does not know "
                                           "(a line above says so) is not traced.",
                                           why, created_dir ? " (the empty run directory was removed)" : ""),
@@ -195,6 +197,14 @@ int trace(const TraceOptions& options, const std::vector<std::string>& command) 
     env.emplace_back("NVTX_INJECTION64_PATH", preload_path.path());
   }
   if (!profiler.empty()) env.emplace_back("NCCL_PROFILER_PLUGIN", profiler);
+  if (!preload.empty() && options.python_annotation && is_python_job(command)) {
+    // Python imports the first sitecustomize on its path: collscope's, which runs the one it hides.
+    if (const auto dir = find_python_annotation_dir())
+      env.emplace_back("PYTHONPATH", prepend_path_list("PYTHONPATH", *dir, ':'));
+    else
+      fmt::print(stderr, "collscope trace: sitecustomize.py not found (share/collscope/python): the Python job runs "
+                         "without step annotation\n");
+  }
   const int rc = run_process(command, env, options.job_output);
   if (options.summary && !launcher) print_summary(run_dir, command, rc, !existed);
   return rc;
@@ -209,6 +219,9 @@ void add_trace_command(CLI::App& app, std::function<int()>& action) {
   cmd->add_flag("--nccl-profiler", o->nccl_profiler,
                 "Also load collscope's NCCL profiler plugin (NCCL_PROFILER_PLUGIN): per collective its kernel "
                 "channels' GPU times, algorithm, protocol, channels and network transfers");
+  cmd->add_flag("--no-python-annotation", [o](std::int64_t) { o->python_annotation = false; },
+                "Do not annotate a Python job (by default its PyTorch optimizer steps, forward and backward passes "
+                "are recorded as NVTX ranges 'step', 'forward', 'backward', 'optimizer')");
   cmd->add_flag("--no-preload", o->no_preload, "With --nccl-profiler: record with the profiler plugin alone (no LD_PRELOAD)");
   cmd->add_option("COMMAND", *command, "The job to run, after --")->required();
   cmd->prefix_command(false);

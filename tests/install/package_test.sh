@@ -26,6 +26,7 @@ done
 dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|' >"$scratch/files.txt"
 for f in /usr/bin/collscope /usr/lib/collscope/libcollscope-preload.so /usr/lib/collscope/libcollscope-nccl-tuner.so \
   /usr/libexec/collscope/fusion_trainer /usr/include/collscope/tracer/fusion.h \
+  /usr/include/collscope/tracer/annotation.h /usr/share/collscope/python/sitecustomize.py \
   /usr/lib/cmake/collscope/collscopeConfig.cmake /usr/lib/cmake/collscope/collscopeTargets.cmake \
   /usr/share/collscope/samples/fusion_trainer/space.yaml /usr/share/collscope/samples/spaces/horovod.yaml \
   /usr/share/man/man1/collscope.1.gz /usr/share/doc/collscope/README.md; do
@@ -46,6 +47,9 @@ grep -q "collscope tune $root/usr/share/collscope/samples/fusion_trainer/space.y
   { cat demo.txt; fail "demo from the package: no tune command with the packaged space"; }
 "$root/usr/bin/collscope" analyze demo --format html -o demo.html || fail "analyze from the package: exit $?"
 "$root/usr/bin/collscope" trace -o traced -- true 2>trace.txt; grep -q "nothing traced" trace.txt || fail "trace from the package"
+# A Python job gets the packaged sitecustomize's directory on PYTHONPATH.
+env -u PYTHONPATH "$root/usr/bin/collscope" trace -o pytraced -- python3 -c 'import os; print(os.environ["PYTHONPATH"])' \
+  2>/dev/null | grep -q "/usr/share/collscope/python$" || fail "trace from the package: no sitecustomize for a Python job"
 if [ -x "$root/usr/bin/collscope-view" ]; then
   env -u DISPLAY "$root/usr/bin/collscope" view --help >view.txt 2>&1 || { cat view.txt; fail "view --help from the package"; }
   grep -q -- "--screenshot" view.txt || { cat view.txt; fail "view --help from the package lists no options"; }
