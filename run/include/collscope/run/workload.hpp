@@ -22,7 +22,7 @@ struct Workload {
   std::string benchmark;        // benchmark_in_command
   bool horovod = false;         // HOROVOD_* knobs in the environment, or Horovod's signature: all collectives from
                                 // one background thread, with bitwise-reduction readiness negotiation among them
-  std::string horovod_version;  // meta "python.horovod_version" (for a recorder of the Python annotation, issue 16; none writes it yet)
+  std::string horovod_version;  // meta "python.horovod_version" (written by collscope trace's Python annotation when Horovod is imported)
   bool mpi = false, nccl = false;  // backends of the communicators with collectives
   std::string mpi_library;      // meta mpi_library_version ("Open MPI v4.1.4, ...", "MPICH Version: 4.0 ...")
   bool compute_recorded = false;  // GPU kernels or NVTX ranges other than steps: what overlap claims need
