@@ -100,6 +100,13 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
   if (steps == 0 || steps == SIZE_MAX) {
     auto inferred = detail::infer_steps(run, matched);
     out.basis = std::move(inferred.basis);
+    // A pattern that barely holds (it covers a sliver of the communicator's time, or its steps are irregular) is
+    // no claim of steps: the report says what was seen and that it was not taken as steps.
+    if (!inferred.windows.empty() && inferred.confidence < kMinInferredStepConfidence) {
+      out.basis = fmt::format("no steps claimed: {} (confidence {:.2f}, below {})", out.basis, inferred.confidence,
+                              kMinInferredStepConfidence);
+      inferred.windows.clear();
+    }
     if (inferred.windows.empty()) {
       out.source = "none";
       out.method = StepMethod::None;

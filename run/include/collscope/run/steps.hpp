@@ -62,6 +62,10 @@ enum class StepMethod {
 };
 std::string_view step_method_name(StepMethod m);  // "none", "nvtx", "call_pattern", "payload_bytes"
 
+// Inferred steps below this confidence are not claimed (the hang fixture's 5 "steps" in the first 9 ms of a 24 s
+// run scored 0.00): the report keeps the basis and says no steps were claimed.
+inline constexpr double kMinInferredStepConfidence = 0.2;
+
 struct StepSummary {
   std::string source;  // "nvtx" or "inferred" or "none"
   std::string range_name = std::string(kStepRangeName);  // NVTX steps: the range name (StepOptions::range_name)
