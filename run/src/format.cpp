@@ -39,7 +39,13 @@ std::string format_duration(double ns) {
 
 std::string format_ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
 
-std::string format_bandwidth(double gbps) { return three_digits(gbps) + " GB/s"; }
+std::string format_bandwidth(double gbps) {
+  // Tiny calls (8 bytes in microseconds) reach kB/s: "2.25 kB/s", not "2.25e-06 GB/s".
+  const double a = std::fabs(gbps);
+  if (a > 0 && a < 1e-6) return three_digits(gbps * 1e9) + " B/s";
+  if (a > 0 && a < 1e-3) return three_digits(gbps * 1e6) + " kB/s";
+  return three_digits(gbps) + " GB/s";
+}
 
 std::size_t utf8_sequence(std::string_view s, std::size_t at, std::size_t& bad, bool* incomplete) {
   const auto c = static_cast<unsigned char>(s[at]);

@@ -4,6 +4,7 @@
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/analyzer/svg_chart.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/testing/synthetic_run.hpp>
 
 #include <fmt/format.h>
@@ -230,6 +231,16 @@ TEST(CompareReport, NewStragglerFailsItsJUnitCaseWithStableNames) {
   const Analysis other = synthetic("junit-other", spec);
   EXPECT_EQ(junit_case_names(xml), junit_case_names(comparison_junit(compare_analyses(other, other, 0.05))));
   EXPECT_EQ(junit_case_names(xml).front(), "step time");
+}
+
+// Bandwidths read as a person writes them at every scale (issue 14: an 8-byte call showed "2.25e-06 GB/s").
+TEST(TextReport, BandwidthInUnitsThatFit) {
+  EXPECT_EQ(collscope::run::format_bandwidth(12.34), "12.3 GB/s");
+  EXPECT_EQ(collscope::run::format_bandwidth(0.0412), "0.0412 GB/s");
+  EXPECT_EQ(collscope::run::format_bandwidth(0.000512), "512 kB/s");
+  EXPECT_EQ(collscope::run::format_bandwidth(2.25e-6), "2.25 kB/s");
+  EXPECT_EQ(collscope::run::format_bandwidth(2.5e-8), "25 B/s");
+  EXPECT_EQ(collscope::run::format_bandwidth(0), "0 GB/s");
 }
 
 TEST(TextReport, WrapsToHundredColumns) {

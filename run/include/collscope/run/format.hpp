@@ -17,7 +17,8 @@ std::string format_size_range(std::int64_t lo, std::int64_t hi);
 std::string format_duration(double ns);
 // Milliseconds with two decimals, for tables whose columns must line up: "12.34 ms".
 std::string format_ms(double ns);
-// Gigabytes per second (10^9 bytes/s, the nccl-tests unit) with 3 significant digits: "12.3 GB/s", "0.0412 GB/s".
+// Gigabytes per second (10^9 bytes/s, the nccl-tests unit) with 3 significant digits: "12.3 GB/s", "0.0412 GB/s";
+// below 0.001 GB/s in kB/s or B/s (10^3, 1 bytes/s): "2.25 kB/s", never "2.25e-06 GB/s".
 std::string format_bandwidth(double gbps);
 
 // Names in a run are the job's bytes, not always UTF-8 (the kernel cuts thread names at 15 bytes, mid-character;
