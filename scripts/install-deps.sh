@@ -8,6 +8,7 @@ packages=(
   libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libeigen3-dev libnlopt-cxx-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
+  mpich libmpich-dev gfortran python3-mpi4py
   qt6-base-dev xvfb xauth
   python3
 )

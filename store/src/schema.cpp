@@ -7,7 +7,9 @@ namespace {
 constexpr std::array<std::string_view, kOpCount> kOpNames = {
     "unknown",   "allreduce",      "iallreduce",           "bcast",    "reduce",    "allgather",
     "allgatherv", "gather",        "gatherv",              "scatter",  "scatterv",  "reduce_scatter",
-    "reduce_scatter_block", "alltoall", "alltoallv",        "barrier",  "send",      "recv"};
+    "reduce_scatter_block", "alltoall", "alltoallv",        "barrier",  "send",      "recv",
+    // 1.2
+    "ibarrier", "barrier_init", "ibcast", "bcast_init", "ireduce", "reduce_init", "allreduce_init", "igather", "gather_init", "igatherv", "gatherv_init", "iscatter", "scatter_init", "iscatterv", "scatterv_init", "iallgather", "allgather_init", "iallgatherv", "allgatherv_init", "ialltoall", "alltoall_init", "ialltoallv", "alltoallv_init", "alltoallw", "ialltoallw", "alltoallw_init", "ireduce_scatter", "reduce_scatter_init", "ireduce_scatter_block", "reduce_scatter_block_init", "scan", "iscan", "scan_init", "exscan", "iexscan", "exscan_init", "neighbor_allgather", "ineighbor_allgather", "neighbor_allgather_init", "neighbor_allgatherv", "ineighbor_allgatherv", "neighbor_allgatherv_init", "neighbor_alltoall", "ineighbor_alltoall", "neighbor_alltoall_init", "neighbor_alltoallv", "ineighbor_alltoallv", "neighbor_alltoallv_init", "neighbor_alltoallw", "ineighbor_alltoallw", "neighbor_alltoallw_init", "isend", "send_init", "bsend", "ibsend", "bsend_init", "ssend", "issend", "ssend_init", "rsend", "irsend", "rsend_init", "irecv", "recv_init", "sendrecv", "isendrecv", "sendrecv_replace", "isendrecv_replace", "probe", "iprobe", "mprobe", "improbe", "mrecv", "imrecv"};
 }  // namespace
 
 std::string_view op_name(Op op) {

@@ -15,6 +15,7 @@ int open_flags(OpenMode mode) {
   const int base = SQLITE_OPEN_NOMUTEX;
   switch (mode) {
     case OpenMode::ReadOnly: return base | SQLITE_OPEN_READONLY;
+    case OpenMode::Immutable: return base | SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
     case OpenMode::ReadWrite: return base | SQLITE_OPEN_READWRITE;
     case OpenMode::Create: return base | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   }
@@ -28,16 +29,27 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// "file:/a%20b.sqlite?immutable=1": the path percent-encoded where a URI needs it.
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c <= ' ' || c >= 0x7f) uri += fmt::format("%{:02X}", c);
+    else uri += static_cast<char>(c);
+  }
+  return uri + "?immutable=1";
+}
+
 }  // namespace
 
 Database::Database(std::string path, OpenMode mode) : path_(std::move(path)), mode_(mode) {
-  const int rc = sqlite3_open_v2(path_.c_str(), &db_, open_flags(mode), nullptr);
+  const std::string name = mode == OpenMode::Immutable ? immutable_uri(path_) : path_;
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, open_flags(mode), nullptr);
   if (rc != SQLITE_OK) {
     const std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
     const std::string line = fmt::format("{}: cannot open: {}", path_, one_line(why));
-    if (mode == OpenMode::ReadOnly) throw InputError(line);
+    if (read_only()) throw InputError(line);
     throw Error(line);
   }
   sqlite3_extended_result_codes(db_, 1);
@@ -73,7 +85,7 @@ void Database::fail(std::string_view what, int rc) const {
     const std::string why = db_ && sqlite3_errcode(db_) == rc ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     line = fmt::format("{}: {}: {}", path_, what, one_line(why));
   }
-  if (mode_ == OpenMode::ReadOnly) throw InputError(line);
+  if (read_only()) throw InputError(line);
   throw Error(line);
 }
 

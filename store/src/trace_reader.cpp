@@ -4,10 +4,13 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 
 #include "row_codec.hpp"
@@ -15,14 +18,41 @@
 namespace collscope::store {
 namespace {
 
+// What a rank file's first 100 bytes say about how to open it.
+struct FileHeader {
+  bool wal = false;  // left in write-ahead-log mode: being written, or its writer was killed
+};
+
+FileHeader read_header(const std::string& path) {
+  FileHeader h;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return h;  // SQLite will say why
+  unsigned char bytes[100] = {};
+  const ssize_t n = ::read(fd, bytes, sizeof bytes);
+  ::close(fd);
+  // Bytes 18 and 19: the file format's write and read versions, 2 in WAL mode (1 in rollback mode).
+  h.wal = n >= 20 && std::memcmp(bytes, "SQLite format 3", 16) == 0 && bytes[18] == 2 && bytes[19] == 2;
+  return h;
+}
+
+bool has_bytes(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
+}
+
 // Opens `path` read-only after checking it is a regular, non-empty file: a FIFO or a device named like a rank
-// file would block or stream forever.
+// file would block or stream forever. A finished file (rollback mode, as the writer leaves it when it closes)
+// opens without any file beside it. A file in WAL mode whose log is empty or gone is all in its main file: it
+// opens immutable (no -shm created, works on a read-only mount). A file with a log (being written, or its
+// writer was killed) is opened as SQLite reads WAL files, through its -shm.
 sqlite::Database open_trace(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw InputError(fmt::format("{}: no such file", path));
   if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a directory, not a trace file", path));
   if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{}: not a regular file, not a trace file", path));
   if (st.st_size == 0) throw InputError(fmt::format("{}: empty file, not a collscope trace", path));
+  if (read_header(path).wal && !has_bytes(path + "-wal") && !has_bytes(path + "-shm"))
+    return sqlite::Database(path, sqlite::OpenMode::Immutable);
   return sqlite::Database(path, sqlite::OpenMode::ReadOnly);
 }
 
@@ -53,8 +83,13 @@ TraceReader::TraceReader(std::string path) : path_(std::move(path)), db_(open_tr
   try {
     if (!db_.has_table("meta")) throw InputError(fmt::format("{}: not a collscope trace (no meta table)", path_));
   } catch (const InputError&) {
-    if ((db_.error_code() & 0xff) == SQLITE_NOTADB)
+    const int code = db_.error_code() & 0xff;
+    if (code == SQLITE_NOTADB)
       throw InputError(fmt::format("{}: not a collscope trace (not an SQLite database)", path_));
+    if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY)
+      throw InputError(fmt::format("{}: its writer did not finish and its last batches are in the -wal file beside "
+                                   "it, which SQLite reads only with write access to the directory: copy the run "
+                                   "somewhere writable", path_));
     throw;
   }
   auto v = meta_value(meta_key::kSchemaVersion);
@@ -67,6 +102,23 @@ TraceReader::TraceReader(std::string path) : path_(std::move(path)), db_(open_tr
     throw InputError(fmt::format("{}: schema version {} is newer than this collscope reads ({}.x); upgrade collscope",
                                  path_, *v, kSchemaMajor));
   if (major < 1) throw InputError(fmt::format("{}: schema version {} is not supported", path_, *v));
+  check_world();
+}
+
+// meta.world_size and world_rank size per-rank arrays downstream: a value no machine has is a corrupt file.
+void TraceReader::check_world() {
+  auto integer = [&](std::string_view key, std::int64_t lo, std::int64_t hi) -> std::optional<int> {
+    const auto text = meta_value(key);
+    if (!text) return std::nullopt;
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+    if (ec != std::errc() || p != text->data() + text->size() || v < lo || v > hi)
+      fail(fmt::format("meta.{} '{}' is not a number from {} to {} (a corrupt file)", key, *text, lo, hi));
+    return static_cast<int>(v);
+  };
+  world_size_ = integer(meta_key::kWorldSize, 1, kMaxWorldSize);
+  // Not checked against world_size: a job that sets RANK but no size variable gets a file saying rank 3 of 1.
+  world_rank_ = integer(meta_key::kWorldRank, 0, kMaxWorldSize - 1);
 }
 
 TraceReader::TraceReader(TraceReader&& other) noexcept
@@ -99,9 +151,18 @@ std::optional<std::int64_t> TraceReader::meta_int(std::string_view key) const {
 }
 
 std::vector<std::string> TraceReader::strings() const {
+  // Ids are dense from 0: allow some slack for hand-made files, never a vector sized by one corrupt id.
+  auto range = db_.prepare("SELECT count(*), coalesce(min(id), 0), coalesce(max(id), 0) FROM strings");
+  range.step();
+  const std::int64_t rows = range.int64(0), lowest = range.int64(1), highest = range.int64(2);
+  const std::int64_t limit = 2 * rows + 1024;
+  if (lowest < 0 || highest > limit)
+    fail(fmt::format("strings.id {} is far beyond the table's {} rows (a corrupt file)", lowest < 0 ? lowest : highest,
+                     rows));
   std::vector<std::string> out(1);
+  out.reserve(static_cast<std::size_t>(highest) + 1);
   for_each<StringRow>([&](const StringRow& r) {
-    if (r.id < 0 || r.id > (1 << 28)) fail(fmt::format("string id {} out of range", r.id));
+    if (r.id < 0 || r.id > limit) fail(fmt::format("strings.id {} out of range", r.id));  // changed while read
     if (static_cast<std::size_t>(r.id) >= out.size()) out.resize(static_cast<std::size_t>(r.id) + 1);
     out[static_cast<std::size_t>(r.id)] = r.value;
   });

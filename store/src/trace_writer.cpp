@@ -140,6 +140,11 @@ TraceWriter::~TraceWriter() {
   if (!impl_) return;
   try {
     if (impl_->in_transaction) commit();
+    // A finished file leaves WAL mode: everything moves into the one file, which then reads from anywhere (another
+    // user, a read-only mount) without -wal/-shm files. A reader holding the file open (the tuner on a live
+    // run) may delay this a moment; if it stays busy, the file stays in WAL mode and readers still read it.
+    impl_->db.set_busy_timeout(2000);
+    impl_->db.exec("PRAGMA journal_mode=DELETE");
   } catch (const std::exception&) {
     // A destructor cannot report; the file keeps its last good commit.
   }

@@ -78,9 +78,16 @@ TEST(PreloadLink, AJobWithItsOwnSqliteKeepsItAndIsTraced) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("rank 0: sqlite "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("libcollscope-preload"), std::string::npos) << "the job's SQLite calls reached the preload: " << r.out;
+  // A finished run is its rank files alone: no -wal or -shm beside them, before or after reading.
+  std::set<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir / "run")) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"rank-00000.sqlite", "rank-00001.sqlite"}));
   for (int rank = 0; rank < 2; ++rank) {
     collscope::store::TraceReader reader((dir / "run" / collscope::store::rank_file_name(rank)).string());
     EXPECT_EQ(reader.row_count("collectives"), rows);
   }
+  files.clear();
+  for (const auto& e : fs::directory_iterator(dir / "run")) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"rank-00000.sqlite", "rank-00001.sqlite"}));
   fs::remove_all(dir);
 }

@@ -21,13 +21,15 @@ struct CommDescription {
   std::int32_t rank = 0;
   std::optional<std::uint64_t> parent;
   std::optional<std::int64_t> color;
-  std::vector<std::int32_t> members;
+  std::vector<std::int32_t> members;  // world ranks of the (local) group, in communicator rank order
+  bool intercommunicator = false;     // peers' ranks are in the remote group, which `members` does not list
   std::string name;
 };
 
 // What the writer reads of a slot is its description; the counters are the hot path's.
 struct CommSlot : CommDescription {
-  std::atomic<std::int64_t> next_seq{0};     // per-communicator call index
+  std::atomic<std::int64_t> next_seq{0};      // per-communicator collective call index (recorder.hpp)
+  std::atomic<std::int64_t> next_p2p_seq{0};  // per-communicator point-to-point call index on this rank
   std::atomic<std::uint32_t> children{0};    // communicators created from this one (part of the child's key)
 };
 

@@ -291,9 +291,10 @@ void on_drain(WriterContext& ctx) {
 const bool g_registered = [] {
   add_drain_hook(&on_drain);
   add_collective_hook([](const Event& e, std::int64_t row_id, WriterContext&) {
-    if (e.a[1] == 0 || e.comm_slot == 0 || !g_active.load(std::memory_order_relaxed)) return;
+    if (!(e.flags & kFlagNccl) || e.nccl.correlation == 0 || e.comm_slot == 0 || !g_active.load(std::memory_order_relaxed))
+      return;
     if (comm_slot(e.comm_slot).backend != store::Backend::Nccl) return;
-    state().matcher.add_collective(e.a[1], row_id);
+    state().matcher.add_collective(e.nccl.correlation, row_id);
   });
   return true;
 }();

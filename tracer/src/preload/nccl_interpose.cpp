@@ -24,6 +24,7 @@
 #include "comm_registry.hpp"
 #include "gpu_capture.hpp"
 #include "gpu_fusion.hpp"
+#include "recorder.hpp"
 #include "runtime.hpp"
 #include "string_pool.hpp"
 #include "thread_buffer.hpp"
@@ -177,43 +178,39 @@ struct NcclCall {
   cudaStream_t stream;
 };
 
+// Resolve, then record (recorder.hpp): the call's number on its communicator is taken before the call and
+// before the ring is asked for room, so a dropped event never shifts the numbers of later calls.
 template <typename Call>
 ncclResult_t traced(const NcclCall& c, Call&& call) {
   if (!recording()) return call();
   const std::uint32_t slot = comm_lookup(c.comm);
   const bool grouped = t_group_depth > 0;
-  const std::uint64_t correlation =
-      grouped ? t_group_correlation : g_next_correlation.fetch_add(1, std::memory_order_relaxed);
-  const std::int64_t bytes = static_cast<std::int64_t>(c.elements) * datatype_size(c.type);
+  Event e{};
+  e.kind = EventKind::Collective;
+  e.op = static_cast<std::uint8_t>(c.op);
+  e.flags = kFlagNccl | (c.sendbuf == c.recvbuf ? kFlagInPlace : 0);
+  e.comm_slot = slot;
+  e.seq = slot ? take_seq(slot, SeqSpace::Collective) : 0;
+  e.root = c.root;
+  e.peer = c.peer;
+  e.count = static_cast<std::int64_t>(c.count);
+  e.bytes = static_cast<std::int64_t>(c.elements) * datatype_size(c.type);
+  e.datatype = datatype_name(c.type);
+  e.reduce_op = c.reduce >= 0 ? reduce_name(static_cast<ncclRedOp_t>(c.reduce)) : 0;
+  e.sendbuf = reinterpret_cast<std::uint64_t>(c.sendbuf);
+  e.recvbuf = reinterpret_cast<std::uint64_t>(c.recvbuf);
+  e.nccl.stream = reinterpret_cast<std::uint64_t>(c.stream);
+  e.nccl.correlation = grouped ? t_group_correlation : g_next_correlation.fetch_add(1, std::memory_order_relaxed);
+  e.nccl.group = grouped ? t_group_id : 0;
   // Copies into the buffer this call reads since the last collective on it: the tensors packed into it.
-  gpu::note_buffer_read(c.sendbuf && c.sendbuf != c.recvbuf ? c.sendbuf : c.recvbuf, bytes);
-  const std::uint64_t t0 = ticks();
-  if (!grouped) gpu::push_correlation(correlation);
+  gpu::note_buffer_read(c.sendbuf && c.sendbuf != c.recvbuf ? c.sendbuf : c.recvbuf, e.bytes);
+  e.t0 = ticks();
+  if (!grouped) gpu::push_correlation(e.nccl.correlation);
   const ncclResult_t rc = call();
   if (!grouped) gpu::pop_correlation();
-  const std::uint64_t t1 = ticks();
-  emit([&](Event& e) {
-    e = Event{};
-    e.kind = EventKind::Collective;
-    e.op = static_cast<std::uint8_t>(c.op);
-    e.flags = c.sendbuf == c.recvbuf ? kFlagInPlace : 0;
-    e.status = rc;
-    e.t0 = t0;
-    e.t1 = t1;
-    e.comm_slot = slot;
-    e.seq = slot ? comm_slot(slot).next_seq.fetch_add(1, std::memory_order_relaxed) : 0;
-    e.root = c.root;
-    e.peer = c.peer;
-    e.count = static_cast<std::int64_t>(c.count);
-    e.bytes = bytes;
-    e.datatype = datatype_name(c.type);
-    e.reduce_op = c.reduce >= 0 ? reduce_name(static_cast<ncclRedOp_t>(c.reduce)) : 0;
-    e.sendbuf = reinterpret_cast<std::uint64_t>(c.sendbuf);
-    e.recvbuf = reinterpret_cast<std::uint64_t>(c.recvbuf);
-    e.a[0] = reinterpret_cast<std::uint64_t>(c.stream);
-    e.a[1] = correlation;
-    e.a[2] = grouped ? t_group_id : 0;
-  });
+  e.t1 = ticks();
+  e.status = rc;
+  record(e);
   return rc;
 }
 

@@ -37,6 +37,7 @@
 #include "clock.hpp"
 #include "runtime.hpp"
 #include "string_pool.hpp"
+#include "symbols.hpp"
 #include "thread_buffer.hpp"
 
 namespace collscope::tracer {
@@ -500,7 +501,7 @@ const bool g_fork_handler = [] {
 void start_runtime_if_alone() {
   const char* dir = std::getenv("COLLSCOPE_RUN_DIR");
   if (!dir || !*dir || g_phase.load() != kIdle || g_forked_child.load()) return;
-  if (!dlsym(RTLD_DEFAULT, "PMPI_Init")) {
+  if (!job_defines("PMPI_Init")) {
     start_runtime_for_nvtx();
     return;
   }

@@ -80,6 +80,8 @@ class Writer {
   std::condition_variable wake;
   std::atomic<bool> stop{false};
   std::atomic<bool> kick{false};
+  // COLLSCOPE_EARLY_WAKE=0: drain only every flush_ms, never at half a ring (tests force drops with it).
+  bool early_wake = true;
   std::unique_ptr<store::TraceWriter> file;
   std::thread* thread = nullptr;  // never destroyed: a joinable std::thread destroyed at exit would terminate
   TickConverter clock;
@@ -205,9 +207,11 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
   if (e.peer >= 0) r.peer = e.peer;
   r.sendbuf = e.sendbuf;
   r.recvbuf = e.recvbuf;
-  if (e.a[0]) r.stream = e.a[0];
-  if (e.a[1]) r.correlation = e.a[1];
-  if (e.a[2]) r.group = static_cast<std::int64_t>(e.a[2]);
+  if (e.flags & kFlagNccl) {
+    if (e.nccl.stream) r.stream = e.nccl.stream;
+    if (e.nccl.correlation) r.correlation = e.nccl.correlation;
+    if (e.nccl.group) r.group = static_cast<std::int64_t>(e.nccl.group);
+  }
   r.thread = e.thread;
   r.start_ns = clock.to_ns(e.t0);
   r.end_ns = clock.to_ns(e.t1);
@@ -373,6 +377,7 @@ void Writer::run() {
 
 void wake_writer() {
   Writer& w = writer();
+  if (!w.early_wake) return;
   w.kick.store(true, std::memory_order_relaxed);
   w.wake.notify_one();
 }
@@ -388,6 +393,7 @@ void runtime_start(const StartInfo& info) {
   Writer& w = writer();
   w.flush_ms = std::max(1, env_int("COLLSCOPE_FLUSH_MS", 50));
   w.hang_ns = std::int64_t{std::max(1, env_int("COLLSCOPE_HANG_MS", 1000))} * 1'000'000;
+  w.early_wake = env_int("COLLSCOPE_EARLY_WAKE", 1) != 0;
   w.clock.calibrate();
   const char* dir_env = std::getenv("COLLSCOPE_RUN_DIR");
   const std::string run_dir = dir_env && *dir_env ? dir_env : "collscope-run";

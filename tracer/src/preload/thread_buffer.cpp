@@ -14,7 +14,7 @@ std::atomic<std::uint32_t> g_count{0};
 
 }  // namespace
 
-__attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_thread_buffer = nullptr;
+__attribute__((tls_model("initial-exec"))) constinit thread_local ThreadBuffer* t_thread_buffer = nullptr;
 
 ThreadBuffer* register_this_thread() {
   char name[32] = {};

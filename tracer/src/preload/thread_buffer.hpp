@@ -51,7 +51,9 @@ class ThreadBuffer {
   // The blocking collective this thread is inside, so that the writer can record a call that stays in flight
   // (a hang: the call never returns, so its event is never emitted). Owning thread: enter_call before the call,
   // leave_call after it; nested traced calls keep the outermost. A seqlock keyed by the start tick (unique per
-  // call): `since_` is cleared before the words change and set after, and the writer re-reads it.
+  // call): `since_` is cleared before the words change and set after, and the writer re-reads it. The words are
+  // stored with release and read with acquire rather than fenced (ThreadSanitizer follows these; on x86 they
+  // are plain moves), so a reader that sees a new word also sees `since_` cleared.
   struct CallSnapshot {
     std::uint64_t since = 0;  // ticks at entry, 0 = none
     std::uint32_t comm_slot = 0;
@@ -64,13 +66,12 @@ class ThreadBuffer {
                   std::int64_t count, std::int64_t bytes, std::uint32_t datatype, std::uint32_t reduce_op) {
     if (call_depth_++ != 0) return;
     since_.store(0, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    call_[0].store(std::uint64_t{comm_slot} | std::uint64_t{op} << 32, std::memory_order_relaxed);
-    call_[1].store(static_cast<std::uint64_t>(seq), std::memory_order_relaxed);
-    call_[2].store(static_cast<std::uint64_t>(count), std::memory_order_relaxed);
-    call_[3].store(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
-    call_[4].store(std::uint64_t{datatype} | std::uint64_t{reduce_op} << 32, std::memory_order_relaxed);
-    call_[5].store(static_cast<std::uint64_t>(std::int64_t{root}), std::memory_order_relaxed);
+    call_[0].store(std::uint64_t{comm_slot} | std::uint64_t{op} << 32, std::memory_order_release);
+    call_[1].store(static_cast<std::uint64_t>(seq), std::memory_order_release);
+    call_[2].store(static_cast<std::uint64_t>(count), std::memory_order_release);
+    call_[3].store(static_cast<std::uint64_t>(bytes), std::memory_order_release);
+    call_[4].store(std::uint64_t{datatype} | std::uint64_t{reduce_op} << 32, std::memory_order_release);
+    call_[5].store(static_cast<std::uint64_t>(std::int64_t{root}), std::memory_order_release);
     since_.store(t0, std::memory_order_release);
   }
   void leave_call() {
@@ -81,8 +82,7 @@ class ThreadBuffer {
     const std::uint64_t since = since_.load(std::memory_order_acquire);
     if (since == 0) return false;
     std::uint64_t w[6];
-    for (int i = 0; i < 6; ++i) w[i] = call_[i].load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    for (int i = 0; i < 6; ++i) w[i] = call_[i].load(std::memory_order_acquire);
     if (since_.load(std::memory_order_relaxed) != since) return false;
     out.since = since;
     out.comm_slot = static_cast<std::uint32_t>(w[0]);
@@ -100,6 +100,8 @@ class ThreadBuffer {
   std::int64_t tid() const { return tid_; }
   const std::string& name() const { return name_; }
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // An event lost before it reached the ring (a full table of pending requests): counted like a ring drop.
+  void count_dropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
   bool empty() const { return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire); }
 
   ThreadBuffer* next = nullptr;  // registry list, written once before publication
@@ -120,7 +122,7 @@ class ThreadBuffer {
 
 // The calling thread's buffer, registered on first use (the only allocation, once per thread).
 // initial-exec TLS: the preload is loaded at start-up, so reading the pointer is one instruction.
-extern __attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_thread_buffer;
+extern __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadBuffer* t_thread_buffer;
 ThreadBuffer* register_this_thread();
 inline ThreadBuffer& this_thread_buffer() {
   ThreadBuffer* tb = t_thread_buffer;

@@ -15,6 +15,10 @@ namespace collscope::store {
 inline constexpr int kSchemaMajor = 1;
 inline constexpr int kSchemaMinor = 1;  // 1.1: calls_in_flight
 
+// The largest world a reader accepts (meta.world_size): 8 Mi ranks, beyond any machine's process count, so that a
+// corrupt value is refused instead of sizing per-rank arrays.
+inline constexpr int kMaxWorldSize = 1 << 23;
+
 // Collective and point-to-point operations. The numeric codes are part of the file format.
 enum class Op : std::uint8_t {
   Unknown = 0,
@@ -33,10 +37,85 @@ enum class Op : std::uint8_t {
   Alltoall = 13,
   Alltoallv = 14,
   Barrier = 15,
-  Send = 16,  // NCCL point-to-point
+  Send = 16,  // point-to-point (NCCL in `collectives`, MPI in `point_to_point`)
   Recv = 17,
+  // 1.2: every MPI communication call (non-blocking, persistent, neighbourhood, point-to-point)
+  Ibarrier = 18,
+  BarrierInit = 19,
+  Ibcast = 20,
+  BcastInit = 21,
+  Ireduce = 22,
+  ReduceInit = 23,
+  AllreduceInit = 24,
+  Igather = 25,
+  GatherInit = 26,
+  Igatherv = 27,
+  GathervInit = 28,
+  Iscatter = 29,
+  ScatterInit = 30,
+  Iscatterv = 31,
+  ScattervInit = 32,
+  Iallgather = 33,
+  AllgatherInit = 34,
+  Iallgatherv = 35,
+  AllgathervInit = 36,
+  Ialltoall = 37,
+  AlltoallInit = 38,
+  Ialltoallv = 39,
+  AlltoallvInit = 40,
+  Alltoallw = 41,
+  Ialltoallw = 42,
+  AlltoallwInit = 43,
+  IreduceScatter = 44,
+  ReduceScatterInit = 45,
+  IreduceScatterBlock = 46,
+  ReduceScatterBlockInit = 47,
+  Scan = 48,
+  Iscan = 49,
+  ScanInit = 50,
+  Exscan = 51,
+  Iexscan = 52,
+  ExscanInit = 53,
+  NeighborAllgather = 54,
+  IneighborAllgather = 55,
+  NeighborAllgatherInit = 56,
+  NeighborAllgatherv = 57,
+  IneighborAllgatherv = 58,
+  NeighborAllgathervInit = 59,
+  NeighborAlltoall = 60,
+  IneighborAlltoall = 61,
+  NeighborAlltoallInit = 62,
+  NeighborAlltoallv = 63,
+  IneighborAlltoallv = 64,
+  NeighborAlltoallvInit = 65,
+  NeighborAlltoallw = 66,
+  IneighborAlltoallw = 67,
+  NeighborAlltoallwInit = 68,
+  Isend = 69,
+  SendInit = 70,
+  Bsend = 71,
+  Ibsend = 72,
+  BsendInit = 73,
+  Ssend = 74,
+  Issend = 75,
+  SsendInit = 76,
+  Rsend = 77,
+  Irsend = 78,
+  RsendInit = 79,
+  Irecv = 80,
+  RecvInit = 81,
+  Sendrecv = 82,
+  Isendrecv = 83,
+  SendrecvReplace = 84,
+  IsendrecvReplace = 85,
+  Probe = 86,
+  Iprobe = 87,
+  Mprobe = 88,
+  Improbe = 89,
+  Mrecv = 90,
+  Imrecv = 91,
 };
-inline constexpr int kOpCount = 18;
+inline constexpr int kOpCount = 92;
 
 std::string_view op_name(Op op);                    // "allreduce", "iallreduce", ...
 std::optional<Op> op_from_name(std::string_view name);

@@ -16,7 +16,9 @@ struct sqlite3_stmt;
 namespace collscope::store::sqlite {
 
 enum class OpenMode {
-  ReadOnly,   // never writes, never creates a file (not even -wal/-shm beside a file in rollback mode)
+  ReadOnly,   // never writes; creates no file beside a database in rollback mode (a WAL one may get -shm)
+  Immutable,  // read-only, and nothing changes the file while it is open: no locks, no side file ever,
+              // works on a read-only file system; a write-ahead log beside the file is not read
   ReadWrite,  // the file must exist
   Create,     // created when missing
 };
@@ -34,7 +36,7 @@ class Database {
   Database& operator=(const Database&) = delete;
 
   const std::string& path() const { return path_; }
-  bool read_only() const { return mode_ == OpenMode::ReadOnly; }
+  bool read_only() const { return mode_ == OpenMode::ReadOnly || mode_ == OpenMode::Immutable; }
 
   // Runs one or more statements without results.
   void exec(std::string_view sql);

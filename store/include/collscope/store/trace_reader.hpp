@@ -44,8 +44,15 @@ class TraceReader {
   std::optional<std::string> meta_value(std::string_view key) const;
   // meta_value as an integer; nullopt when absent or not a number.
   std::optional<std::int64_t> meta_int(std::string_view key) const;
+  // meta.world_rank and meta.world_size, checked when the file was opened: 1 <= size <= kMaxWorldSize and
+  // 0 <= rank < kMaxWorldSize (a file that says otherwise is refused with an InputError naming the value);
+  // nullopt when the file does not say. The rank is not checked against the size: a job that sets only RANK
+  // gets files that say "rank 3 of 1".
+  std::optional<int> world_rank() const { return world_rank_; }
+  std::optional<int> world_size() const { return world_size_; }
 
-  // strings()[id] is the string with that id; strings()[0] == "".
+  // strings()[id] is the string with that id; strings()[0] == "". Ids are dense from 0 in every file collscope
+  // writes: one far beyond the table's row count is refused (it would size the vector), not allocated.
   std::vector<std::string> strings() const;
   std::vector<ThreadRow> threads() const { return rows<ThreadRow>(); }
   std::vector<CommunicatorRow> communicators() const { return rows<CommunicatorRow>(); }
@@ -101,10 +108,12 @@ class TraceReader {
   template <typename Row>
   void scan(ColumnSet<Row> cols, RowSink<Row> sink) const;
   [[noreturn]] void fail(std::string_view what) const;
+  void check_world();
 
   std::string path_;
   sqlite::Database db_;
   SchemaVersion version_;
+  std::optional<int> world_rank_, world_size_;
 };
 
 // "rank-00003.sqlite" for world rank 3.
