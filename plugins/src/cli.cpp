@@ -2,6 +2,7 @@
 #include <collscope/plugins/cli.hpp>
 #include <collscope/plugins/horovod_timeline.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <fmt/format.h>
 
@@ -89,6 +90,7 @@ int run_export(const ExportArgs& args) {
     }
     std::filesystem::rename(partial, args.output);
   }
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope export: %s\n", p.c_str());
   std::fprintf(stderr,
                "collscope export: %lld ranks, %lld collectives (%lld matched across ranks), %lld NVTX ranges, %lld GPU "
                "activities, %lld calls in flight -> %s (open in ui.perfetto.dev or chrome://tracing)\n",
@@ -104,6 +106,7 @@ int run_import(const ImportArgs& args) {
     throw InputError(fmt::format("--format {}: unknown (horovod-timeline)", args.format));
   const auto counts = naming_input(args.input, "importing this timeline",
                                    [&] { return import_horovod_timeline(args.input, args.run_dir, args.world_size); });
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope import: %s\n", p.c_str());
   std::fprintf(stderr,
                "collscope import: %s: %lld ranks, %lld tensors, %lld tensor operations fused into %lld collectives, "
                "%lld negotiation ticks, %lld steps%s%s -> %s\n",
@@ -137,7 +140,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   imp->add_option("-o,--output", i->run_dir, "Run directory to write (rank-*.sqlite)")->required();
   imp->add_option("--format", i->format, "horovod-timeline")->capture_default_str();
   imp->add_option("--world-size", i->world_size, "Ranks of the job (default: highest rank in the negotiation + 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, store::kMaxWorldSize));
   imp->footer("Example: collscope import timeline.json -o run1 && collscope analyze run1");
   imp->callback([&action, i] { action = [i] { return run_import(*i); }; });
 }

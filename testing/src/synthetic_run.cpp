@@ -42,8 +42,11 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
     w->set_meta(store::meta_key::kWorldSize, std::to_string(n));
     w->set_meta(store::meta_key::kHost, fmt::format("node{}", r / std::max(1, spec.ranks_per_host)));
     w->set_meta(store::meta_key::kCommandLine, fmt::format("synthetic_trainer --batch-size {}", spec.batch_size));
-    w->set_meta(store::meta_key::kMonotonicStart, std::to_string(kMonotonicBase));
-    w->set_meta(store::meta_key::kRealtimeStart, std::to_string(kRealtimeBase));
+    // A shifted clock shifts everything the host's CLOCK_MONOTONIC gave, anchors too; its CLOCK_REALTIME anchor is
+    // off by as much (NTP error), so the anchors alone place the host wrong by the shift and the collectives must
+    // recover it.
+    w->set_meta(store::meta_key::kMonotonicStart, std::to_string(kMonotonicBase + shift(r)));
+    w->set_meta(store::meta_key::kRealtimeStart, std::to_string(kRealtimeBase + shift(r)));
     w->set_meta("env.HOROVOD_FUSION_THRESHOLD", std::to_string(spec.fusion_threshold));
     w->set_meta("env.HOROVOD_CYCLE_TIME", fmt::format("{}", spec.cycle_time_ms));
     w->add_thread({1, 1000 + r, "main"});
@@ -187,8 +190,8 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   std::int64_t end = 0;
   for (int r = 0; r < n; ++r) end = std::max(end, ready[r]);
   for (int r = 0; r < n; ++r) {
-    writers[r]->set_meta(store::meta_key::kMonotonicEnd, std::to_string(end));
-    writers[r]->set_meta(store::meta_key::kRealtimeEnd, std::to_string(kRealtimeBase + end - kMonotonicBase));
+    writers[r]->set_meta(store::meta_key::kMonotonicEnd, std::to_string(end + shift(r)));
+    writers[r]->set_meta(store::meta_key::kRealtimeEnd, std::to_string(kRealtimeBase + end - kMonotonicBase + shift(r)));
     writers[r]->commit();
   }
   return rows;

@@ -15,6 +15,7 @@
 //   domain "horovod", one per fused operation, and CYCLE_START marks.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace collscope::plugins {
 
@@ -27,6 +28,9 @@ struct HorovodImportCounts {
   std::int64_t steps = 0;              // rounds of the gradients (tensors sharing the most common count); 0: none
   bool truncated = false;              // the file ended mid-event (the job was killed); what was complete is kept
   std::int64_t replaced_utf8 = 0;      // ill-formed UTF-8 sequences (Latin-1 names, corrupt bytes) read as U+FFFD
+  // One line each, naming the file and the first event: values out of physical range (a ts or start time no clock
+  // holds, a shape of more than 2^48 elements, a tick naming an impossible rank), left out of the import.
+  std::vector<std::string> problems;
 };
 
 // Reads `timeline_path`, writes `run_dir` (created; existing rank files in it are replaced). `world_size` 0: the
