@@ -1,12 +1,14 @@
 # Checking builds (docs/reliability.md, scripts/sanitize.sh): COLLSCOPE_SANITIZE=address,undefined or thread.
 #
-# Code that runs inside the traced job (the preload, its embedded store, the NCCL plugins, the MPI programs the
-# tests trace: every target with the property COLLSCOPE_IN_JOB) cannot carry ASan or TSan: their runtimes must be
+# Code that runs inside the traced job (the preload, its embedded store, the NCCL plugins: every target with the
+# property COLLSCOPE_IN_JOB) cannot carry ASan or TSan: their runtimes must be
 # the first library the process loads, and the preload is loaded by LD_PRELOAD into a job (and its launcher) that
 # was not built with them. Such code gets UBSan in trap mode instead (no runtime library, nothing added to the
 # preload's NEEDED list; undefined behaviour stops the job with SIGILL, which the tracer tests see). The
 # preload's recorder is checked under TSan by unit tests that link it into a test program and drive it from
-# threads (tests/tracer/pending_requests_test, thread_buffer_test).
+# threads (tests/tracer/pending_requests_test, thread_buffer_test). The programs the tests trace are built like
+# any other (ASan, with ASAN_OPTIONS=verify_asan_link_order=0 since the preload comes first).
+#
 # Marks targets as loaded into the traced job (see above).
 function(collscope_in_job)
   set_target_properties(${ARGN} PROPERTIES COLLSCOPE_IN_JOB ON)

@@ -22,6 +22,7 @@
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
+using collscope::test::lines_of;
 using collscope::test::read_file;
 using collscope::test::run_collscope;
 using collscope::test::shell;
@@ -59,13 +60,6 @@ std::vector<std::string> lines_with(const std::vector<std::string>& lines, const
   return out;
 }
 
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-
 }  // namespace
 
 // An end before its start was clamped to a 0 ns call; now the row is left out with one warning naming it, and the
@@ -91,7 +85,7 @@ TEST(PhysicalLimits, ImpossibleBytesAndDayLongCallsAreLeftOut) {
   sql(run / "rank-00000.sqlite", "UPDATE collectives SET bytes = 9223372036854775807 WHERE id = 5");
   sql(run / "rank-00002.sqlite", "UPDATE collectives SET end_ns = start_ns + 86400000000000 WHERE id = 9");
   ASSERT_EQ(run_collscope(root(), "analyze bytes-and-day --format json"), 0) << read_file(root() / "err.txt");
-  const auto err = lines(read_file(root() / "err.txt"));
+  const auto err = lines_of(read_file(root() / "err.txt"));
   EXPECT_EQ(lines_with(err, "rank-00000.sqlite: collectives row 5: bytes 9223372036854775807 is outside").size(), 1u)
       << read_file(root() / "err.txt");
   EXPECT_EQ(lines_with(err, "rank-00002.sqlite: collectives row 9: end_ns").size(), 1u) << read_file(root() / "err.txt");
@@ -116,7 +110,7 @@ TEST(PhysicalLimits, ImpossibleAnchorIsNotUsedAndEveryRankExports) {
   sql(run / "rank-00001.sqlite", "UPDATE meta SET value = '-9223372036854775808' WHERE key = 'clock_realtime_start_ns'");
   sql(run / "rank-00002.sqlite", "UPDATE meta SET value = '9223372036854775807' WHERE key = 'clock_monotonic_end_ns'");
   ASSERT_EQ(run_collscope(root(), "export anchor -o anchor.json"), 0) << read_file(root() / "err.txt");
-  const auto err = lines(read_file(root() / "err.txt"));
+  const auto err = lines_of(read_file(root() / "err.txt"));
   EXPECT_EQ(lines_with(err, "rank-00001.sqlite: meta clock_realtime_start_ns = -9223372036854775808").size(), 1u)
       << read_file(root() / "err.txt");
   EXPECT_EQ(lines_with(err, "rank-00002.sqlite: meta clock_monotonic_end_ns = 9223372036854775807").size(), 1u)
@@ -144,7 +138,7 @@ TEST(PhysicalLimits, SeqBeyondTheFileAndHugeWorldsStaySmallAndFast) {
             0)
       << read_file(root() / "err.txt");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 5.0);
-  const auto err = lines(read_file(root() / "err.txt"));
+  const auto err = lines_of(read_file(root() / "err.txt"));
   EXPECT_EQ(lines_with(err, "rank-00001.sqlite: collectives row 7: seq 2147483647 beyond").size(), 1u)
       << read_file(root() / "err.txt");
   EXPECT_LT(err.size(), 20u);
@@ -177,7 +171,7 @@ TEST(PhysicalLimits, TimelineShapeBeyondAnyTensorIsLeftOut) {
   fs::create_directories(dir);
   std::ofstream(dir / "timeline.json") << timeline("[4294967296, 4294967296, 4294967296]");
   ASSERT_EQ(run_collscope(dir, "import timeline.json -o run"), 0) << read_file(dir / "err.txt");
-  const auto err = lines(read_file(dir / "err.txt"));
+  const auto err = lines_of(read_file(dir / "err.txt"));
   EXPECT_EQ(lines_with(err, "timeline.json: event").size(), 1u) << read_file(dir / "err.txt");
   EXPECT_EQ(lines_with(err, "has more than 2^48 elements").size(), 1u) << read_file(dir / "err.txt");
   for (const char* f : {"rank-00000.sqlite", "rank-00001.sqlite"}) {
