@@ -8,6 +8,8 @@
 #include <map>
 #include <regex>
 
+#include <fmt/format.h>
+
 
 namespace collscope::analyzer {
 namespace {
@@ -16,11 +18,13 @@ std::vector<OpSizeStats> op_size_stats(const MatchedRun& m) {
   std::map<std::pair<int, int>, OpSizeStats> by_key;
   std::map<std::pair<int, int>, std::vector<double>> all_bw;
   for (const auto& i : m.instances) {
-    if (i.ranks < 2 || i.op == store::Op::Barrier || i.bytes <= 0 || i.duration_ns <= 0) continue;
+    if (i.ranks < 2 || i.op == store::Op::Barrier || i.bytes <= 0 || i.duration_ns <= 0 || run::is_nonblocking(i.op)) continue;
     const int log2b = static_cast<int>(std::log2(double(i.bytes)));
     auto& s = by_key[{static_cast<int>(i.op), log2b}];
     s.op = i.op;
     s.size_bucket_bytes = std::int64_t{1} << log2b;
+    s.min_bytes = s.instances == 0 ? i.bytes : std::min(s.min_bytes, i.bytes);
+    s.max_bytes = std::max(s.max_bytes, i.bytes);
     ++s.instances;
     s.total_duration_ns += double(i.duration_ns);
     all_bw[{static_cast<int>(i.op), log2b}].push_back(i.busbw_gbps());
@@ -30,7 +34,7 @@ std::vector<OpSizeStats> op_size_stats(const MatchedRun& m) {
     auto& bw = all_bw[key];
     std::sort(bw.begin(), bw.end());
     s.median_busbw_gbps = bw[bw.size() / 2];
-    s.best_busbw_gbps = bw.back();
+    s.best_busbw_gbps = run::p95_of_sorted(bw);
     for (std::size_t k = 0; k < std::min<std::size_t>(256, bw.size()); ++k) s.busbw_samples.push_back(bw[k * bw.size() / std::min<std::size_t>(256, bw.size())]);
     out.push_back(std::move(s));
   }
@@ -55,24 +59,44 @@ std::optional<std::int64_t> command_line_int(const Run& run, const std::string& 
   return std::nullopt;
 }
 
+RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched,
+                           const AnalysisOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RunResults a;
+  a.options = options;
+  // "--batch-size 64" in the traced command line; a number too large to read is no batch size (no throughput).
+  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : command_line_int(run, "batch-size").value_or(0);
+  a.steps = StepDetector({.batch_size = batch}).detect(run, clocks, matched);
+  a.lateness = run::measure_lateness(run, clocks, matched, a.steps);
+  run::apply_waits(a.lateness, a.steps);
+  a.op_sizes = op_size_stats(matched);
+  a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options});
+  for (const auto& t : matched.truncations) {
+    const auto& name = run.communicators[t.comm].name;
+    a.notes.push_back(fmt::format("rank {}'s trace lacks its last {} call(s) on {} (from seq {}) that the other ranks "
+                                  "made: {}. Truncated, not a mismatch.",
+                                  t.world_rank, t.missing, name.empty() ? fmt::format("comm {:#x}", t.comm_key) : name,
+                                  t.from_seq, t.why));
+  }
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& i : matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
+  a.wall_ns = hi > lo ? double(hi - lo) : 0;
+  double comm = 0;
+  for (const auto& r : run.ranks)
+    for (const auto& c : r.collectives)
+      if (!run::is_nonblocking(c.op)) comm += double(c.end_ns - c.start_ns);
+  a.comm_ns = run.ranks.empty() ? 0 : comm / double(run.ranks.size());
+  a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
 Analysis analyze(Run run, const AnalysisOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Analysis a;
   a.run = std::move(run);
   a.clocks = ClockAligner().align(a.run);
   a.matched = CollectiveMatcher().match(a.run, a.clocks);
-  // "--batch-size 64" in the traced command line; a number too large to read is no batch size (no throughput).
-  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : command_line_int(a.run, "batch-size").value_or(0);
-  a.steps = StepDetector({.batch_size = batch}).detect(a.run, a.clocks, a.matched);
-  a.op_sizes = op_size_stats(a.matched);
-  a.findings = detect_findings({a.run, a.clocks, a.matched, a.steps, options});
-  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& i : a.matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
-  a.wall_ns = hi > lo ? double(hi - lo) : 0;
-  double comm = 0;
-  for (const auto& r : a.run.ranks)
-    for (const auto& c : r.collectives) comm += double(c.end_ns - c.start_ns);
-  a.comm_ns = a.run.ranks.empty() ? 0 : comm / double(a.run.ranks.size());
+  static_cast<RunResults&>(a) = analyze_matched(a.run, a.clocks, a.matched, options);
   a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return a;
 }

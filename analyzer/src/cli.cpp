@@ -29,6 +29,7 @@ struct CompareArgs {
   std::string format = "text";
   std::string output;
   std::int64_t batch_size = 0;
+  bool allow_new_findings = false;
 };
 
 void write_output(const std::string& path, const std::string& text) {
@@ -83,7 +84,7 @@ int run_compare(const CompareArgs& args) {
   o.batch_size = args.batch_size;
   const Analysis base = analyze_named(args.base_dir, o);
   const Analysis next = analyze_named(args.new_dir, o);
-  const Comparison c = compare_analyses(base, next, gate);
+  const Comparison c = compare_analyses(base, next, gate, !args.allow_new_findings);
   std::string text;
   switch (format) {
     case ReportFormat::Json: text = json_text(comparison_json(c)) + "\n"; break;
@@ -100,23 +101,28 @@ int run_compare(const CompareArgs& args) {
 void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto a = std::make_shared<AnalyzeArgs>();
   auto* analyze = app.add_subcommand("analyze", "Analyze a traced run: stragglers, bottlenecks, mismatches, what to change");
-  analyze->add_option("run_dir", a->run_dir, "Run directory with rank-*.sqlite")->required();
-  analyze->add_option("--format", a->format, "text, json, markdown or html")->capture_default_str();
-  analyze->add_option("-o,--output", a->output, "Write the report to FILE (default: stdout)");
-  analyze->add_option("--link-gbps", a->link_gbps, "Expected bus bandwidth of the links (GB/s) to compare with");
-  analyze->add_option("--batch-size", a->batch_size, "Samples per rank per step (default: from the command line)");
+  analyze->add_option("RUN_DIR", a->run_dir, "Run directory with rank-*.sqlite")->required();
+  analyze->add_option("--format", a->format, "text, json, markdown or html")->capture_default_str()->type_name("FORMAT");
+  analyze->add_option("-o,--output", a->output, "Write the report to FILE (default: stdout)")->type_name("FILE");
+  analyze->add_option("--link-gbps", a->link_gbps, "Bus bandwidth the links should reach (GB/s): findings and the "
+                      "HTML report compare with it")->type_name("GB/S")->check(CLI::NonNegativeNumber);
+  analyze->add_option("--batch-size", a->batch_size, "Samples per rank per step (default: from the command line)")
+      ->type_name("N")->check(CLI::NonNegativeNumber);
   analyze->footer("Example: collscope analyze run1 --format html -o run1.html");
   analyze->callback([&action, a] { action = [a] { return run_analyze(*a); }; });
 
   auto c = std::make_shared<CompareArgs>();
-  auto* compare = app.add_subcommand("compare", "Compare two runs; exit 1 on a statistically significant regression");
-  compare->add_option("base", c->base_dir, "Baseline run directory")->required();
-  compare->add_option("new", c->new_dir, "New run directory")->required();
-  compare->add_option("--max-regression", c->max_regression, "Tolerated slowdown of the median step (e.g. 5%)")->capture_default_str();
-  compare->add_option("--junit", c->junit, "Write JUnit XML for CI to FILE");
-  compare->add_option("--format", c->format, "text, json or markdown")->capture_default_str();
-  compare->add_option("-o,--output", c->output, "Write the comparison to FILE (default: stdout)");
-  compare->add_option("--batch-size", c->batch_size, "Samples per rank per step");
+  auto* compare = app.add_subcommand("compare", "Compare two runs; exit 1 on a significant slowdown or a new finding");
+  compare->add_option("BASE", c->base_dir, "Baseline run directory")->required();
+  compare->add_option("NEW", c->new_dir, "New run directory")->required();
+  compare->add_option("--max-regression", c->max_regression, "Tolerated slowdown of the median step (e.g. 5%)")
+      ->capture_default_str()->type_name("PERCENT");
+  compare->add_option("--junit", c->junit, "Write JUnit XML for CI to FILE")->type_name("FILE");
+  compare->add_option("--format", c->format, "text, json or markdown (a PR comment)")->capture_default_str()->type_name("FORMAT");
+  compare->add_option("-o,--output", c->output, "Write the comparison to FILE (default: stdout)")->type_name("FILE");
+  compare->add_option("--batch-size", c->batch_size, "Samples per rank per step")->type_name("N")->check(CLI::NonNegativeNumber);
+  compare->add_flag("--allow-new-findings", c->allow_new_findings,
+                    "A new finding (a straggler, a hang...) is listed but does not fail the comparison");
   compare->footer("Example: collscope compare base-run new-run --max-regression 5% --junit compare.xml");
   compare->callback([&action, c] { action = [c] { return run_compare(*c); }; });
 }

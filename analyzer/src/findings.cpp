@@ -22,6 +22,7 @@ std::string_view finding_kind_name(FindingKind k) {
     case FindingKind::CycleTimeStall: return "cycle_time_stall";
     case FindingKind::ProcessSetImbalance: return "process_set_imbalance";
     case FindingKind::Mismatch: return "mismatch";
+    case FindingKind::Stall: return "stall";
   }
   return "unknown";
 }
@@ -42,7 +43,7 @@ namespace {
 constexpr std::vector<Finding> (*kDetectors[])(const DetectorInput&) = {
     detect_mismatches,           detect_stragglers,            detect_latency_bound,
     detect_low_bandwidth,        detect_exposed_communication, detect_fusion_and_cycle_time,
-    detect_process_set_imbalance,
+    detect_process_set_imbalance, detect_stall,
 };
 
 }  // namespace
@@ -54,7 +55,8 @@ std::vector<Finding> detect_findings(const DetectorInput& input) {
     all.insert(all.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
   }
   std::stable_sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
-    const bool am = a.kind == FindingKind::Mismatch, bm = b.kind == FindingKind::Mismatch;
+    const bool am = a.kind == FindingKind::Mismatch || a.kind == FindingKind::Stall,
+               bm = b.kind == FindingKind::Mismatch || b.kind == FindingKind::Stall;
     if (am != bm) return am;
     return a.cost_ns > b.cost_ns;
   });

@@ -1,120 +1,286 @@
-// Self-contained HTML report: inline CSS and SVG plots, no scripts, no network.
+// Self-contained HTML report: inline CSS and SVG charts (svg_chart.hpp), no scripts, no network. What a reader
+// acts on first (findings), then who is late, where step time goes, how fast the collectives move data.
 #include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
+#include <collscope/analyzer/svg_chart.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace collscope::analyzer {
 namespace {
 
+namespace palette = run::palette;
 
-// Per-rank wait heat map: one row per rank, one column per step; darker = longer waiting.
-std::string wait_heat_map(const Analysis& a) {
+// One unit for a whole axis of durations, picked by its largest value, so ticks read "0 5 10 15" with "(ms)" in
+// the label instead of a unit per tick.
+struct DurationUnit {
+  double ns = 1;
+  const char* name = "ns";
+};
+DurationUnit duration_unit(double max_ns) {
+  if (max_ns >= 10e9) return {1e9, "s"};
+  if (max_ns >= 10e6) return {1e6, "ms"};
+  if (max_ns >= 10e3) return {1e3, "µs"};
+  return {};
+}
+
+std::string step_label(double k) { return fmt::format("{:.0f}", k); }
+
+// A rank × step heat map of one per rank, per step matrix of run::Lateness (its one definition): a straggler is a
+// dark row in lateness, its victims dark rows in wait.
+std::string rank_step_map(const Analysis& a, const std::string& title, const std::vector<std::vector<double>>& per_rank,
+                          const std::string& value_label, const std::string& what) {
+  chart::HeatMap m;
+  m.title = title;
+  m.x.label = "step";
+  m.x.format = step_label;
+  m.value_label = value_label;
+  m.format_value = [](double ns) { return format_duration(ns); };
+  m.tip = [what](const std::string& row, const std::string& col, double v) {
+    return fmt::format("{}, step {}: {} {}", row, col, format_duration(v), what);
+  };
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
+    m.row_labels.push_back(fmt::format("rank {}", a.run.ranks[r].world_rank));
+    std::vector<double> row;
+    for (const auto& s : a.steps.steps) {
+      const auto k = static_cast<std::size_t>(s.index);
+      row.push_back(r < per_rank.size() && k < per_rank[r].size() ? per_rank[r][k] : 0);
+    }
+    m.cells.push_back(std::move(row));
+  }
+  return chart::render(m);
+}
+
+std::string lateness_section(const Analysis& a) {
+  if (a.steps.steps.empty() || a.run.ranks.empty())
+    return "<p>No steps found (no NVTX step ranges, no repeating pattern): no heat map.</p>";
+  if (!a.lateness.measurable())
+    return fmt::format("<p>Lateness and wait {}.</p>\n", xml_escape(a.lateness.basis));
+  const bool phases = a.lateness.source == run::LatenessSource::Phases;
+  std::string out = rank_step_map(a, phases ? "Lateness at the step's phases (NVTX), per rank and step"
+                                            : "Lateness at the synchronising collectives, per rank and step",
+                                  a.lateness.lateness_ns, "late per step", "late");
+  out += fmt::format(
+      "<p class=\"note\"><b>Lateness</b> {}. {} A rank late step after step (a dark row) holds all the others up: "
+      "a straggler. More rows or steps than fit are merged (their maximum).</p>\n",
+      xml_escape(a.lateness.basis),
+      phases ? "From phases: how much later than the other ranks (their median) a rank reaches the point of the "
+               "step where it is furthest behind (NVTX ranges such as forward and backward). A job that negotiates "
+               "in a background thread (Horovod) starts its collectives together on every rank, so its straggler "
+               "shows here and not in the collectives."
+             : "From collectives: at each synchronising collective a rank arrives at last, how much after the "
+               "second-last it arrived, summed over the step.");
+  out += rank_step_map(a, "Wait for other ranks, per rank and step", a.lateness.wait_ns, "wait per step", "waiting");
+  return out;
+}
+
+std::string step_time_per_rank_section(const Analysis& a) {
   const auto& steps = a.steps.steps;
   const std::size_t nranks = a.run.ranks.size();
-  if (steps.empty() || nranks == 0) return "<p>No steps: no heat map.</p>";
-  const double cell_w = std::max(2.0, std::min(24.0, 800.0 / double(steps.size())));
-  const double cell_h = std::max(4.0, std::min(20.0, 400.0 / double(nranks)));
-  double max_wait = 1;
+  if (steps.size() < 2 || nranks == 0) return "<p>Fewer than 2 steps: no plot.</p>";
+  double max_ns = 0;
   for (const auto& s : steps)
-    for (double w : s.rank_wait_ns) max_wait = std::max(max_wait, w);
-  const double w = 60 + cell_w * double(steps.size()), h = 30 + cell_h * double(nranks);
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}">)", w, h + 20);
-  for (std::size_t r = 0; r < nranks; ++r) {
-    svg += fmt::format(R"(<text x="2" y="{:.1f}" font-size="10">rank {}</text>)", 20 + cell_h * (double(r) + 0.8),
-                       a.run.ranks[r].world_rank);
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      const double v = steps[k].rank_wait_ns[r] / max_wait;
-      const int shade = static_cast<int>(255 - 200 * v);
-      svg += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="#ff{:02x}{:02x}"><title>rank {} step {}: {:.2f} ms waiting</title></rect>)",
-                         60 + cell_w * double(k), 20 + cell_h * double(r), cell_w, cell_h, shade, shade,
-                         a.run.ranks[r].world_rank, k, steps[k].rank_wait_ns[r] / 1e6);
+    for (double d : s.rank_duration_ns) max_ns = std::max(max_ns, d);
+  const DurationUnit u = duration_unit(max_ns);
+  chart::XYChart c;
+  c.title = "Step time per rank";
+  c.x = {.label = "step", .format = step_label, .integer = true};
+  c.y = {.label = fmt::format("step time ({})", u.name), .from_zero = true};
+  auto point = [&](const Step& s, double ns, const std::string& who) {
+    return chart::Point{.x = double(s.index), .y = ns / u.ns, .tip = fmt::format("{}, step {}: {}", who, s.index, format_duration(ns))};
+  };
+  if (nranks <= 8) {
+    for (std::size_t r = 0; r < nranks; ++r) {
+      const std::string who = fmt::format("rank {}", a.run.ranks[r].world_rank);
+      chart::Series s{.name = who, .colour = palette::series_colour(r), .mark = chart::Mark::LinePoints};
+      for (const auto& st : steps) s.points.push_back(point(st, st.rank_duration_ns[r], who));
+      c.series.push_back(std::move(s));
     }
+  } else {
+    // Too many ranks for a line each: their range, their median and the slowest rank.
+    chart::Series band{.name = "range over ranks", .colour = palette::kStepTime, .mark = chart::Mark::Band};
+    chart::Series median{.name = "median over ranks", .colour = palette::kStepTime, .mark = chart::Mark::Line};
+    std::size_t slowest = 0;
+    double slowest_ns = -1;
+    for (std::size_t r = 0; r < nranks; ++r) {
+      std::vector<double> d;
+      for (const auto& st : steps) d.push_back(st.rank_duration_ns[r]);
+      if (const double m = median_of(d); m > slowest_ns) slowest_ns = m, slowest = r;
+    }
+    for (const auto& st : steps) {
+      const auto [lo, hi] = std::minmax_element(st.rank_duration_ns.begin(), st.rank_duration_ns.end());
+      band.points.push_back({.x = double(st.index), .y = 0, .low = *lo / u.ns, .high = *hi / u.ns});
+      median.points.push_back(point(st, median_of(st.rank_duration_ns), "median"));
+    }
+    const std::string who = fmt::format("rank {}", a.run.ranks[slowest].world_rank);
+    chart::Series top{.name = who + " (slowest median)", .colour = palette::kCommTime, .mark = chart::Mark::Line};
+    for (const auto& st : steps) top.points.push_back(point(st, st.rank_duration_ns[slowest], who));
+    c.series = {band, median, top};
   }
-  svg += fmt::format(R"(<text x="60" y="12" font-size="10">wait per step (max {:.2f} ms)</text><text x="60" y="{:.0f}" font-size="10">step →</text></svg>)",
-                     max_wait / 1e6, h + 12);
-  return svg;
+  return chart::render(c) +
+         "<p class=\"note\">Each rank's step: from its step range's start to its end (NVTX), or between the starts of "
+         "consecutive step patterns of collectives (inferred). Ranks of one job are kept in step by their collectives, "
+         "so a slow rank lengthens every rank's step: look at the lateness above to see who.</p>\n";
 }
 
-// busbw against message size, log-scaled x: medians (dots) and best (rings) per op and size.
-std::string busbw_plot(const Analysis& a) {
-  if (a.op_sizes.empty()) return "<p>No collectives with payload.</p>";
-  double max_bw = 0.001;
-  int lo = 60, hi = 0;
-  for (const auto& s : a.op_sizes) {
-    max_bw = std::max(max_bw, s.best_busbw_gbps);
-    const int l = static_cast<int>(std::log2(double(s.size_bucket_bytes)));
-    lo = std::min(lo, l), hi = std::max(hi, l);
-  }
-  const double W = 640, H = 300, left = 50, bottom = 30;
-  auto x = [&](std::int64_t bytes) { return left + (std::log2(double(bytes)) - lo) / std::max(1, hi - lo) * (W - left - 20); };
-  auto y = [&](double bw) { return H - bottom - bw / max_bw * (H - bottom - 20); };
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}">)", W, H);
-  svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="black"/><line x1="{0}" y1="20" x2="{0}" y2="{1}" stroke="black"/>)",
-                     left, H - bottom, W - 10);
-  svg += fmt::format(R"(<text x="2" y="14" font-size="10">busbw GB/s (max {:.2f})</text><text x="{}" y="{}" font-size="10">message size (log2), {} B .. {} B</text>)",
-                     max_bw, left, H - 8, std::int64_t{1} << lo, std::int64_t{1} << hi);
-  const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
-  for (const auto& s : a.op_sizes) {
-    const char* c = colours[static_cast<int>(s.op) % 6];
-    svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{} {} B: median {:.3f} GB/s, {} instances</title></circle>)",
-                       x(s.size_bucket_bytes), y(s.median_busbw_gbps), c, store::op_name(s.op), s.size_bucket_bytes,
-                       s.median_busbw_gbps, s.instances);
-    svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="6" fill="none" stroke="{}"/>)", x(s.size_bucket_bytes),
-                       y(s.best_busbw_gbps), c);
-  }
-  return svg + "</svg>";
-}
-
-std::string step_time_plot(const Analysis& a) {
+std::string step_breakdown_section(const Analysis& a) {
   const auto& steps = a.steps.steps;
-  if (steps.size() < 2) return "<p>Fewer than 2 steps: no plot.</p>";
-  double max_t = 1;
-  for (const auto& s : steps) max_t = std::max(max_t, s.duration_ns);
-  const double W = 640, H = 240, left = 50, bottom = 25;
-  auto x = [&](std::size_t k) { return left + double(k) / double(steps.size() - 1) * (W - left - 20); };
-  auto y = [&](double v) { return H - bottom - v / max_t * (H - bottom - 20); };
-  std::string step_line, comm_line;
-  for (std::size_t k = 0; k < steps.size(); ++k) {
-    step_line += fmt::format("{:.1f},{:.1f} ", x(k), y(steps[k].duration_ns));
-    comm_line += fmt::format("{:.1f},{:.1f} ", x(k), y(steps[k].comm_ns));
+  if (steps.size() < 2) return "";
+  double max_ns = 0;
+  for (const auto& s : steps) max_ns = std::max(max_ns, s.duration_ns);
+  const DurationUnit u = duration_unit(max_ns);
+  chart::XYChart c;
+  c.title = "Where the step time goes (mean over ranks)";
+  c.x = {.label = "step", .format = step_label, .integer = true};
+  c.y = {.label = fmt::format("time ({})", u.name), .from_zero = true};
+  chart::Series step{.name = "step time", .colour = palette::kStepTime, .mark = chart::Mark::Line};
+  chart::Series comm{.name = "in collectives", .colour = palette::kCommTime, .mark = chart::Mark::Line};
+  chart::Series wait{.name = "of it waiting for the last rank", .colour = palette::kCommTime, .mark = chart::Mark::Line, .dashed = true};
+  for (const auto& s : steps) {
+    const double k = double(s.index);
+    step.points.push_back({.x = k, .y = s.duration_ns / u.ns, .tip = fmt::format("step {}: {}", s.index, format_duration(s.duration_ns))});
+    comm.points.push_back({.x = k, .y = s.comm_ns / u.ns, .tip = fmt::format("step {}: {} in collectives", s.index, format_duration(s.comm_ns))});
+    wait.points.push_back({.x = k, .y = s.wait_ns / u.ns, .tip = fmt::format("step {}: {} waiting", s.index, format_duration(s.wait_ns))});
   }
-  return fmt::format(
-      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{0:.0f}" height="{1:.0f}"><line x1="{2}" y1="{3}" x2="{4}" y2="{3}" stroke="black"/><line x1="{2}" y1="20" x2="{2}" y2="{3}" stroke="black"/><polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{5}"/><polyline fill="none" stroke="#d62728" points="{6}"/><text x="2" y="14" font-size="10">ms (max {7:.2f}); blue: step time, red: in collectives</text><text x="{2}" y="{8}" font-size="10">step →</text></svg>)",
-      W, H, left, H - bottom, W - 10, step_line, comm_line, max_t / 1e6, H - 6);
+  c.series = {step, comm, wait};
+  return chart::render(c);
+}
+
+std::string busbw_section(const Analysis& a) {
+  if (a.op_sizes.empty()) return "<p>No collectives with payload.</p>";
+  chart::XYChart c;
+  c.title = "Bus bandwidth vs message size";
+  c.x = {.label = "message size (as nccl-tests counts it; log scale)", .scale = chart::Scale::Log2,
+         .format = [](double b) { return format_bytes(b); }};
+  c.y = {.label = "bus bandwidth (GB/s)", .from_zero = true};
+  std::set<int> ops;
+  for (const auto& s : a.op_sizes) ops.insert(static_cast<int>(s.op));
+  for (int op_value : ops) {
+    const auto op = static_cast<store::Op>(op_value);
+    const std::string name(store::op_name(op));
+    chart::Series median{.name = name + " median", .colour = palette::op_colour(op), .mark = chart::Mark::LinePoints};
+    chart::Series best{.name = name + " best", .colour = palette::op_colour(op), .mark = chart::Mark::Rings};
+    for (const auto& s : a.op_sizes) {
+      if (s.op != op) continue;
+      const double x = double(s.size_bucket_bytes);
+      const std::string where = fmt::format("{} of {}", name, run::format_size_range(s.min_bytes, s.max_bytes));
+      median.points.push_back({.x = x, .y = s.median_busbw_gbps,
+                               .tip = fmt::format("{}: median {} over {} calls, {} in total", where,
+                                                  format_bandwidth(s.median_busbw_gbps), s.instances,
+                                                  format_duration(s.total_duration_ns))});
+      best.points.push_back({.x = x, .y = s.best_busbw_gbps, .tip = fmt::format("{}: best {}", where, format_bandwidth(s.best_busbw_gbps))});
+    }
+    c.series.push_back(std::move(median));
+    c.series.push_back(std::move(best));
+  }
+  if (a.options.link_gbps > 0)
+    c.references.push_back({.y = a.options.link_gbps, .name = fmt::format("link {} (--link-gbps)", format_bandwidth(a.options.link_gbps))});
+  std::string note =
+      "<p class=\"note\"><b>Bus bandwidth (busbw)</b>, as nccl-tests defines it: the message size "
+      "divided by the transfer time (from the last rank's arrival, so waiting is not counted), times a factor for the "
+      "collective's traffic: 2(n−1)/n for allreduce, (n−1)/n for allgather, reduce-scatter and all-to-all, 1 for "
+      "broadcast and reduce (n ranks). It is what each link carries, so it compares with the link's bandwidth for any "
+      "collective and rank count. Small messages are bound by latency, not bandwidth: their busbw is low whatever "
+      "the link.";
+  note += a.options.link_gbps > 0 ? "</p>\n" : " Pass <code>--link-gbps</code> to draw the link's bandwidth for comparison.</p>\n";
+  return chart::render(c) + note;
+}
+
+std::string findings_section(const Analysis& a) {
+  std::string out = fmt::format("<h2>Findings ({})</h2>\n", a.findings.size());
+  if (a.findings.empty()) return out + "<p>No findings: nothing here slows the job measurably.</p>\n";
+  for (const auto& f : a.findings) {
+    const auto colour = f.severity == Severity::Critical  ? palette::kCritical
+                        : f.severity == Severity::Warning ? palette::kWarning
+                                                          : palette::kInfo;
+    out += fmt::format(
+        "<div class=\"finding\" style=\"border-color:{0}\"><span class=\"severity\" style=\"background:{0}\">{1}</span> "
+        "<b>{2}</b>{3}<br>{4}<br><i>Do:</i> {5}</div>\n",
+        palette::hex(colour), severity_name(f.severity), xml_escape(f.title),
+        f.cost_ns > 0 ? fmt::format(" <span class=\"cost\">costs {}</span>", format_duration(f.cost_ns)) : "",
+        xml_escape(f.evidence_text), xml_escape(f.suggestion));
+  }
+  return out;
+}
+
+std::string tables_section(const Analysis& a) {
+  std::string out;
+  auto sizes = a.op_sizes;
+  std::sort(sizes.begin(), sizes.end(), [](const auto& x, const auto& y) { return x.total_duration_ns > y.total_duration_ns; });
+  if (!sizes.empty()) {
+    out += "<h2>Collectives by time</h2>\n<table><tr><th>operation</th><th>message size</th><th>calls</th><th>time</th>"
+           "<th>busbw median</th><th>busbw best</th></tr>\n";
+    for (const auto& s : sizes)
+      out += fmt::format("<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td>{}</td><td class=\"n\">{}</td>"
+                         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                         palette::hex(palette::op_colour(s.op)), store::op_name(s.op),
+                         run::format_size_range(s.min_bytes, s.max_bytes), s.instances, format_duration(s.total_duration_ns),
+                         format_bandwidth(s.median_busbw_gbps), format_bandwidth(s.best_busbw_gbps));
+    out += "</table>\n";
+  }
+  out += "<h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th><th>collectives</th><th>late (median step)</th>"
+         "<th>waits (median step)</th><th>late in all</th><th>clock offset</th><th>clock residual</th></tr>\n";
+  const bool measured = a.lateness.measurable();
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
+    out += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+                       "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                       a.run.ranks[r].world_rank, xml_escape(a.run.ranks[r].host), a.run.ranks[r].collectives.size(),
+                       measured ? format_duration(a.lateness.median_lateness_ns[r]) : "–",
+                       measured ? format_duration(a.lateness.median_wait_ns[r]) : "–",
+                       measured ? format_duration(a.lateness.total_lateness_ns[r]) : "–",
+                       format_duration(double(a.clocks.offset_ns[r])), format_duration(a.clocks.residual_ns[r]));
+  out += fmt::format("</table>\n<p class=\"note\"><b>Late</b> and <b>waits</b>: {}. <b>Clock offset</b>: added to the "
+                     "rank's clock to put it on the run's time line; <b>residual</b>: how well the collectives' ends "
+                     "agree after that.</p>\n",
+                     xml_escape(a.lateness.basis));
+  return out;
+}
+
+std::string summary_html(const Analysis& a) {
+  std::set<std::string> hosts;
+  for (const auto& r : a.run.ranks) hosts.insert(r.host);
+  std::string s = fmt::format("{} ranks on {} host{}, {} collectives", a.run.ranks.size(), hosts.size(), hosts.size() == 1 ? "" : "s",
+                              a.run.collective_count());
+  if (a.steps.steps.empty()) {
+    s += fmt::format(", no steps found; {} traced, {} per rank in collectives", format_duration(a.wall_ns), format_duration(a.comm_ns));
+  } else {
+    s += fmt::format(", {} steps ({}). Step time {} mean, {} median; {} of it in collectives ({:.0f} %), {} of that waiting",
+                     a.steps.steps.size(), a.steps.source == "nvtx" ? "NVTX ranges" : a.steps.source, format_duration(a.steps.mean_step_ns),
+                     format_duration(a.steps.median_step_ns), format_duration(a.steps.mean_comm_ns),
+                     100 * a.steps.mean_comm_ns / std::max(1.0, a.steps.mean_step_ns), format_duration(a.steps.mean_wait_ns));
+    if (a.steps.throughput_samples_per_s > 0) s += fmt::format("; {:.1f} samples/s", a.steps.throughput_samples_per_s);
+  }
+  return s + ".";
 }
 
 }  // namespace
 
 std::string html_report(const Analysis& a) {
-  std::string out = R"(<!DOCTYPE html><html><head><meta charset="utf-8"><title>collscope analysis</title><style>
-body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}
-.f{border-left:4px solid #888;padding:.3em .8em;margin:.8em 0}.critical{border-color:#d62728}.warning{border-color:#ff7f0e}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}</style></head><body>)";
-  out += fmt::format("<h1>collscope analysis</h1><p><code>{}</code></p><p>{} ranks, {} collectives, {} steps ({}), mean step {:.2f} ms, {:.2f} ms in collectives, {:.2f} ms waiting</p>",
-                     xml_escape(a.run.dir), a.run.ranks.size(), a.run.collective_count(), a.steps.steps.size(), a.steps.source,
-                     a.steps.mean_step_ns / 1e6, a.steps.mean_comm_ns / 1e6, a.steps.mean_wait_ns / 1e6);
-  for (const auto& p : a.run.problems) out += fmt::format("<p><b>problem:</b> {}</p>", xml_escape(p));
-  out += fmt::format("<h2>Findings ({})</h2>", a.findings.size());
-  if (a.findings.empty()) out += "<p>No findings.</p>";
-  for (const auto& f : a.findings)
-    out += fmt::format(R"(<div class="f {}"><b>[{}] {}</b>{}<br>{}<br><i>do:</i> {}</div>)", severity_name(f.severity),
-                       severity_name(f.severity), xml_escape(f.title),
-                       f.cost_ns > 0 ? fmt::format(" — cost {:.2f} ms", f.cost_ns / 1e6) : "", xml_escape(f.evidence_text),
-                       xml_escape(f.suggestion));
-  out += "<h2>Waiting per rank and step</h2>" + wait_heat_map(a);
-  out += "<h2>Bus bandwidth vs message size</h2>" + busbw_plot(a);
-  out += "<h2>Step time</h2>" + step_time_plot(a);
-  out += "<h2>Ranks</h2><table><tr><th>rank</th><th>host</th><th>collectives</th><th>wait ms</th><th>held others up ms</th><th>clock offset µs</th><th>residual µs</th></tr>";
-  for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>",
-                       a.run.ranks[r].world_rank, xml_escape(a.run.ranks[r].host), a.run.ranks[r].collectives.size(),
-                       a.matched.wait_ns_by_rank[r] / 1e6, a.matched.blame_ns_by_rank[r] / 1e6,
-                       double(a.clocks.offset_ns[r]) / 1e3, a.clocks.residual_ns[r] / 1e3);
-  out += "</table></body></html>\n";
+  std::string out = R"(<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>collscope analysis</title><style>
+body{font-family:sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}
+h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+.finding{border-left:5px solid #888;padding:.3em .8em;margin:.8em 0;background:#fafafa}
+.severity{color:#fff;border-radius:3px;padding:0 .4em;font-size:85%;text-transform:uppercase}
+.cost{color:#555}.note{color:#444;font-size:90%;max-width:760px}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;font-size:90%}td.n{text-align:right}
+.swatch{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
+svg{display:block;margin:.5em 0}</style></head><body>
+)";
+  out += fmt::format("<h1>collscope analysis</h1>\n<p><code>{}</code></p>\n<p>{}</p>\n", xml_escape(a.run.dir), xml_escape(summary_html(a)));
+  if (!a.steps.basis.empty())
+    out += fmt::format("<p>Steps ({}, confidence {:.2f}): {}</p>\n", a.steps.source, a.steps.confidence, xml_escape(a.steps.basis));
+  for (const auto& p : a.run.problems) out += fmt::format("<p><b>Problem:</b> {}</p>\n", xml_escape(p));
+  for (const auto& n : a.notes) out += fmt::format("<p><b>Note:</b> {}</p>\n", xml_escape(n));
+  out += findings_section(a);
+  out += "<h2>Who is late</h2>\n" + lateness_section(a);
+  out += "<h2>Step time</h2>\n" + step_time_per_rank_section(a) + step_breakdown_section(a);
+  out += "<h2>Bandwidth</h2>\n" + busbw_section(a);
+  out += tables_section(a);
+  out += "</body></html>\n";
   return out;
 }
 

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include <collscope/run/workload.hpp>
+
 namespace collscope::analyzer {
 namespace {
 
@@ -14,18 +16,56 @@ namespace {
 
 std::string key_hex(std::uint64_t k) { return fmt::format("{:#018x}", k); }
 
+// Per rank index, the lateness in step k (empty when not measured).
+std::vector<double> step_column(const Lateness& l, int k) {
+  std::vector<double> v;
+  if (!l.measurable()) return v;
+  for (const auto& per_rank : l.lateness_ns)
+    if (static_cast<std::size_t>(k) < per_rank.size()) v.push_back(per_rank[k]);
+  return v;
+}
+
+// "clocks: one host, one clock (offsets 0)" or "clocks: 3 hosts, aligned from 812 collectives, residual 1.2 µs".
+std::string clock_line(const Analysis& a) {
+  if (a.clocks.hosts.size() <= 1)
+    return fmt::format("clocks: one host, one clock: {} ranks read the same CLOCK_MONOTONIC (no offset, no residual)",
+                       a.run.ranks.size());
+  return fmt::format("clocks: {} hosts ({} ranks), one offset per host, refined from {} synchronising collectives; "
+                     "residual {} (median over ranks of |end − instance median end|)",
+                     a.clocks.hosts.size(), a.run.ranks.size(), a.clocks.instances_used,
+                     format_duration(a.clocks.residual_p50_ns));
+}
+
+// "Horovod (version not recorded) over MPI (Open MPI v4.1.4)", "benchmark osu_allreduce over MPI".
+std::string workload_text(const run::Workload& w) {
+  std::string s = !w.benchmark.empty() ? "benchmark " + w.benchmark
+                  : w.horovod          ? "Horovod " + (w.horovod_version.empty() ? std::string("(version not recorded)") : w.horovod_version)
+                                       : std::string("collectives");
+  std::string lib = w.mpi_library.substr(0, w.mpi_library.find(','));
+  if (w.mpi) s += " over MPI" + (lib.empty() ? std::string() : " (" + lib + ")");
+  if (w.nccl) s += std::string(w.mpi ? " and" : " over") + " NCCL";
+  return s;
+}
+
 std::string summary_line(const Analysis& a) {
   std::string s = fmt::format("{} ranks, {} collectives, {} communicators; ", a.run.ranks.size(), a.run.collective_count(),
                               a.run.communicators.size());
   if (!a.steps.steps.empty()) {
-    s += fmt::format("{} steps ({}), step {} mean / {} median, {} in collectives ({:.0f} %), {} of it waiting",
-                     a.steps.steps.size(), a.steps.source, format_ms(a.steps.mean_step_ns), format_ms(a.steps.median_step_ns),
+    s += fmt::format("{} steps ({}), step {} mean / {} median, {} in collectives ({:.0f} %), {}",
+                     a.steps.steps.size(),
+                     a.steps.method == run::StepMethod::Nvtx
+                         ? std::string("nvtx")
+                         : fmt::format("inferred, confidence {} {:.2f}", a.steps.confidence_label(), a.steps.confidence),
+                     format_ms(a.steps.mean_step_ns), format_ms(a.steps.median_step_ns),
                      format_ms(a.steps.mean_comm_ns), 100 * a.steps.mean_comm_ns / std::max(1.0, a.steps.mean_step_ns),
-                     format_ms(a.steps.mean_wait_ns));
+                     a.lateness.measurable() ? format_ms(a.steps.mean_wait_ns) + " waiting for other ranks"
+                                             : std::string("waiting not measurable"));
     if (a.steps.throughput_samples_per_s > 0) s += fmt::format(", {:.1f} samples/s", a.steps.throughput_samples_per_s);
   } else {
     s += fmt::format("no steps found; {} traced, {} per rank in collectives", format_ms(a.wall_ns), format_ms(a.comm_ns));
   }
+  if (!a.steps.basis.empty()) s += fmt::format("\nsteps: {}", a.steps.basis);
+  s += "\njob: " + workload_text(run::describe_workload(a.run));
   return s;
 }
 
@@ -40,33 +80,54 @@ ReportFormat report_format_from_name(const std::string& name) {
 }
 
 std::string text_report(const Analysis& a) {
-  std::string out = fmt::format("== collscope analysis of {} ==\n{}\n", a.run.dir, summary_line(a));
-  for (const auto& p : a.run.problems) out += fmt::format("problem: {}\n", p);
+  // For a terminal: every line fits kTextWidth columns; long sentences wrap under their label.
+  constexpr std::size_t kTextWidth = 100;
+  std::string out = fmt::format("== collscope analysis of {} ==\n{}\n", a.run.dir, wrap_text(summary_line(a), kTextWidth));
+  for (const auto& p : a.run.problems) out += wrap_text("problem: " + p, kTextWidth, 4) + "\n";
+  for (const auto& n : a.notes) out += wrap_text("note: " + n, kTextWidth, 6) + "\n";
   if (a.findings.empty()) {
     out += "\nNo findings: nothing here slows the job measurably.\n";
   } else {
     out += fmt::format("\n{} finding(s), most costly first:\n", a.findings.size());
     int k = 0;
     for (const auto& f : a.findings) {
-      out += fmt::format("\n{}. [{}] {}\n", ++k, severity_name(f.severity), f.title);
+      out += "\n" + wrap_text(fmt::format("{}. [{}] {}", ++k, severity_name(f.severity), f.title), kTextWidth, 3) + "\n";
       if (f.cost_ns > 0) out += fmt::format("   cost: {} of job time\n", format_ms(f.cost_ns));
-      out += fmt::format("   evidence: {}\n   do: {}\n", f.evidence_text, f.suggestion);
+      out += wrap_text("   evidence: " + f.evidence_text, kTextWidth, 13) + "\n";
+      out += wrap_text("   do: " + f.suggestion, kTextWidth, 7) + "\n";
     }
   }
-  out += "\nper rank:  rank  host              wait(ms)  held others up(ms)  clock offset(us)  residual(us)\n";
-  for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
-    out += fmt::format("           {:>4}  {:<16}  {:>8.2f}  {:>18.2f}  {:>16.1f}  {:>12.1f}\n", a.run.ranks[r].world_rank,
-                       a.run.ranks[r].host.substr(0, 16), a.matched.wait_ns_by_rank[r] / 1e6,
-                       a.matched.blame_ns_by_rank[r] / 1e6, double(a.clocks.offset_ns[r]) / 1e3,
-                       a.clocks.residual_ns[r] / 1e3);
+  out += "\n" + wrap_text("per rank: lateness and wait " + a.lateness.basis, kTextWidth, 10) + "\n";
+  const char* unit = a.steps.steps.empty() ? "run" : "step";
+  if (a.lateness.measurable())
+    out += fmt::format("           rank  host              late(ms/{0})  waits(ms/{0})  late in all(ms)  clock offset(us)\n", unit);
+  else
+    out += "           rank  host              clock offset(us)\n";
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
+    if (a.lateness.measurable())
+      out += fmt::format("           {:>4}  {:<16}  {:>12.2f}  {:>13.2f}  {:>15.2f}  {:>16.1f}\n", a.run.ranks[r].world_rank,
+                         a.run.ranks[r].host.substr(0, 16), a.lateness.median_lateness_ns[r] / 1e6,
+                         a.lateness.median_wait_ns[r] / 1e6, a.lateness.total_lateness_ns[r] / 1e6,
+                         double(a.clocks.offset_ns[r]) / 1e3);
+    else
+      out += fmt::format("           {:>4}  {:<16}  {:>16.1f}\n", a.run.ranks[r].world_rank, a.run.ranks[r].host.substr(0, 16),
+                         double(a.clocks.offset_ns[r]) / 1e3);
+  }
+  out += clock_line(a) + "\n";
   auto sizes = a.op_sizes;
   std::sort(sizes.begin(), sizes.end(), [](const auto& x, const auto& y) { return x.total_duration_ns > y.total_duration_ns; });
   if (!sizes.empty()) {
-    out += "\ntop collectives by time:  op            size      count   time(ms)  busbw median/best (GB/s)\n";
+    out += "\ntop collectives by time (busbw in GB/s, best = p95):\n"
+           "                          op            size                count   time(ms)  busbw median/best\n";
     for (std::size_t i = 0; i < std::min<std::size_t>(8, sizes.size()); ++i)
-      out += fmt::format("                          {:<12}  {:>8}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
-                         store::op_name(sizes[i].op), format_bytes(double(sizes[i].size_bucket_bytes)), sizes[i].instances,
+      out += fmt::format("                          {:<12}  {:>18}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
+                         store::op_name(sizes[i].op), run::format_size_range(sizes[i].min_bytes, sizes[i].max_bytes), sizes[i].instances,
                          sizes[i].total_duration_ns / 1e6, sizes[i].median_busbw_gbps, sizes[i].best_busbw_gbps);
+    out += wrap_text("busbw: bus bandwidth as nccl-tests defines it (the message size over the transfer time, times "
+                     "2(n-1)/n for allreduce, (n-1)/n for allgather and reduce-scatter), comparable with the link's "
+                     "bandwidth; size: the lower end of a power-of-two bucket.",
+                     kTextWidth, 0) +
+           "\n";
   }
   return out;
 }
@@ -78,6 +139,10 @@ nlohmann::json json_report(const Analysis& a) {
   j["run_dir"] = a.run.dir;
   j["world_size"] = a.run.world_size;
   j["problems"] = a.run.problems;
+  j["notes"] = a.notes;
+  const auto w = run::describe_workload(a.run);
+  j["workload"] = {{"benchmark", w.benchmark}, {"horovod", w.horovod}, {"horovod_version", w.horovod_version},
+                   {"mpi", w.mpi}, {"nccl", w.nccl}, {"mpi_library", w.mpi_library}, {"text", workload_text(w)}};
   json ranks = json::array();
   for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
     const auto& t = a.run.ranks[r];
@@ -88,8 +153,11 @@ nlohmann::json json_report(const Analysis& a) {
                      {"clock_offset_ns", a.clocks.offset_ns[r]},
                      {"clock_anchor_offset_ns", a.clocks.anchor_offset_ns[r]},
                      {"clock_residual_ns", a.clocks.residual_ns[r]},
-                     {"wait_ns", a.matched.wait_ns_by_rank[r]},
-                     {"held_others_ns", a.matched.blame_ns_by_rank[r]}});
+                     {"clock_host", a.clocks.hosts.empty() ? std::string() : a.clocks.hosts[a.clocks.host_of_rank[r]]},
+                     {"lateness_per_step_ns", a.lateness.median_lateness_ns[r]},
+                     {"wait_per_step_ns", a.lateness.median_wait_ns[r]},
+                     {"lateness_ns", a.lateness.total_lateness_ns[r]},
+                     {"wait_ns", a.lateness.total_wait_ns[r]}});
   }
   j["ranks"] = ranks;
   json comms = json::array();
@@ -103,13 +171,27 @@ nlohmann::json json_report(const Analysis& a) {
                      {"instances", a.matched.comm_first[c + 1] - a.matched.comm_first[c]}});
   }
   j["communicators"] = comms;
-  j["clock"] = {{"residual_p50_ns", a.clocks.residual_p50_ns}, {"instances_used", a.clocks.instances_used}};
+  j["clock"] = {{"hosts", a.clocks.hosts.size()},
+                {"residual_p50_ns", a.clocks.residual_p50_ns},
+                {"instances_used", a.clocks.instances_used},
+                {"origin_ns", a.clocks.origin_ns},
+                {"text", clock_line(a)}};
+  json segments = json::array();
+  for (const auto& seg : a.lateness.segments) segments.push_back({{"label", seg.label}, {"lag_gain_ns", seg.lag_gain_ns}});
+  j["lateness"] = {{"source", run::lateness_source_name(a.lateness.source)},
+                   {"basis", a.lateness.basis},
+                   {"segments", segments}};
   j["summary"] = {{"collectives", a.run.collective_count()},
                   {"instances", a.matched.instances.size()},
                   {"wall_ns", a.wall_ns},
                   {"comm_ns_per_rank", a.comm_ns},
                   {"step_source", a.steps.source},
+                  {"step_method", run::step_method_name(a.steps.method)},
+                  {"step_confidence", a.steps.confidence},
+                  {"step_basis", a.steps.basis},
+                  {"step_bytes_per_step", a.steps.bytes_per_step},
                   {"steps", a.steps.steps.size()},
+                  {"warmup_steps", a.steps.warmup_steps},
                   {"mean_step_ns", a.steps.mean_step_ns},
                   {"median_step_ns", a.steps.median_step_ns},
                   {"mean_comm_ns", a.steps.mean_comm_ns},
@@ -125,12 +207,15 @@ nlohmann::json json_report(const Analysis& a) {
                      {"comm_ns", s.comm_ns},
                      {"wait_ns", s.wait_ns},
                      {"exposed_comm_ns", s.exposed_comm_ns},
-                     {"rank_wait_ns", s.rank_wait_ns}});
+                     {"rank_wait_ns", s.rank_wait_ns},
+                     {"rank_lateness_ns", step_column(a.lateness, s.index)}});
   j["steps"] = steps;
   json sizes = json::array();
   for (const auto& s : a.op_sizes)
     sizes.push_back({{"op", store::op_name(s.op)},
                      {"size_bucket_bytes", s.size_bucket_bytes},
+                     {"min_bytes", s.min_bytes},
+                     {"max_bytes", s.max_bytes},
                      {"instances", s.instances},
                      {"total_duration_ns", s.total_duration_ns},
                      {"median_busbw_gbps", s.median_busbw_gbps},
@@ -160,7 +245,8 @@ std::string markdown_report(const Analysis& a) {
   // summary renders HTML, so a communicator named <img src=x onerror=...> must arrive as text.
   std::string out = fmt::format("## collscope analysis: {}\n\n{}\n\n", markdown_code(a.run.dir), markdown_text(summary_line(a)));
   for (const auto& p : a.run.problems) out += fmt::format("> problem: {}\n", markdown_text(p));
-  if (!a.run.problems.empty()) out += "\n";
+  for (const auto& n : a.notes) out += fmt::format("> note: {}\n", markdown_text(n));
+  if (!a.run.problems.empty() || !a.notes.empty()) out += "\n";
   if (a.findings.empty()) {
     out += "No findings.\n";
   } else {

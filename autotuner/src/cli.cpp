@@ -18,19 +18,26 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto strategy = std::make_shared<std::string>("bo");
   auto timeout = std::make_shared<double>(0);
   options->trials = -1;
-  tune_cmd->add_option("space", options->space_path, "Search space file (YAML)");
-  tune_cmd->add_option("--study", options->study_path, "Study file (SQLite), created or resumed")->capture_default_str();
-  tune_cmd->add_option("--trials", options->trials, "Exploration trials (default 20; confirmation runs come on top)");
-  tune_cmd->add_option("--strategy", *strategy, "bo (Bayesian optimisation), random or grid")->capture_default_str();
-  tune_cmd->add_option("--seed", options->seed, "Seed: same seed, same trials")->capture_default_str();
-  tune_cmd->add_option("--trial-timeout", *timeout, "Wall-clock limit of one trial in seconds (default: the space's trial.timeout_s)");
+  tune_cmd->add_option("SPACE", options->space_path, "Search space file (YAML)");
+  tune_cmd->add_option("--study", options->study_path, "Study file (SQLite), created or resumed")->capture_default_str()->type_name("FILE");
+  tune_cmd->add_option("--trials", options->trials, "Exploration trials (default 20; confirmation runs come on top)")->type_name("N");
+  tune_cmd->add_option("--strategy", *strategy, "bo (Bayesian optimisation), random or grid")->capture_default_str()->type_name("NAME");
+  tune_cmd->add_option("--seed", options->seed, "Seed: same seed, same trials")->capture_default_str()->type_name("N");
+  tune_cmd->add_option("--trial-timeout", *timeout, "Wall-clock limit of one trial in seconds (default: the space's trial.timeout_s)")
+      ->type_name("SECONDS");
   tune_cmd->add_flag("--resume", options->resume, "Continue the study in --study (after the tuner was killed, or to add trials)");
-  tune_cmd->add_option("--export-env", options->export_env_path, "Write the best settings as `export K=V` lines to FILE");
-  tune_cmd->add_option("--report", options->report_dir, "Write an HTML report with SVG plots into DIR");
-  tune_cmd->add_option("--grid-levels", options->grid_levels, "grid: levels per numeric knob (default: from --trials)");
-  tune_cmd->add_option("--confirm-top", options->confirm_top, "Best candidates re-run at the end (default: the space's trial.confirm_top)");
-  tune_cmd->add_flag("!--no-progress", options->progress, "No progress lines on stderr");
-  tune_cmd->add_option("command", options->command, "The job, after --; {knob} in an argument is replaced by its value");
+  tune_cmd->add_option("--export-env", options->export_env_path, "Write the best settings as `export K=V` lines to FILE")->type_name("FILE");
+  tune_cmd->add_option("--export-nccl-rules", options->export_nccl_rules_path,
+                       "Write the space's *.rules file with the best settings to FILE: per-size NCCL choices for "
+                       "collscope's NCCL tuner plugin (COLLSCOPE_NCCL_TUNER_RULES)")
+      ->type_name("FILE");
+  tune_cmd->add_option("--report", options->report_dir, "Write an HTML report with SVG charts into DIR")->type_name("DIR");
+  tune_cmd->add_option("--grid-levels", options->grid_levels, "grid: levels per numeric knob (default: from --trials)")
+      ->type_name("N")->check(CLI::NonNegativeNumber);
+  tune_cmd->add_option("--confirm-top", options->confirm_top, "Best candidates re-run at the end (default: the space's trial.confirm_top)")
+      ->type_name("N")->check(CLI::NonNegativeNumber);
+  tune_cmd->add_flag_callback("--no-progress", [options] { options->progress = false; }, "No progress lines on stderr");
+  tune_cmd->add_option("COMMAND", options->command, "The job, after --; {knob} in an argument is replaced by its value");
   tune_cmd->footer(
       "Example: collscope tune samples/fusion_trainer/space.yaml --trials 15 --export-env best.env -- \\\n"
       "           mpirun -np 2 ./fusion_trainer --batch-size {batch_size}\n"
@@ -39,12 +46,22 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto* show_cmd = tune_cmd->add_subcommand("show", "Print a study's trials and its best settings");
   auto show_study = std::make_shared<std::string>();
   auto show_report = std::make_shared<std::string>();
-  show_cmd->add_option("study", *show_study, "Study file (SQLite)")->required();
-  show_cmd->add_option("--report", *show_report, "Also write the HTML/SVG report into DIR");
-  show_cmd->callback([&action, show_study, show_report] {
-    action = [show_study, show_report] {
+  show_cmd->add_option("STUDY", *show_study, "Study file (SQLite)")->required();
+  show_cmd->footer("Example: collscope tune show collscope-study.sqlite --report tune-report");
+  show_cmd->add_option("--report", *show_report, "Also write the HTML/SVG report into DIR")->type_name("DIR");
+  auto show_rules = std::make_shared<std::string>();
+  show_cmd->add_option("--export-nccl-rules", *show_rules, "Also write the best settings as NCCL tuner rules to FILE")->type_name("FILE");
+  show_cmd->callback([&action, show_study, show_report, show_rules] {
+    action = [show_study, show_report, show_rules] {
       naming_input(*show_study, "reading the study", [&] {
         print_study(*show_study, std::cout);
+        if (!show_rules->empty()) {
+          const Study study = Study::open(*show_study);
+          const SearchSpace space = stored_space(study);
+          const auto best = best_settings(space, checked_trials(study, space));
+          if (!best) throw InputError(fmt::format("{}: no trial succeeded: no rules to export", *show_study));
+          write_nccl_rules(space, *best, *show_study, *show_rules);
+        }
         if (!show_report->empty()) {
           const Study study = Study::open(*show_study);
           const SearchSpace space = stored_space(study);

@@ -417,6 +417,8 @@ int tune(const TuneOptions& options) {
   fmt::print("best: {} (mean of {} run(s): {})\n", describe(space, best->values), best->runs,
              format_score(objective, best->mean_score));
   if (!options.export_env_path.empty()) write_export_env(space, *best, options.export_env_path);
+  if (!options.export_nccl_rules_path.empty())
+    write_nccl_rules(space, *best, options.study_path, options.export_nccl_rules_path);
   return 0;
 }
 

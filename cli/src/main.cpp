@@ -31,9 +31,11 @@ std::string one_line(std::string s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"collscope: find out why a multi-GPU/MPI training job is slow, and tune it"};
+  CLI::App app{"collscope: find out why a multi-GPU/MPI training job is slow, and tune it", "collscope"};
+  app.formatter(collscope::cli::help_formatter());  // before the subcommands: they inherit it
   app.set_version_flag("--version", std::string("collscope ") + COLLSCOPE_VERSION);
   app.require_subcommand(1);
+  app.footer("Start with: collscope demo\n'collscope COMMAND --help' describes each command.");
   std::function<int()> action;
 
   collscope::cli::add_trace_command(app, action);
@@ -49,6 +51,15 @@ int main(int argc, char** argv) {
   collscope::plugins::add_cli_commands(app, action);
 #endif
 
+  // Listed under "Commands:" in every help (CLI11's default group name is "Subcommands").
+  std::function<void(CLI::App&)> name_groups = [&](CLI::App& a) {
+    for (CLI::App* sub : a.get_subcommands({})) {
+      sub->group("Commands");
+      name_groups(*sub);
+    }
+  };
+  name_groups(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -58,8 +69,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line, as every usage error: what is wrong and where to look.
-    std::fprintf(stderr, "collscope: %s (see 'collscope --help')\n", e.what());
+    // One line, as every usage error: what is wrong, what was probably meant, and which help to read.
+    std::fprintf(stderr, "%s\n", collscope::cli::usage_error(app, e, argc, argv).c_str());
     return 2;
   }
   if (!action) return 0;

@@ -1,13 +1,14 @@
+// Running a job: fork and exec with extra environment (no shell), SIGINT/SIGTERM forwarded to it.
 #include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include "commands.hpp"
 
@@ -19,32 +20,21 @@ void forward_signal(int sig) {
 }
 }  // namespace
 
-std::string self_dir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : exe.parent_path().string();
-}
-
-std::string find_preload() {
-  namespace fs = std::filesystem;
-  if (const char* env = std::getenv("COLLSCOPE_PRELOAD"); env && *env) {
-    if (!fs::exists(env)) throw InputError(fmt::format("{}: COLLSCOPE_PRELOAD names no such file", env));
-    return fs::absolute(env).string();
-  }
-  const fs::path dir = self_dir();
-  for (const fs::path& p : {dir / ".." / "lib" / "libcollscope-preload.so", dir / "libcollscope-preload.so"}) {
-    std::error_code ec;
-    if (fs::exists(p, ec)) return fs::weakly_canonical(p).string();
-  }
-  throw InputError(fmt::format("{}: libcollscope-preload.so not found next to collscope (set COLLSCOPE_PRELOAD)",
-                               (dir / ".." / "lib").string()));
-}
-
-int run_process(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env) {
+int run_process(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
+                const std::string& output_path) {
   if (argv.empty()) throw InputError("no command given");
+  int output_fd = -1;
+  if (!output_path.empty()) {
+    output_fd = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (output_fd < 0) throw InputError(fmt::format("{}: cannot write: {}", output_path, std::strerror(errno)));
+  }
   pid_t pid = ::fork();
-  if (pid < 0) throw Error(fmt::format("fork: {}", std::strerror(errno)));
+  if (pid < 0) {
+    if (output_fd >= 0) ::close(output_fd);
+    throw Error(fmt::format("fork: {}", std::strerror(errno)));
+  }
   if (pid == 0) {
+    if (output_fd >= 0) ::dup2(output_fd, STDOUT_FILENO), ::dup2(output_fd, STDERR_FILENO);
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -53,6 +43,7 @@ int run_process(const std::vector<std::string>& argv, const std::vector<std::pai
     std::fprintf(stderr, "collscope: %s: cannot run: %s\n", argv[0].c_str(), std::strerror(errno));
     ::_exit(127);
   }
+  if (output_fd >= 0) ::close(output_fd);
   g_child = pid;
   struct sigaction sa {};
   sa.sa_handler = forward_signal;

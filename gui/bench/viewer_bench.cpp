@@ -7,7 +7,9 @@
 #include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
-#include "synthetic_run.hpp"
+#include <collscope/testing/lockstep_run.hpp>
+
+#include "frame_stats.hpp"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -23,9 +25,11 @@
 #include <numeric>
 
 #include <sys/resource.h>
+#include <time.h>
 
 namespace fs = std::filesystem;
 using namespace collscope::gui;
+using namespace collscope::gui::bench;
 
 namespace {
 
@@ -40,29 +44,10 @@ double load_average() {
   return getloadavg(l, 1) == 1 ? l[0] : 0;
 }
 
-long rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  return 0;
-}
-
-struct Frames {
-  std::vector<double> ms;
-  double mean() const { return std::accumulate(ms.begin(), ms.end(), 0.0) / std::max<std::size_t>(1, ms.size()); }
-  double pct(double p) const {
-    auto v = ms;
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
-  }
-  double max() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
-};
-
 // Paints `frames` frames: zooms from the whole run to 1/10^5 of it around several centres, then pans.
 Frames paint_frames(TimelineView& view, QImage& image, int frames) {
   Frames out;
-  const double total = view.run()->duration_ns;
+  const double total = view.run()->model().duration_ns();
   const double centres[] = {0.13, 0.5, 0.77, 0.98};
   for (int f = 0; f < frames; ++f) {
     const double c = centres[f % 4] * total;
@@ -72,8 +57,10 @@ Frames paint_frames(TimelineView& view, QImage& image, int frames) {
     view.setVisibleRange(start, start + span);
     QElapsedTimer t;
     t.start();
+    const double cpu0 = thread_cpu_ms();
     view.render(&image);
     out.ms.push_back(t.nsecsElapsed() / 1e6);
+    out.cpu_ms.push_back(thread_cpu_ms() - cpu0);
     if (std::getenv("VIEWER_BENCH_VERBOSE"))
       fmt::print("frame {:2d}: span {:.3g} ns, {:.2f} ms, {} primitives\n", f, span, out.ms.back(), view.lastPaintedPrimitives());
   }
@@ -91,7 +78,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--events-scale")) scale = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--dir")) dir = argv[++i];
   }
-  synthetic::Spec spec;
+  collscope::testing::LockstepSpec spec;
   spec.ranks = 4;
   spec.ranks_per_host = 2;
   spec.collectives_per_step = 4;
@@ -107,7 +94,7 @@ int main(int argc, char** argv) {
     fs::remove_all(dir);
     QElapsedTimer t;
     t.start();
-    synthetic::write(dir, spec);
+    collscope::testing::write_lockstep_run(dir.string(), spec);
     std::ofstream(marker) << "ok\n";
     fmt::print("wrote {} in {:.1f} s\n", dir.string(), t.nsecsElapsed() / 1e9);
   }
@@ -134,13 +121,18 @@ int main(int argc, char** argv) {
   const double analyzed_s = open_timer.nsecsElapsed() / 1e9;
   const auto* run = window.run();
   const long rss_after = rss_kib();
-  const double events = static_cast<double>(run->event_count());
-  fmt::print("run: {} collectives, {} GPU activities, {} NVTX ranges, {} lanes, {} instances\n", run->collectives.size(),
-             run->gpu.size(), run->nvtx.size(), run->lanes.size(), run->instances.size());
+  const long peak_after = peak_rss_kib();
+  const auto& model = run->model();
+  const double events = static_cast<double>(model.event_count());
+  fmt::print("run: {} collectives, {} GPU activities, {} NVTX ranges, {} lanes, {} instances\n",
+             model.collective_count(), model.span_count(LaneKind::GpuStream), model.span_count(LaneKind::Nvtx),
+             model.lanes().size(), model.matched().instances.size());
   fmt::print("time to first paint: {:.2f} s (first frame {:.1f} ms); analysis done at {:.2f} s{}\n", first_paint_s,
              first_frame_ms, analyzed_s, run->analyzed ? "" : " (no analyzer)");
-  fmt::print("memory: {:.0f} B/event in the viewer's arrays; process RSS grew {:.0f} B/event\n",
-             run->memory_bytes() / events, (rss_after - rss_before) * 1024.0 / events);
+  fmt::print("memory: {:.0f} B/event for the run, its matching and the lanes; process RSS grew {:.0f} B/event, "
+             "peak RSS {:.0f} B/event above the empty window\n",
+             model.memory_bytes() / events, (rss_after - rss_before) * 1024.0 / events,
+             (peak_after - rss_before) * 1024.0 / events);
 
   // Direct loader timing (no window), for the breakdown.
   {
@@ -148,16 +140,16 @@ int main(int argc, char** argv) {
     t.start();
     const double cpu0 = cpu_seconds();
     std::string stages;
-    auto again = load_run(dir.string(), [&](int, const std::string& stage) {
+    auto again = load_timeline(dir.string(), [&](int, const std::string& stage) {
       stages += fmt::format("  {:.2f} s {}\n", t.nsecsElapsed() / 1e9, stage);
     });
-    fmt::print("load_run alone: {:.2f} s wall, {:.2f} s CPU (all threads), load average {:.1f} on {} cores\n{}",
+    fmt::print("load_timeline alone: {:.2f} s wall, {:.2f} s CPU (all threads), load average {:.1f} on {} cores\n{}",
                t.nsecsElapsed() / 1e9, cpu_seconds() - cpu0, load_average(), std::thread::hardware_concurrency(), stages);
   }
 
   TimelineView view;
   view.resize(1600, 900);
-  view.setRun(window.run() ? std::shared_ptr<const RunData>(std::make_shared<RunData>(*run)) : nullptr);
+  view.setRun(window.run() ? std::make_shared<const RunData>(*run) : nullptr);  // shares the model
   QImage image(view.size(), QImage::Format_ARGB32_Premultiplied);
   view.setLevelOfDetail(true);
   // A fresh widget's first render pays one-time costs that no later frame does (style polish, the glyph
@@ -176,6 +168,8 @@ int main(int argc, char** argv) {
   fmt::print("{:<28}{:>10}{:>10}{:>10}\n", "frame paint (1600x900)", "mean ms", "p95 ms", "max ms");
   fmt::print("{:<28}{:>10.2f}{:>10.2f}{:>10.2f}\n", "level of detail", lod.mean(), lod.pct(0.95), lod.max());
   fmt::print("{:<28}{:>10.2f}{:>10.2f}{:>10.2f}\n", "baseline: every event", naive.mean(), naive.pct(0.95), naive.max());
+  fmt::print("{:<28}{:>10.2f}{:>10.2f}{:>10.2f}\n", "level of detail, CPU time", lod.cpu().mean(), lod.cpu().pct(0.95), lod.cpu().max());
+  fmt::print("{:<28}{:>10.2f}{:>10.2f}{:>10.2f}\n", "baseline, CPU time", naive.cpu().mean(), naive.cpu().pct(0.95), naive.cpu().max());
   Frames lod_same;  // the baseline's 8 frames with level of detail, for the ratio
   lod_same.ms.assign(lod.ms.begin(), lod.ms.begin() + 8);
   fmt::print("ratio baseline/LOD on the same 8 frames: {:.0f}x\n", naive.mean() / std::max(1e-3, lod_same.mean()));

@@ -2,15 +2,18 @@
 // --screenshot loads the run, selects the collective that waited longest in the first steps, saves a
 // PNG of the main window and exits (used by the Xvfb screenshot test and for docs/images/viewer.png).
 #include <collscope/gui/main_window.hpp>
+#include <collscope/gui/rank_views.hpp>
 #include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDockWidget>
 #include <QTimer>
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 using collscope::gui::kNoInstance;
@@ -18,20 +21,35 @@ using collscope::gui::MainWindow;
 
 namespace {
 
-// Shows steps 1..3 (or the whole run) and selects the collective with the longest wait in view.
-void frame_interesting_part(MainWindow& window) {
+// Shows steps 1..3 (or the whole run: view "fit") and selects the collective with the longest wait in view; view
+// "ranks" also raises the Ranks panel (heat map and lens).
+void frame_interesting_part(MainWindow& window, const QString& view) {
   const auto* run = window.run();
   if (!run) return;
   auto* timeline = window.timeline();
-  if (run->steps.size() >= 4) timeline->setVisibleRange(run->steps[1].start_ns, run->steps[3].end_ns);
+  if (run->steps.size() >= 4 && view == "steps") timeline->setVisibleRange(run->steps[1].start_ns, run->steps[3].end_ns);
   else timeline->zoomToFit();
+  if (view == "ranks")
+    for (auto* dock : window.findChildren<QDockWidget*>())
+      if (dock->widget() == static_cast<QWidget*>(window.rankViews())) dock->raise();
+  // The instance in view with the largest spread of arrivals.
+  const auto& m = run->model();
   std::uint32_t best = kNoInstance;
   std::int64_t best_wait = -1;
-  for (std::uint32_t i = 0; i < run->collectives.size(); ++i) {
-    const auto& e = run->collectives[i];
-    if (e.instance == kNoInstance || e.start_ns < timeline->visibleStart() || e.end_ns > timeline->visibleEnd()) continue;
-    const auto wait = run->instances[e.instance].last_arrival_ns - e.start_ns;
-    if (wait > best_wait) best_wait = wait, best = i;
+  const auto& instances = m.matched().instances;
+  for (std::uint32_t i = 0; i < instances.size(); ++i) {
+    const auto& inst = instances[i];
+    const auto first = m.run_time(inst.first_arrival_ns), end = m.run_time(inst.last_completion_ns);
+    if (first < timeline->visibleStart() || end > timeline->visibleEnd()) continue;
+    if (inst.last_arrival_ns - inst.first_arrival_ns > best_wait) best_wait = inst.last_arrival_ns - inst.first_arrival_ns, best = i;
+  }
+  if (best != kNoInstance) {
+    // Select the call that waited longest: the first arriver's.
+    std::uint32_t waited = kNoInstance;
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+    for (const auto id : m.instance_members(best))
+      if (const auto e = m.collective(id); e.start_ns < earliest) earliest = e.start_ns, waited = id;
+    best = waited;
   }
   if (best != kNoInstance) timeline->selectCollective(best);
 }
@@ -71,6 +89,9 @@ int main(int argc, char** argv) {
   parser.addPositionalArgument("path", "Run directory (rank-NNNNN.sqlite files)");
   QCommandLineOption screenshot("screenshot", "Save a PNG of the window after loading, then exit.", "file");
   parser.addOption(screenshot);
+  QCommandLineOption view("view", "What the screenshot frames: steps (steps 1-3, the default), fit (the whole run) or "
+                                  "ranks (the whole run and the Ranks panel).", "steps|fit|ranks", "steps");
+  parser.addOption(view);
   parser.process(app);
 
   MainWindow window;
@@ -85,7 +106,7 @@ int main(int argc, char** argv) {
   });
   if (!shot.isEmpty()) {
     QObject::connect(&window, &MainWindow::loadFinished, [&] {
-      frame_interesting_part(window);
+      frame_interesting_part(window, parser.value(view));
       // Let the layout settle and paint before grabbing.
       QTimer::singleShot(300, [&] {
         const bool saved = window.grab().save(shot, "PNG");

@@ -1,22 +1,28 @@
 #include <collscope/gui/main_window.hpp>
 
 #include <collscope/gui/panels.hpp>
+#include <collscope/gui/rank_views.hpp>
 #include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
 #include <QAction>
+#include <QApplication>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QFileInfo>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
-#include <QMessageBox>
 #include <QProgressBar>
-#include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QTextBrowser>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -25,25 +31,38 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
-#include <optional>
 
 namespace collscope::gui {
 namespace {
 
 constexpr int kMaxRecent = 8;
 
-// "64KiB", "1 MiB", "4096", "2m" → bytes.
-std::optional<std::int64_t> parse_size(const QString& text) {
-  static const QRegularExpression re(R"(^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$)", QRegularExpression::CaseInsensitiveOption);
-  const auto m = re.match(text);
-  if (!m.hasMatch()) return std::nullopt;
-  double v = m.captured(1).toDouble();
-  const QString unit = m.captured(2).toLower();
-  const int power = unit == "k" ? 1 : unit == "m" ? 2 : unit == "g" ? 3 : unit == "t" ? 4 : 0;
-  return static_cast<std::int64_t>(std::llround(v * std::pow(1024.0, power)));
-}
+const char* kHelpHtml = R"(<h3>Keys (they work whichever panel has the focus)</h3>
+<table cellspacing="4">
+<tr><td><b>W</b> / <b>S</b></td><td>zoom in / out around the mouse</td></tr>
+<tr><td><b>A</b> / <b>D</b>, ← / →</td><td>pan left / right by a tenth of the view</td></tr>
+<tr><td><b>Z</b></td><td>zoom to the selected range, else to the selected collective</td></tr>
+<tr><td><b>F</b> or <b>0</b></td><td>zoom to fit the whole run</td></tr>
+<tr><td><b>Backspace</b>, <b>Alt+←</b> / <b>Alt+→</b></td><td>back / forward through the views you jumped to</td></tr>
+<tr><td><b>Esc</b></td><td>clear the selection, the range, the tint and the search highlight</td></tr>
+<tr><td><b>Ctrl+F</b>, <b>Enter</b> / <b>Shift+Enter</b>, <b>F3</b> / <b>Shift+F3</b></td><td>search, next / previous match</td></tr>
+<tr><td><b>↑</b> / <b>↓</b>, PgUp / PgDn</td><td>scroll the lanes</td></tr>
+<tr><td><b>?</b> or <b>F1</b></td><td>this help</td></tr>
+</table>
+<h3>Mouse</h3>
+<p>Wheel: zoom around the cursor · Shift+wheel: scroll the lanes · drag: pan · Shift+drag or right-drag: select a
+time range (its duration and totals appear over it) · click a collective: select it on every rank · click a host
+or rank name: collapse or expand it · right-click: pin a lane, hide ranks, zoom, back · hover: details.</p>
+<h3>Colours</h3>
+<p>Boxes are coloured by operation. The light part of a collective is its <b>wait</b> (this rank's arrival to the
+last rank's arrival), the solid part the rest of the call. A dark bar along the bottom: how full the fusion buffer
+was. Red hatched: a call the job hung in. Under each rank's name, red is how late the rank came to collectives
+(its arrival after the first rank's), blue how long it waited for the last one: a straggler is the red row.
+Arrows run from every rank that waited to the rank it waited for. Search matches are outlined in yellow.</p>
+<h3>Search</h3>
+<p><code>allreduce</code>, <code>1 MiB</code> (what is shown as 1 MiB), <code>4096</code> (bytes exactly),
+<code>&gt;64KiB</code>, <code>64KiB..1MiB</code>, <code>bcast 1MiB</code>, or part of an NVTX range or kernel
+name.</p>)";
 
 }  // namespace
 
@@ -69,6 +88,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   findings_ = new FindingsPanel(this);
   statistics_ = new StatisticsPanel(this);
   study_ = new StudyView(this);
+  connect(study_, &StudyView::traceRequested, this, &MainWindow::openRun);
+  rank_views_ = new RankViews(this);
   auto dock = [this](QWidget* w, const QString& title, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
     d->setObjectName(title);
@@ -76,49 +97,62 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     addDockWidget(area, d);
     return d;
   };
-  auto* details_dock = dock(details_, tr("Details"), Qt::RightDockWidgetArea);
-  auto* findings_dock = dock(findings_, tr("Findings"), Qt::BottomDockWidgetArea);
+  auto* details_dock = details_dock_ = dock(details_, tr("Details"), Qt::RightDockWidgetArea);
+  auto* findings_dock = findings_dock_ = dock(findings_, tr("Findings"), Qt::BottomDockWidgetArea);
   auto* statistics_dock = dock(statistics_, tr("Statistics"), Qt::BottomDockWidgetArea);
+  auto* ranks_dock = dock(rank_views_, tr("Ranks"), Qt::BottomDockWidgetArea);
   study_dock_ = dock(study_, tr("Tuning study"), Qt::BottomDockWidgetArea);
   tabifyDockWidget(findings_dock, statistics_dock);
-  tabifyDockWidget(statistics_dock, study_dock_);
+  tabifyDockWidget(statistics_dock, ranks_dock);
+  tabifyDockWidget(ranks_dock, study_dock_);
   findings_dock->raise();
-  resizeDocks({details_dock}, {380}, Qt::Horizontal);
-  resizeDocks({findings_dock}, {190}, Qt::Vertical);
 
   // Menus and toolbar.
   auto* file = menuBar()->addMenu(tr("&File"));
-  auto* open = file->addAction(tr("&Open run…"), this, &MainWindow::openDialog);
+  auto* open = file->addAction(tr("&Open run or study…"), this, &MainWindow::openDialog);
   open->setShortcut(QKeySequence::Open);
   recent_menu_ = file->addMenu(tr("Open &recent"));
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   auto* view = menuBar()->addMenu(tr("&View"));
+  back_action_ = view->addAction(tr("&Back"), timeline_, &TimelineView::back);
+  forward_action_ = view->addAction(tr("F&orward"), timeline_, &TimelineView::forward);
   auto* fit = view->addAction(tr("Zoom to &fit (F)"), timeline_, &TimelineView::zoomToFit);
   auto* zoom_sel = view->addAction(tr("Zoom to &selection (Z)"), timeline_, &TimelineView::zoomToSelection);
   view->addSeparator();
-  for (auto* d : {details_dock, findings_dock, statistics_dock, study_dock_}) view->addAction(d->toggleViewAction());
+  for (auto* d : {details_dock, findings_dock, statistics_dock, ranks_dock, study_dock_}) view->addAction(d->toggleViewAction());
   auto* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&Keys"), this, [this] {
-    QMessageBox::information(this, tr("Keys"),
-                             tr("W / S: zoom in / out around the mouse\nA / D: pan left / right\n"
-                                "Wheel: zoom, Shift+wheel: scroll lanes\nDrag: pan, Shift+drag or right-drag: select a range\n"
-                                "Z: zoom to the selection, F: zoom to fit, Esc: clear the selection"));
-  });
+  help->addAction(tr("&Keys and colours (? or F1)"), this, &MainWindow::showHelp);
 
   auto* bar = addToolBar(tr("Navigation"));
   bar->setObjectName("navigation");
   bar->addAction(open);
+  bar->addAction(back_action_);
+  bar->addAction(forward_action_);
   bar->addAction(fit);
   bar->addAction(zoom_sel);
   bar->addSeparator();
   search_ = new QLineEdit(this);
-  search_->setPlaceholderText(tr("Search op, size or name (Enter: next)"));
+  search_->setPlaceholderText(tr("Search: allreduce, 1 MiB, >64KiB, kernel name (Enter / Shift+Enter)"));
   search_->setClearButtonEnabled(true);
-  search_->setMaximumWidth(300);
+  search_->setMinimumWidth(260);
+  search_->setMaximumWidth(360);
   bar->addWidget(search_);
+  bar->addAction(tr("◀"), this, [this] { findPrevious(search_->text()); })->setToolTip(tr("Previous match (Shift+Enter, Shift+F3)"));
+  bar->addAction(tr("▶"), this, [this] { findNext(search_->text()); })->setToolTip(tr("Next match (Enter, F3)"));
+  search_status_ = new QLabel(this);
+  search_status_->setMinimumWidth(110);
+  bar->addWidget(search_status_);
   connect(search_, &QLineEdit::returnPressed, this, [this] {
-    if (!findNext(search_->text())) statusBar()->showMessage(tr("No match for \"%1\"").arg(search_->text()), 4000);
+    if (QApplication::keyboardModifiers() & Qt::ShiftModifier) findPrevious(search_->text());
+    else findNext(search_->text());
+  });
+  connect(search_, &QLineEdit::textChanged, this, [this] {
+    query_.reset();
+    results_ = {};
+    current_hit_ = -1;
+    search_status_->clear();
+    timeline_->setSearch(nullptr);
   });
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Step "), this));
@@ -142,7 +176,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setFormat(QStringLiteral("%1: %p%").arg(stage));
   });
   connect(loader_, &RunLoadJob::loaded, this, [this](std::shared_ptr<const RunData> run) {
-    const bool refined = run_ && run->analyzed && run_->dir == run->dir;
+    const bool refined = run_ && run_->timeline == run->timeline;
     showRun(std::move(run), refined);
   });
   connect(loader_, &RunLoadJob::failed, this, [this](const QString& message) {
@@ -153,8 +187,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->hide();
     if (run_)
       statusBar()->showMessage(QString::fromStdString(fmt::format(
-          "{}: {} ranks, {} collectives, {} GPU activities, {} NVTX ranges{}", run_->dir, run_->ranks.size(),
-          run_->collectives.size(), run_->gpu.size(), run_->nvtx.size(), run_->analyzed ? ", analyzed" : "")));
+          "{}: {} ranks, {} collectives, {} GPU activities, {} NVTX ranges{}", run_->dir, run_->run().ranks.size(),
+          run_->model().collective_count(), run_->model().span_count(LaneKind::GpuStream),
+          run_->model().span_count(LaneKind::Nvtx), run_->analyzed ? ", analyzed" : "")));
     else
       statusBar()->clearMessage();  // not "Loading …" under the error banner
     emit loadFinished();
@@ -162,38 +197,135 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   connect(timeline_, &TimelineView::collectiveSelected, details_, &DetailsPanel::showCollective);
   connect(timeline_, &TimelineView::collectiveHovered, this, [this](std::uint32_t event) {
-    if (!run_ || event >= run_->collectives.size()) {
+    if (!run_ || event >= run_->model().collective_count()) {
       hover_label_->clear();
       return;
     }
-    const auto& e = run_->collectives[event];
-    std::string text = fmt::format("rank {}: {} {}  {}", run_->ranks[e.rank_index].world_rank, store::op_name(e.op),
-                                   format_bytes(e.bytes), format_duration(e.end_ns - e.start_ns));
+    const auto& m = run_->model();
+    const auto e = m.collective(event);
+    std::string text = fmt::format("rank {}: {} {}  {}", run_->run().ranks[e.rank_index].world_rank, store::op_name(e.op),
+                                   format_bytes(double(e.bytes)), format_duration(double(e.end_ns - e.start_ns)));
     if (e.instance != kNoInstance)
-      text += fmt::format("  wait {}", format_duration(std::max<std::int64_t>(0, run_->instances[e.instance].last_arrival_ns - e.start_ns)));
+      text += fmt::format("  wait {}", format_duration(double(std::max<std::int64_t>(
+                                           0, m.run_time(m.matched().instances[e.instance].last_arrival_ns) - e.start_ns))));
     hover_label_->setText(QString::fromStdString(text));
   });
+  connect(timeline_, &TimelineView::rangeSelected, this, [this](std::int64_t a, std::int64_t b) {
+    if (b > a) statusBar()->showMessage(tr("Range of %1 selected: Z zooms to it, Esc clears it").arg(QString::fromStdString(format_duration(double(b - a)))), 6000);
+  });
+  connect(timeline_, &TimelineView::historyChanged, this, &MainWindow::updateHistoryActions);
+  connect(timeline_, &TimelineView::helpRequested, this, &MainWindow::showHelp);
   connect(findings_, &FindingsPanel::findingActivated, this, &MainWindow::activateFinding);
+  connect(statistics_, &StatisticsPanel::collectiveActivated, this, [this](std::uint32_t id) {
+    timeline_->selectCollective(id);
+    timeline_->zoomToSelection();
+  });
+  connect(rank_views_, &RankViews::stepActivated, this, [this](int rank_index, std::int64_t start, std::int64_t end) {
+    timeline_->setHighlightedRanks({rank_index});
+    const double pad = std::max<double>(double(end - start), 1000) * 0.02;
+    timeline_->jumpTo(double(start) - pad, double(end) + pad);
+  });
+  connect(rank_views_, &RankViews::collectiveActivated, this, [this](std::uint32_t id) {
+    timeline_->selectCollective(id);
+    timeline_->zoomToSelection();
+  });
+  addWindowKeys();
+  updateHistoryActions();
   rebuildRecentMenu();
 }
 
 MainWindow::~MainWindow() = default;
 
+void MainWindow::showEvent(QShowEvent* e) {
+  QMainWindow::showEvent(e);
+  if (docks_sized_) return;
+  // Sized once the window has its size (before, Qt spreads the docks evenly): most of the height to the timeline.
+  docks_sized_ = true;
+  QTimer::singleShot(0, this, [this] {
+    resizeDocks({details_dock_}, {std::max(300, width() / 4)}, Qt::Horizontal);
+    resizeDocks({findings_dock_}, {std::max(150, height() / 5)}, Qt::Vertical);
+  });
+}
+
+void MainWindow::addWindowKeys() {
+  // The timeline's keys, for the whole window: a text field that has the focus keeps its letters (it claims them
+  // before shortcuts), everything else gets them to the timeline.
+  for (const QKeyCombination key :
+       {QKeyCombination(Qt::Key_W), QKeyCombination(Qt::Key_S), QKeyCombination(Qt::Key_A), QKeyCombination(Qt::Key_D),
+        QKeyCombination(Qt::Key_Z), QKeyCombination(Qt::Key_F), QKeyCombination(Qt::Key_0),
+        QKeyCombination(Qt::Key_Escape), QKeyCombination(Qt::Key_Backspace), QKeyCombination(Qt::Key_Question),
+        QKeyCombination(Qt::Key_F1), QKeyCombination(Qt::AltModifier, Qt::Key_Left),
+        QKeyCombination(Qt::AltModifier, Qt::Key_Right)}) {
+    auto* action = new QAction(this);
+    action->setShortcut(QKeySequence(key));
+    action->setShortcutContext(Qt::WindowShortcut);
+    connect(action, &QAction::triggered, this, [this, key] { timeline_->handleKey(key.key(), key.keyboardModifiers()); });
+    addAction(action);
+  }
+  auto* find = new QAction(this);
+  find->setShortcut(QKeySequence::Find);
+  connect(find, &QAction::triggered, this, [this] {
+    search_->setFocus();
+    search_->selectAll();
+  });
+  addAction(find);
+  auto* next = new QAction(this);
+  next->setShortcut(QKeySequence(Qt::Key_F3));
+  connect(next, &QAction::triggered, this, [this] { findNext(search_->text()); });
+  addAction(next);
+  auto* previous = new QAction(this);
+  previous->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F3));
+  connect(previous, &QAction::triggered, this, [this] { findPrevious(search_->text()); });
+  addAction(previous);
+}
+
+void MainWindow::updateHistoryActions() {
+  back_action_->setEnabled(timeline_->canGoBack());
+  forward_action_->setEnabled(timeline_->canGoForward());
+}
+
+void MainWindow::showHelp() {
+  if (!help_) {
+    help_ = new QDialog(this);
+    help_->setWindowTitle(tr("collscope view: keys and colours"));
+    auto* layout = new QVBoxLayout(help_);
+    auto* text = new QTextBrowser(help_);
+    text->setHtml(QString::fromUtf8(kHelpHtml));
+    layout->addWidget(text);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, help_);
+    connect(buttons, &QDialogButtonBox::rejected, help_, &QDialog::hide);
+    layout->addWidget(buttons);
+    help_->resize(620, 560);
+  }
+  help_->show();
+  help_->raise();
+}
+
 bool MainWindow::loading() const { return loader_->running(); }
 
 void MainWindow::openDialog() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a run directory"));
-  if (!dir.isEmpty()) openRun(dir);
+  // One dialog for both: a run directory (pick any of its rank files, or the directory) or a study file.
+  QFileDialog dialog(this, tr("Open a run directory or a study file"));
+  dialog.setFileMode(QFileDialog::AnyFile);
+  dialog.setNameFilters({tr("Runs and studies (*.sqlite)"), tr("All files (*)")});
+  dialog.setOption(QFileDialog::DontUseNativeDialog, false);
+  dialog.setLabelText(QFileDialog::Accept, tr("Open"));
+  if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty()) return;
+  QString path = dialog.selectedFiles().front();
+  // A rank file opens its run.
+  if (QFileInfo(path).isFile() && QFileInfo(path).fileName().startsWith("rank-") && !is_study_file(path.toStdString()))
+    path = QFileInfo(path).absolutePath();
+  openRun(path);
 }
 
-void MainWindow::openRun(const QString& dir) {
-  if (is_study_file(dir.toStdString())) {
+void MainWindow::openRun(const QString& path) {
+  if (is_study_file(path.toStdString())) {
     try {
-      study_->setStudy(load_study(dir.toStdString()));
+      study_->setStudy(load_study(path.toStdString()));
       study_dock_->show();
       study_dock_->raise();
       showMessage({}, false);
-      addRecent(dir);
+      addRecent(path);
     } catch (const Error& e) {
       const QString message = QString::fromStdString(e.what());
       showMessage(message, true);
@@ -203,13 +335,13 @@ void MainWindow::openRun(const QString& dir) {
     QMetaObject::invokeMethod(this, [this] { emit loadFinished(); }, Qt::QueuedConnection);
     return;
   }
-  loading_dir_ = dir;
+  loading_dir_ = path;
   showMessage({}, false);
   progress_->setValue(0);
   progress_->show();
-  statusBar()->showMessage(tr("Loading %1…").arg(dir), 2000);
-  addRecent(dir);
-  loader_->start(dir);
+  statusBar()->showMessage(tr("Loading %1…").arg(path), 2000);
+  addRecent(path);
+  loader_->start(path);
 }
 
 void MainWindow::showRun(std::shared_ptr<const RunData> run, bool keep_range) {
@@ -223,8 +355,15 @@ void MainWindow::showRun(std::shared_ptr<const RunData> run, bool keep_range) {
     details_->showCollective(selected);
     timeline_->setHighlightedRanks(ranks);
   }
+  if (!keep_range) {
+    query_.reset();
+    results_ = {};
+    current_hit_ = -1;
+    search_status_->clear();
+  }
   findings_->setRun(run_.get());
-  statistics_->setRun(run_.get());
+  statistics_->setRun(run_);
+  rank_views_->setRun(run_);
   step_box_->setRange(0, std::max<int>(0, static_cast<int>(run_->steps.size()) - 1));
   setWindowTitle(QString::fromStdString(fmt::format("collscope view — {}", run_->dir)));
   if (!run_->warnings.empty()) {
@@ -234,6 +373,7 @@ void MainWindow::showRun(std::shared_ptr<const RunData> run, bool keep_range) {
   } else {
     showMessage({}, false);
   }
+  if (!search_->hasFocus()) timeline_->setFocus(Qt::OtherFocusReason);
   emit runLoaded();
 }
 
@@ -246,11 +386,11 @@ void MainWindow::showMessage(const QString& text, bool error) {
                                : "QLabel { background: #fff3cd; color: #5c4400; padding: 6px; }");
 }
 
-void MainWindow::addRecent(const QString& dir) {
+void MainWindow::addRecent(const QString& path) {
   QSettings settings("collscope", "viewer");
   QStringList recent = settings.value("recent").toStringList();
-  recent.removeAll(dir);
-  recent.prepend(dir);
+  recent.removeAll(path);
+  recent.prepend(path);
   while (recent.size() > kMaxRecent) recent.removeLast();
   settings.setValue("recent", recent);
   rebuildRecentMenu();
@@ -259,71 +399,81 @@ void MainWindow::addRecent(const QString& dir) {
 void MainWindow::rebuildRecentMenu() {
   recent_menu_->clear();
   const QStringList recent = QSettings("collscope", "viewer").value("recent").toStringList();
-  for (const auto& dir : recent) recent_menu_->addAction(dir, this, [this, dir] { openRun(dir); });
+  for (const auto& path : recent) recent_menu_->addAction(path, this, [this, path] { openRun(path); });
   recent_menu_->setEnabled(!recent.isEmpty());
 }
 
-bool MainWindow::findNext(const QString& query) {
-  if (!run_ || query.trimmed().isEmpty()) return false;
-  const QString q = query.trimmed();
-  const auto op = store::op_from_name(q.toLower().toStdString());
-  const auto size = op ? std::nullopt : parse_size(q);
-  const auto& cs = run_->collectives;
-  if (op || size) {
-    // Next matching collective in time after the selection (or the visible start), wrapping around.
-    const auto sel = timeline_->selectedCollective();
-    const std::int64_t after = sel != kNoInstance ? cs[sel].start_ns : timeline_->visibleStart() - 1;
-    std::uint32_t best = kNoInstance, first = kNoInstance;
-    for (std::uint32_t i = 0; i < cs.size(); ++i) {
-      const auto& e = cs[i];
-      if (op ? e.op != *op : e.bytes != *size) continue;
-      if (first == kNoInstance || e.start_ns < cs[first].start_ns) first = i;
-      const bool later = e.start_ns > after || (e.start_ns == after && sel != kNoInstance && i > sel && cs[i].start_ns == cs[sel].start_ns);
-      if (later && (best == kNoInstance || e.start_ns < cs[best].start_ns)) best = i;
-    }
-    if (best == kNoInstance) best = first;
-    if (best == kNoInstance) return false;
-    timeline_->selectCollective(best);
-    timeline_->zoomToSelection();
-    return true;
+bool MainWindow::findNext(const QString& query) { return find(query, +1); }
+bool MainWindow::findPrevious(const QString& query) { return find(query, -1); }
+
+QString MainWindow::searchStatus() const { return search_status_->text(); }
+
+bool MainWindow::find(const QString& text, int direction) {
+  if (!run_ || text.trimmed().isEmpty()) return false;
+  if (!query_ || query_->text != text.trimmed()) {
+    query_ = std::make_shared<const SearchQuery>(parse_search(text, run_->model()));
+    results_ = find_all(*query_, run_->model());
+    current_hit_ = -1;
+    timeline_->setSearch(query_);
   }
-  // NVTX range or GPU activity whose name contains the text.
-  std::vector<bool> matches(run_->names.size(), false);
-  bool any = false;
-  for (std::size_t n = 1; n < run_->names.size(); ++n)
-    if (QString::fromStdString(run_->names[n]).contains(q, Qt::CaseInsensitive)) matches[n] = any = true;
-  if (!any) return false;
-  const double centre = (timeline_->visibleStart() + timeline_->visibleEnd()) / 2.0;
-  const SpanEvent* best = nullptr;
-  const SpanEvent* first = nullptr;
-  for (const auto* spans : {&run_->nvtx, &run_->gpu})
-    for (const auto& s : *spans) {
-      if (!matches[s.name]) continue;
-      if (!first || s.start_ns < first->start_ns) first = &s;
-      if (s.start_ns > centre + 1 && (!best || s.start_ns < best->start_ns)) best = &s;
+  if (results_.hits.empty()) {
+    search_status_->setText(tr("no match"));
+    statusBar()->showMessage(tr("No match for \"%1\"").arg(text.trimmed()), 4000);
+    return false;
+  }
+  const auto n = static_cast<std::ptrdiff_t>(results_.hits.size());
+  if (current_hit_ < 0) {
+    // From the selected collective when this search finds collectives, else from the start of the view: the first
+    // match after it (or the last before it, going back).
+    const auto sel = query_->by_name() ? kNoInstance : timeline_->selectedCollective();
+    const double from = sel != kNoInstance ? double(run_->model().collective(sel).start_ns) : timeline_->visibleStart() - 1.0;
+    auto it = std::upper_bound(results_.hits.begin(), results_.hits.end(), from,
+                               [](double t, const SearchHit& h) { return t < double(h.start_ns); });
+    if (sel != kNoInstance && direction > 0) {
+      // The selected call itself does not count as the next match.
+      it = std::find_if(results_.hits.begin(), results_.hits.end(),
+                        [&](const SearchHit& h) { return double(h.start_ns) >= from && !(h.kind == LaneKind::Collectives && h.id == sel); });
     }
-  if (!best) best = first;
-  if (!best) return false;
-  const double w = std::max<double>(best->end_ns - best->start_ns, 1000);
-  timeline_->setVisibleRange(best->start_ns + w / 2 - 2 * w, best->start_ns + w / 2 + 2 * w);
-  statusBar()->showMessage(QString::fromStdString(run_->names[best->name]), 4000);
+    current_hit_ = direction > 0 ? (it - results_.hits.begin()) % n : ((it - results_.hits.begin()) - 1 + n) % n;
+  } else {
+    current_hit_ = (current_hit_ + direction + n) % n;
+  }
+  showHit(results_.hits[static_cast<std::size_t>(current_hit_)]);
+  search_status_->setText(results_.count > results_.hits.size()
+                              ? tr("%1 of %2 shown (%3 in all)").arg(current_hit_ + 1).arg(n).arg(results_.count)
+                              : tr("%1 of %2 matches").arg(current_hit_ + 1).arg(n));
   return true;
+}
+
+void MainWindow::showHit(const SearchHit& hit) {
+  if (hit.kind == LaneKind::Collectives) {
+    timeline_->selectCollective(hit.id);
+    timeline_->zoomToSelection();
+    return;
+  }
+  const double w = std::max<double>(double(hit.end_ns - hit.start_ns), 1000);
+  timeline_->jumpTo(double(hit.start_ns) + w / 2 - 2 * w, double(hit.start_ns) + w / 2 + 2 * w);
+  const auto span = run_->model().span(hit.kind, hit.id);
+  statusBar()->showMessage(QString::fromStdString(fmt::format("{} ({})", run_->model().names()[span.name],
+                                                              format_duration(double(hit.end_ns - hit.start_ns)))), 4000);
 }
 
 void MainWindow::jumpToStep(int step) {
   if (!run_ || step < 0 || step >= static_cast<int>(run_->steps.size())) return;
   const auto& s = run_->steps[step];
   const double pad = std::max<double>(s.end_ns - s.start_ns, 1000) * 0.02;
-  timeline_->setVisibleRange(s.start_ns - pad, s.end_ns + pad);
+  timeline_->jumpTo(s.start_ns - pad, s.end_ns + pad);
 }
 
 void MainWindow::activateFinding(const Finding& finding) {
   if (!run_) return;
   std::vector<int> ranks;
   for (int world : finding.world_ranks)
-    if (int r = run_->rank_index_of_world(world); r >= 0) ranks.push_back(r);
+    if (int r = run_->model().rank_index_of_world(world); r >= 0) ranks.push_back(r);
+  timeline_->jumpTo(static_cast<double>(finding.start_ns), static_cast<double>(finding.end_ns));
+  // Its evidence selected: outlined on every rank with its wait arrows, and in the Details panel.
+  if (finding.evidence != kNoInstance) timeline_->selectCollective(finding.evidence);
   timeline_->setHighlightedRanks(ranks);
-  timeline_->setVisibleRange(static_cast<double>(finding.start_ns), static_cast<double>(finding.end_ns));
   statusBar()->showMessage(QString::fromStdString(finding.suggestion), 8000);
 }
 

@@ -1,54 +1,24 @@
 #include <collscope/gui/panels.hpp>
 
+#include <collscope/run/palette.hpp>
 #include <collscope/store/schema.hpp>
 
 #include "run_analysis.hpp"
 
 #include <QHeaderView>
+#include <QSortFilterProxyModel>
 #include <QLabel>
 #include <QTableView>
-#include <QTableWidget>
-#include <QTreeWidget>
 #include <QVBoxLayout>
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace collscope::gui {
 namespace {
-
-// Every column of one collectives row, read back from the rank file (the viewer keeps only what it draws).
-std::vector<std::pair<std::string, std::string>> recorded_fields(const std::string& file, std::uint32_t row_id) {
-  std::vector<std::pair<std::string, std::string>> out;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return {{"error", file + ": cannot reopen the trace file"}};
-  }
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT * FROM collectives WHERE id = ?", -1, &s, nullptr) == SQLITE_OK) {
-    sqlite3_bind_int64(s, 1, row_id);
-    if (sqlite3_step(s) == SQLITE_ROW) {
-      for (int c = 0; c < sqlite3_column_count(s); ++c) {
-        const char* v = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
-        out.emplace_back(sqlite3_column_name(s, c), v ? v : "NULL");
-      }
-    }
-  }
-  sqlite3_finalize(s);
-  sqlite3_close(db);
-  return out;
-}
-
-double busbw_gbps(const CollectiveEvent& e, const CollectiveInstance& inst) {
-  // nccl-tests: algbw = bytes / transfer time (GB/s = bytes per ns); busbw = algbw × factor(op, ranks).
-  const double transfer = static_cast<double>(e.end_ns - std::max(e.start_ns, inst.last_arrival_ns));
-  if (transfer <= 0) return 0;
-  const int ranks = inst.comm_size ? inst.comm_size : inst.member_count;
-  return static_cast<double>(e.bytes) / transfer * store::bus_bandwidth_factor(e.op, ranks);
-}
 
 QTableView* make_table(QWidget* parent) {
   auto* view = new QTableView(parent);
@@ -63,83 +33,6 @@ QTableView* make_table(QWidget* parent) {
 
 }  // namespace
 
-DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  title_ = new QLabel(tr("Click a collective to see its details"), this);
-  title_->setWordWrap(true);
-  fields_ = new QTreeWidget(this);
-  fields_->setColumnCount(2);
-  fields_->setHeaderLabels({tr("Field"), tr("Value")});
-  fields_->setRootIsDecorated(false);
-  fields_->setAlternatingRowColors(true);
-  ranks_ = new QTableWidget(0, 6, this);
-  ranks_->setHorizontalHeaderLabels({tr("Rank"), tr("Arrival"), tr("Wait"), tr("Call"), tr("Bytes"), tr("busbw GB/s")});
-  ranks_->verticalHeader()->hide();
-  ranks_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  ranks_->horizontalHeader()->setStretchLastSection(true);
-  layout->addWidget(title_);
-  layout->addWidget(fields_, 3);
-  layout->addWidget(new QLabel(tr("Same collective on every rank:"), this));
-  layout->addWidget(ranks_, 2);
-}
-
-void DetailsPanel::setRun(std::shared_ptr<const RunData> run) {
-  run_ = std::move(run);
-  showCollective(kNoInstance);
-}
-
-void DetailsPanel::showCollective(std::uint32_t event) {
-  fields_->clear();
-  ranks_->setRowCount(0);
-  if (!run_ || event >= run_->collectives.size()) {
-    title_->setText(tr("Click a collective to see its details"));
-    return;
-  }
-  const auto& e = run_->collectives[event];
-  const auto& rank = run_->ranks[e.rank_index];
-  auto add = [&](const std::string& name, const std::string& value) {
-    fields_->addTopLevelItem(new QTreeWidgetItem({QString::fromStdString(name), QString::fromStdString(value)}));
-  };
-  title_->setText(QString::fromStdString(fmt::format("<b>{}</b> {} on rank {} ({})", store::op_name(e.op),
-                                                     format_bytes(e.bytes), rank.world_rank, rank.host)));
-  add("op", std::string(store::op_name(e.op)));
-  add("rank", std::to_string(rank.world_rank));
-  add("host", rank.host);
-  add("start", format_duration(e.start_ns));
-  add("duration", format_duration(e.end_ns - e.start_ns));
-  if (e.flags & kCallInFlight)
-    add("state", "in flight: never returned (the job hung here); duration until the tracer last saw it");
-  if (e.fusion_fill_percent) add("fusion buffer fill", fmt::format("{} %", e.fusion_fill_percent));
-  if (e.instance != kNoInstance) {
-    const auto& inst = run_->instances[e.instance];
-    add("seq", std::to_string(inst.seq));
-    add("communicator key", fmt::format("{:016x}", inst.comm_key));
-    add("ranks in call", fmt::format("{} of {}", inst.member_count, inst.comm_size));
-    add("wait", format_duration(std::max<std::int64_t>(0, inst.last_arrival_ns - e.start_ns)));
-    add("transfer", format_duration(e.end_ns - std::max(e.start_ns, inst.last_arrival_ns)));
-    add("busbw", fmt::format("{:.3f} GB/s", busbw_gbps(e, inst)));
-    add("last arrival", fmt::format("rank {}", run_->ranks[inst.last_rank_index].world_rank));
-    ranks_->setRowCount(inst.member_count);
-    for (std::uint32_t m = 0; m < inst.member_count; ++m) {
-      const auto& me = run_->collectives[run_->instance_members[inst.members_begin + m]];
-      const std::string cells[] = {
-          std::to_string(run_->ranks[me.rank_index].world_rank), format_duration(me.start_ns),
-          format_duration(std::max<std::int64_t>(0, inst.last_arrival_ns - me.start_ns)),
-          format_duration(me.end_ns - me.start_ns), format_bytes(me.bytes), fmt::format("{:.3f}", busbw_gbps(me, inst))};
-      for (int c = 0; c < 6; ++c) ranks_->setItem(static_cast<int>(m), c, new QTableWidgetItem(QString::fromStdString(cells[c])));
-    }
-  }
-  for (const auto& [name, value] : recorded_fields(rank.file, e.row_id)) add("recorded." + name, value);
-  fields_->resizeColumnToContents(0);
-}
-
-QString DetailsPanel::fieldValue(const QString& name) const {
-  for (int i = 0; i < fields_->topLevelItemCount(); ++i)
-    if (fields_->topLevelItem(i)->text(0) == name) return fields_->topLevelItem(i)->text(1);
-  return {};
-}
-
 void FindingsModel::setFindings(std::vector<Finding> findings) {
   beginResetModel();
   findings_ = std::move(findings);
@@ -153,12 +46,12 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
   const auto& f = findings_[index.row()];
   if (role == Qt::ToolTipRole) return QString::fromStdString(f.summary + "\n" + f.suggestion);
   if (role == Qt::ForegroundRole && index.column() == Severity)
-    return f.severity == "critical" ? QColor(190, 20, 20) : f.severity == "warning" ? QColor(170, 100, 0) : QColor(60, 60, 60);
+    return QColor(QRgb(f.severity == "critical" ? run::palette::kCritical : f.severity == "warning" ? run::palette::kWarning : run::palette::kInfo));
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Severity: return QString::fromStdString(f.severity);
     case Kind: return QString::fromStdString(f.kind);
-    case Cost: return QString::fromStdString(format_duration(f.cost_ns));
+    case Cost: return QString::fromStdString(format_duration(double(f.cost_ns)));
     case Ranks: {
       std::string s;
       for (int r : f.world_ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
@@ -184,21 +77,42 @@ FindingsPanel::FindingsPanel(QWidget* parent) : QWidget(parent) {
   model_ = new FindingsModel(this);
   view_ = make_table(this);
   view_->setModel(model_);
+  // Severity, kind, cost and ranks stay visible; the evidence takes the rest and wraps; the suggestion of the
+  // current finding is shown in full under the table instead of a column off the right edge.
+  view_->setWordWrap(true);
+  view_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  view_->horizontalHeader()->setStretchLastSection(false);
+  for (int c : {FindingsModel::Severity, FindingsModel::Kind, FindingsModel::Cost, FindingsModel::Ranks})
+    view_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  view_->horizontalHeader()->setSectionResizeMode(FindingsModel::Summary, QHeaderView::Stretch);
+  view_->setColumnHidden(FindingsModel::Suggestion, true);
+  view_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  suggestion_ = new QLabel(this);
+  suggestion_->setWordWrap(true);
+  suggestion_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  suggestion_->setStyleSheet("QLabel { background: #eef5ee; padding: 4px; }");
+  suggestion_->hide();
   layout->addWidget(note_);
-  layout->addWidget(view_);
+  layout->addWidget(view_, 1);
+  layout->addWidget(suggestion_);
   connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
     if (index.isValid()) emit findingActivated(model_->finding(index.row()));
+  });
+  connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& index) {
+    if (!index.isValid()) return suggestion_->hide();
+    suggestion_->setText(tr("<b>Suggestion:</b> %1").arg(QString::fromStdString(model_->finding(index.row()).suggestion).toHtmlEscaped()));
+    suggestion_->show();
   });
   setRun(nullptr);
 }
 
 void FindingsPanel::setRun(const RunData* run) {
   model_->setFindings(run ? run->findings : std::vector<Finding>{});
+  suggestion_->hide();
   if (!run) note_->setText(tr("No run loaded."));
   else if (!run->analyzed) note_->setText(analysis_available() ? tr("Analyzing…") : tr("Findings need the analyzer (collscope was built without it)."));
   else if (run->findings.empty()) note_->setText(tr("The analyzer found nothing to report."));
-  else note_->setText(tr("%1 findings, costliest first. Click one to zoom to its evidence.").arg(run->findings.size()));
-  view_->resizeColumnsToContents();
+  else note_->setText(tr("%1 findings, costliest first. Click one: the timeline zooms to its evidence and selects it.").arg(run->findings.size()));
 }
 
 void StatisticsModel::setRows(std::vector<StatisticsRow> rows) {
@@ -213,20 +127,36 @@ QVariant StatisticsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const auto& r = rows_[index.row()];
   if (role == Qt::TextAlignmentRole && index.column() >= Count) return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::ToolTipRole) return tr("Click: select the slowest of these collectives on the timeline");
+  if (role == kSortRole) {
+    switch (index.column()) {
+      case Op: return QString::fromStdString(std::string(store::op_name(r.op)));
+      case Size: return QVariant::fromValue<qlonglong>(r.size_bucket_bytes);
+      case Count: return QVariant::fromValue<qlonglong>(r.count);
+      case Time: return QVariant::fromValue<qlonglong>(r.total_ns);
+      case BusBw: return r.busbw_gbps;
+    }
+  }
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Op: return QString::fromStdString(std::string(store::op_name(r.op)));
-    case Size: return QString::fromStdString(r.size_bucket);
+    case Size:
+      return QString::fromStdString(r.max_bytes > 0 ? run::format_size_range(r.min_bytes, r.max_bytes)
+                                                    : fmt::format("{} – {}", format_bytes(double(r.size_bucket_bytes)),
+                                                                  format_bytes(double(r.size_bucket_bytes) * 2)));
     case Count: return QVariant::fromValue<qlonglong>(r.count);
-    case Time: return QString::fromStdString(format_duration(r.total_ns));
-    case BusBw: return QString::number(r.busbw_gbps, 'f', 3);
+    case Time: return QString::fromStdString(format_duration(double(r.total_ns)));
+    case BusBw: return QString::fromStdString(run::format_bandwidth(r.busbw_gbps));
   }
   return {};
 }
 
 QVariant StatisticsModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"Op", "Size", "Count", "Time", "busbw GB/s (median)"};
+  if (orientation != Qt::Horizontal) return {};
+  if (role == Qt::ToolTipRole && section == BusBw)
+    return tr("Median bus bandwidth: bytes / transfer time × the nccl-tests factor of the op (allreduce 2(n−1)/n)");
+  if (role != Qt::DisplayRole) return {};
+  static const char* names[] = {"Op", "Size", "Count", "Time", "busbw (median)"};
   return section < ColumnCount ? QString(names[section]) : QVariant();
 }
 
@@ -235,17 +165,53 @@ StatisticsPanel::StatisticsPanel(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(2, 2, 2, 2);
   note_ = new QLabel(this);
   model_ = new StatisticsModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(StatisticsModel::kSortRole);
   view_ = make_table(this);
-  view_->setModel(model_);
+  view_->setModel(proxy_);
+  view_->setSortingEnabled(true);
+  view_->sortByColumn(StatisticsModel::Time, Qt::DescendingOrder);
+  view_->horizontalHeader()->setStretchLastSection(false);
+  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   layout->addWidget(note_);
   layout->addWidget(view_);
+  connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
+    if (!index.isValid() || !run_) return;
+    const auto id = slowest(model_->row(proxy_->mapToSource(index).row()));
+    if (id != kNoInstance) emit collectiveActivated(id);
+  });
   setRun(nullptr);
 }
 
-void StatisticsPanel::setRun(const RunData* run) {
-  model_->setRows(run ? run->statistics : std::vector<StatisticsRow>{});
-  note_->setText(!run ? tr("No run loaded.") : run->analyzed ? tr("Per op and message size, from the analyzer.") : analysis_available() ? tr("Analyzing…") : tr("Statistics need the analyzer (collscope was built without it)."));
-  view_->resizeColumnsToContents();
+void StatisticsPanel::setRun(std::shared_ptr<const RunData> run) {
+  run_ = std::move(run);
+  model_->setRows(run_ ? run_->statistics : std::vector<StatisticsRow>{});
+  note_->setText(!run_ ? tr("No run loaded.")
+                 : run_->analyzed ? tr("Per op and message size, from the analyzer. Click a header to sort, a row to see "
+                                       "its slowest collective.")
+                 : analysis_available() ? tr("Analyzing…")
+                                        : tr("Statistics need the analyzer (collscope was built without it)."));
+}
+
+std::uint32_t StatisticsPanel::slowest(const StatisticsRow& row) const {
+  // The instance of this op and size bucket with the lowest bus bandwidth; its last arriver's call.
+  const auto& m = run_->model();
+  const auto& instances = m.matched().instances;
+  std::uint32_t best = kNoInstance;
+  double lowest = 0;
+  for (std::uint32_t i = 0; i < instances.size(); ++i) {
+    const auto& inst = instances[i];
+    if (inst.op != row.op || inst.ranks < 2 || inst.bytes <= 0 || inst.duration_ns <= 0) continue;
+    if ((std::int64_t{1} << static_cast<int>(std::log2(double(inst.bytes)))) != row.size_bucket_bytes) continue;
+    if (best == kNoInstance || inst.busbw_gbps() < lowest) best = i, lowest = inst.busbw_gbps();
+  }
+  if (best == kNoInstance) return kNoInstance;
+  const int last = m.rank_index_of_world(instances[best].last_arriver);
+  const auto members = m.instance_members(best);
+  for (const auto id : members)
+    if (m.rank_of_collective(id) == last) return id;
+  return members.empty() ? kNoInstance : members.front();
 }
 
 }  // namespace collscope::gui

@@ -1,6 +1,6 @@
 #pragma once
-// The analyzer's view of a loaded run: refined clock offsets, findings, statistics, steps.
-// Built only when the analyzer library is (COLLSCOPE_GUI_HAVE_ANALYZER); otherwise unavailable.
+// What the analyzer adds to a loaded run: steps, findings, statistics. Built with the analyzer library when it is
+// (COLLSCOPE_GUI_HAVE_ANALYZER); without it, the steps alone, from collscope::run.
 #include <collscope/gui/run_data.hpp>
 
 #include <memory>
@@ -9,8 +9,9 @@ namespace collscope::gui {
 
 bool analysis_available();
 
-// A copy of `run` with the analyzer's clock alignment applied and its findings, statistics and steps
-// attached (RunData::analyzed = true). Runs the analyzer over run.dir; throws collscope::InputError.
-std::shared_ptr<const RunData> analyze_loaded_run(const RunData& run);
+// A new RunData sharing `loaded`'s timeline (the same run, clocks and matching: nothing is read or matched
+// again) with the analyzer's steps, findings and statistics (RunData::analyzed = true), or only run/'s steps
+// when the analyzer is not built.
+std::shared_ptr<const RunData> analyze_loaded_run(const RunData& loaded);
 
 }  // namespace collscope::gui

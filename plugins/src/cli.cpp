@@ -116,6 +116,8 @@ int run_import(const ImportArgs& args) {
                counts.truncated ? " (the file ended mid-event: the complete events were kept)" : "",
                counts.replaced_utf8 ? fmt::format(" ({} invalid UTF-8 sequence(s) in names read as U+FFFD)", counts.replaced_utf8).c_str() : "",
                args.run_dir.c_str());
+  if (!counts.lateness_unknown.empty())
+    std::fprintf(stderr, "collscope import: %s: %s\n", args.input.c_str(), counts.lateness_unknown.c_str());
   return 0;
 }
 
@@ -124,21 +126,21 @@ int run_import(const ImportArgs& args) {
 void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto e = std::make_shared<ExportArgs>();
   auto* exp = app.add_subcommand("export", "Write a traced run as a Chrome trace (JSON) for Perfetto or chrome://tracing");
-  exp->add_option("run_dir", e->run_dir, "Run directory with rank-*.sqlite")->required();
-  exp->add_option("-o,--output", e->output, "Write the trace to FILE (default: stdout)");
-  exp->add_option("--format", e->format, "chrome (the Trace Event Format Perfetto also reads)")->capture_default_str();
+  exp->add_option("RUN_DIR", e->run_dir, "Run directory with rank-*.sqlite")->required();
+  exp->add_option("-o,--output", e->output, "Write the trace to FILE (default: stdout)")->type_name("FILE");
+  exp->add_option("--format", e->format, "chrome (the Trace Event Format Perfetto also reads)")->capture_default_str()->type_name("FORMAT");
   exp->add_flag("--no-flows", e->no_flows, "Leave out the arrows linking each collective across its ranks");
-  exp->add_option("--ranks", e->ranks, "Only these world ranks, e.g. 0,3,8-15 (a browser opens ~1 GB of JSON at most)");
-  exp->add_option("--from-ms", e->from_ms, "Only events that end after this time (ms from the run's start)");
-  exp->add_option("--to-ms", e->to_ms, "Only events that start before this time (ms from the run's start)");
+  exp->add_option("--ranks", e->ranks, "Only these world ranks, e.g. 0,3,8-15 (a browser opens ~1 GB of JSON at most)")->type_name("LIST");
+  exp->add_option("--from-ms", e->from_ms, "Only events that end after this time (ms from the run's start)")->type_name("MS");
+  exp->add_option("--to-ms", e->to_ms, "Only events that start before this time (ms from the run's start)")->type_name("MS");
   exp->footer("Example: collscope export run1 -o run1.json   # then open run1.json in ui.perfetto.dev");
   exp->callback([&action, e] { action = [e] { return run_export(*e); }; });
 
   auto i = std::make_shared<ImportArgs>();
   auto* imp = app.add_subcommand("import", "Turn a Horovod Timeline (HOROVOD_TIMELINE) into a run directory to analyze");
-  imp->add_option("input", i->input, "Timeline file written by Horovod's rank 0")->required();
-  imp->add_option("-o,--output", i->run_dir, "Run directory to write (rank-*.sqlite)")->required();
-  imp->add_option("--format", i->format, "horovod-timeline")->capture_default_str();
+  imp->add_option("TIMELINE", i->input, "Timeline file written by Horovod's rank 0")->required();
+  imp->add_option("-o,--output", i->run_dir, "Run directory to write (rank-*.sqlite)")->required()->type_name("DIR");
+  imp->add_option("--format", i->format, "horovod-timeline")->capture_default_str()->type_name("FORMAT");
   imp->add_option("--world-size", i->world_size, "Ranks of the job (default: highest rank in the negotiation + 1)")
       ->check(CLI::Range(1, store::kMaxWorldSize));
   imp->footer("Example: collscope import timeline.json -o run1 && collscope analyze run1");

@@ -6,6 +6,8 @@
 #include <collscope/plugins/horovod_timeline.hpp>
 #include <collscope/run/format.hpp>
 #include <collscope/run/physical_limits.hpp>
+
+#include "horovod_timeline_model.hpp"
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
@@ -27,34 +29,22 @@
 
 
 namespace collscope::plugins {
+
+// Bytes per element of Horovod's DataType_Name ("HOROVOD_FLOAT32") or a framework's name ("float32").
+std::int64_t detail::element_size(std::string dtype) {
+  for (auto& c : dtype) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (dtype.find("64") != std::string::npos) return 8;
+  if (dtype.find("32") != std::string::npos) return 4;
+  if (dtype.find("16") != std::string::npos) return 2;
+  if (dtype.find('8') != std::string::npos || dtype.find("BOOL") != std::string::npos) return 1;
+  return 0;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
-constexpr std::uint64_t kHorovodCommKey = 0x686f726f766f6400ULL;  // "horovod\0": one world communicator
-
-struct Activity {
-  std::string name;
-  std::int64_t start_us = 0, end_us = 0;
-};
-
-// One tensor's operation: Horovod's top-level event of a tensor process, with the negotiation before it.
-struct TensorOperation {
-  std::string type;  // "ALLREDUCE", "ALLGATHER", "BROADCAST", ...
-  std::int64_t tensor_pid = 0;
-  std::map<int, std::int64_t> ready_us;  // rank -> first negotiation tick
-  std::int64_t negotiation_start_us = kNone, negotiation_end_us = kNone;
-  std::int64_t start_us = 0, end_us = kNone;
-  std::vector<Activity> activities;
-  std::int64_t elements = 0, element_bytes = 0;
-  bool impossible_shape = false;  // more elements than PhysicalLimits allow: the operation is left out
-  std::string dtype;
-  std::int64_t comm_start_us = 0, comm_end_us = 0;  // the communication activity, else the whole operation
-  bool has_comm_activity = false;
-  bool nccl = false;
-};
+using namespace detail;
 
 // Per tensor "process": what is open.
 struct TensorState {
@@ -78,16 +68,6 @@ std::optional<store::Op> op_of(const std::string& type) {
       {"BARRIER", store::Op::Barrier}};
   auto it = ops.find(type);
   return it == ops.end() ? std::nullopt : std::optional(it->second);
-}
-
-// Bytes per element of Horovod's DataType_Name ("HOROVOD_FLOAT32") or a framework's name ("float32").
-std::int64_t element_size(std::string dtype) {
-  for (auto& c : dtype) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (dtype.find("64") != std::string::npos) return 8;
-  if (dtype.find("32") != std::string::npos) return 4;
-  if (dtype.find("16") != std::string::npos) return 2;
-  if (dtype.find('8') != std::string::npos || dtype.find("BOOL") != std::string::npos) return 1;
-  return 0;
 }
 
 // "[1000, 2048]" -> 2048000; "[]" -> 1 (a scalar); nullopt when not a shape. A shape of more than
@@ -215,19 +195,6 @@ class Utf8RepairingBuffer : public std::streambuf {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> marks_;  // (chunk output offset, chunk input offset) after each replacement
   std::uint64_t chunk_offset_ = 0, next_offset_ = 0;           // file offset of this chunk's / the next chunk's first byte
   std::uint64_t replaced_ = 0;
-};
-
-struct Timeline {
-  std::int64_t origin_us = 0;  // start_time_since_epoch_in_micros: CLOCK_REALTIME of ts 0
-  std::map<std::int64_t, std::string> tensor_names;  // pid -> name
-  std::vector<TensorOperation> operations;
-  std::vector<std::int64_t> cycle_starts_us;
-  std::int64_t last_us = 0;
-  std::int64_t ticks = 0;
-  int max_rank = -1;
-  std::set<int> ticking_ranks;  // every rank named by a negotiation tick
-  std::uint64_t replaced_sequences = 0;  // ill-formed UTF-8 sequences read as U+FFFD
-  std::vector<std::string> warnings;     // impossible values left out (LeftOut)
 };
 
 // Replays the file's events through each tensor's state machine as the parser meets them: one event object is
@@ -443,31 +410,6 @@ std::vector<FusedCollective> fuse(const Timeline& t) {
   return out;
 }
 
-// Training steps: Horovod reduces every gradient once per step. The gradients are the tensors sharing the most
-// common operation count (at least 2); tensors seen a different number of times (parameters broadcast once at
-// the start, a metric averaged per epoch) are not part of a step. Round k of the gradients (each one's k-th
-// operation, from its negotiation to its end) is step k. Empty when no such group exists.
-std::vector<std::pair<std::int64_t, std::int64_t>> infer_steps(const Timeline& t) {
-  std::map<std::int64_t, std::vector<const TensorOperation*>> by_tensor;
-  for (const auto& op : t.operations) by_tensor[op.tensor_pid].push_back(&op);
-  std::map<std::size_t, std::size_t> tensors_with_count;
-  for (const auto& [pid, ops] : by_tensor) ++tensors_with_count[ops.size()];
-  std::size_t rounds = 0, tensors = 0;
-  for (const auto& [count, n] : tensors_with_count)
-    if (count >= 2 && n >= tensors) rounds = count, tensors = n;  // ties: the larger count
-  if (rounds < 2) return {};
-  std::vector<std::pair<std::int64_t, std::int64_t>> steps(rounds, {std::numeric_limits<std::int64_t>::max(), kNone});
-  for (const auto& [pid, ops] : by_tensor) {
-    if (ops.size() != rounds) continue;
-    for (std::size_t k = 0; k < rounds; ++k) {
-      const auto* op = ops[k];
-      steps[k].first = std::min(steps[k].first, op->negotiation_start_us != kNone ? op->negotiation_start_us : op->start_us);
-      steps[k].second = std::max(steps[k].second, op->end_us);
-    }
-  }
-  return steps;
-}
-
 // When rank `r` was ready for operation `op`: its tick; with ticks from others only, the end of the
 // negotiation; with no ticks at all (a response cache hit), the operation's start.
 std::int64_t ready_at(const TensorOperation& op, int r) {
@@ -481,7 +423,8 @@ std::int64_t ready_at(const TensorOperation& op, int r) {
 HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, const std::string& run_dir,
                                             int world_size) {
   HorovodImportCounts counts;
-  const Timeline t = read_timeline(timeline_path, counts.truncated);
+  Timeline t = read_timeline(timeline_path, counts.truncated);
+  counts.sized_from_names = size_from_names(t);  // before fusing: a fused broadcast's bytes are its tensors'
   const auto fused = fuse(t);
   const auto steps = infer_steps(t);
   if (fused.empty())
@@ -502,6 +445,9 @@ HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, co
   counts.collectives = static_cast<std::int64_t>(fused.size());
   counts.ticks = t.ticks;
   counts.steps = static_cast<std::int64_t>(steps.size());
+  const TickAssessment ticks = assess_ticks(t, ranks);
+  counts.steps_without_ticks = ticks.rounds_without_ticks;
+  counts.lateness_unknown = ticks.unusable;
   counts.replaced_utf8 = static_cast<std::int64_t>(t.replaced_sequences);
   counts.problems = t.warnings;
 
@@ -523,15 +469,18 @@ HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, co
     w.begin();
     w.set_meta(store::meta_key::kWorldRank, std::to_string(r));
     w.set_meta(store::meta_key::kWorldSize, std::to_string(ranks));
-    w.set_meta(store::meta_key::kHost, "horovod-rank0");
+    // One clock for all ranks (rank 0's, which wrote the timeline): one "host" to the clock alignment, named for
+    // what it is, not a machine.
+    w.set_meta(store::meta_key::kHost, "timeline clock");
+    if (!ticks.unusable.empty()) w.set_meta(std::string(store::meta_key::kArrivalsUnknown), ticks.unusable);
     w.set_meta(store::meta_key::kLauncher, "horovod");
     w.set_meta(store::meta_key::kCommandLine, fmt::format("collscope import horovod-timeline {}", timeline_path));
     w.set_meta(store::meta_key::kMonotonicStart, "0");
     w.set_meta(store::meta_key::kRealtimeStart, std::to_string(t.origin_us * us));
     w.set_meta(store::meta_key::kMonotonicEnd, std::to_string(t.last_us * us));
     w.set_meta(store::meta_key::kRealtimeEnd, std::to_string((t.origin_us + t.last_us) * us));
-    w.set_meta("imported_from", fs::absolute(timeline_path).string());
-    w.set_meta("import_format", "horovod-timeline");
+    w.set_meta(store::meta_key::kImportedFrom, fs::absolute(timeline_path).string());
+    w.set_meta(store::meta_key::kImportFormat, "horovod-timeline");
     w.add_thread({1, 0, "horovod background thread"});
     store::CommunicatorRow comm;
     comm.id = 1;

@@ -43,6 +43,22 @@ std::string describe(const Run& run, const Signature& s) {
   return out;
 }
 
+// Whether every member makes all its calls on `comm` and on `ref` from one and the same thread.
+bool one_thread_with(const Run& run, const CallIndex& index, const std::vector<int>& members, int comm, int ref) {
+  for (int m : members) {
+    if (m < 0) continue;
+    int thread = -1;
+    for (int c : {comm, ref})
+      for (auto j : index[m][c]) {
+        if (j < 0) continue;
+        const int t = run.ranks[m].collectives[j].thread;
+        if (thread >= 0 && t != thread) return false;
+        thread = t;
+      }
+  }
+  return true;
+}
+
 }  // namespace
 
 MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks) const {
@@ -50,8 +66,6 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
   out.call_index = build_call_index(run);
   const auto& index = out.call_index;
   const std::size_t nranks = run.ranks.size();
-  out.wait_ns_by_rank.assign(nranks, 0);
-  out.blame_ns_by_rank.assign(nranks, 0);
   out.comm_first.assign(run.communicators.size() + 1, 0);
 
   // Progress on the reference communicator before each call, per rank: how many reference calls the rank had
@@ -161,34 +175,75 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
       inst.last_completion_ns = completion;
       inst.duration_ns = std::max<std::int64_t>(duration, 0);
       inst.last_arriver = run.ranks[last_rank].world_rank;
-      for (std::size_t k = 0; k < present.size(); ++k) {
-        const std::int64_t w = last - arrivals[k];
-        out.wait_ns_by_rank[present[k]] += static_cast<double>(w);
-        inst.total_wait_ns += w;
-      }
-      // Only synchronising collectives make others wait for the last one (a bcast root does not wait).
-      if (present.size() > 1 && store::is_synchronising(inst.op))
-        out.blame_ns_by_rank[last_rank] += static_cast<double>(last - second);
+      for (std::size_t k = 0; k < present.size(); ++k) inst.total_wait_ns += last - arrivals[k];
       out.instances.push_back(inst);
     }
 
-    // Ranks with fewer calls at the end: the others wait in a call they never make (a hang).
+    // Ranks with fewer calls at the end. When another member completed one of the missing calls successfully and
+    // it synchronises (an allreduce cannot return on one rank before all have entered it), the short rank made it
+    // too: its file lost the record (a job killed before the writer's last batch, a rank whose writer stopped on a
+    // full disk, dropped events). Otherwise, when its file is not whole either (never closed, events dropped) it
+    // may be the same; only a whole file that lacks calls the others made is a mismatch: they wait in a call it
+    // never makes.
     if (!mismatch_reported && max_calls != min_calls) {
-      Mismatch mm;
-      mm.comm = static_cast<int>(c);
-      mm.comm_key = comm.key;
-      mm.seq = static_cast<std::int64_t>(min_calls);
+      std::vector<int> short_ranks, mismatched;
       for (int m : members)
-        if (m >= 0 && index[m][c].size() < max_calls) mm.ranks.push_back(run.ranks[m].world_rank);
-      mm.what = fmt::format("rank(s) {} made {} calls, others {}: the others wait in a call never made",
-                            fmt::join(mm.ranks, ","), min_calls, max_calls);
-      out.mismatches.push_back(std::move(mm));
-      mismatch_reported = true;
+        if (m >= 0 && index[m][c].size() < max_calls) short_ranks.push_back(m);
+      for (int m : short_ranks) {
+        const std::size_t have = index[m][c].size();
+        const CollectiveCall* proof = nullptr;  // a missing call another member completed that needed rank m
+        for (std::size_t s = have; s < max_calls && !proof; ++s)
+          for (int o : members) {
+            if (o < 0 || o == m || s >= index[o][c].size() || index[o][c][s] < 0) continue;
+            const auto& call = run.ranks[o].collectives[index[o][c][s]];
+            if (call.status == 0 && store::is_synchronising(call.op)) {
+              proof = &call;
+              break;
+            }
+          }
+        const auto& rank = run.ranks[m];
+        const bool whole = rank.monotonic_end_ns != 0 && rank.events_dropped == 0;
+        if (!proof && whole) {
+          mismatched.push_back(m);
+          continue;
+        }
+        Truncation t;
+        t.comm = static_cast<int>(c);
+        t.comm_key = comm.key;
+        t.world_rank = rank.world_rank;
+        t.from_seq = static_cast<std::int64_t>(have);
+        t.missing = static_cast<std::int64_t>(max_calls - have);
+        t.why = rank.events_dropped > 0    ? fmt::format("the tracer dropped {} of its events", rank.events_dropped)
+                : rank.monotonic_end_ns == 0 ? std::string("its file was never closed: the job was killed, or its writer stopped")
+                                            : std::string("its file ends early");
+        if (proof) t.why += fmt::format("; the others completed {} #{}, which cannot finish without it", store::op_name(proof->op), proof->seq);
+        out.truncations.push_back(std::move(t));
+      }
+      if (!mismatched.empty()) {
+        Mismatch mm;
+        mm.comm = static_cast<int>(c);
+        mm.comm_key = comm.key;
+        std::size_t fewest = max_calls;
+        for (int m : mismatched) {
+          mm.ranks.push_back(run.ranks[m].world_rank);
+          fewest = std::min(fewest, index[m][c].size());
+        }
+        mm.seq = static_cast<std::int64_t>(fewest);
+        mm.what = fmt::format("rank(s) {} made {} calls, others {}, and their trace is whole (closed normally, nothing "
+                              "dropped): the others wait in a call never made",
+                              fmt::join(mm.ranks, ","), fewest, max_calls);
+        out.mismatches.push_back(std::move(mm));
+        mismatch_reported = true;
+      }
     }
 
     // A skipped call with the same shape as the next one: the skipping rank makes every later call of this
     // communicator at a later point of its program (persistently more reference calls made before it).
-    if (!mismatch_reported && static_cast<int>(c) != ref && ref >= 0 && min_calls >= 1) {
+    // Only where a rank's calls on this communicator and on the reference one come from the same thread: across
+    // threads (MPI_THREAD_MULTIPLE, one communicator per thread) the interleaving differs from rank to rank and
+    // says nothing about skipped calls.
+    if (!mismatch_reported && static_cast<int>(c) != ref && ref >= 0 && min_calls >= 1 &&
+        one_thread_with(run, index, members, static_cast<int>(c), ref)) {
       std::vector<int> live;
       for (int m : members)
         if (m >= 0) live.push_back(m);

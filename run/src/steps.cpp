@@ -5,15 +5,17 @@
 #include <cctype>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include <collscope/run/call_index.hpp>
 #include <collscope/run/statistics.hpp>
+
+#include "step_inference.hpp"
 
 namespace collscope::run {
 namespace {
 
-struct Window {
-  std::int64_t start_ns, end_ns;  // raw, rank clock
-};
+using Window = detail::StepWindow;
 
 // CPU compute of `rank`: its innermost NVTX ranges other than steps that hold no collective call of their own
 // thread (a range around a blocking call does not hide it; forward/backward on the main thread while a
@@ -54,17 +56,6 @@ std::vector<std::vector<Window>> nvtx_windows(const Run& run, const StepNames& s
   return out;
 }
 
-// Smallest period p (in calls) with which the (op, bytes) sequence repeats for >= 90 % of the calls.
-int find_period(const std::vector<std::pair<int, std::int64_t>>& sig) {
-  const std::size_t n = sig.size();
-  for (std::size_t p = 1; p <= n / 3; ++p) {
-    std::size_t same = 0;
-    for (std::size_t i = 0; i + p < n; ++i) same += sig[i] == sig[i + p];
-    if (same >= 0.9 * static_cast<double>(n - p)) return static_cast<int>(p);
-  }
-  return 0;
-}
-
 }  // namespace
 
 bool is_step_range_name(std::string_view name, std::string_view range_name) {
@@ -75,6 +66,20 @@ bool is_step_range_name(std::string_view name, std::string_view range_name) {
   return name.size() == range_name.size() || !std::isalpha(static_cast<unsigned char>(name[range_name.size()]));
 }
 
+std::string_view step_method_name(StepMethod m) {
+  switch (m) {
+    case StepMethod::None: return "none";
+    case StepMethod::Nvtx: return "nvtx";
+    case StepMethod::CallPattern: return "call_pattern";
+    case StepMethod::PayloadBytes: return "payload_bytes";
+  }
+  return "none";
+}
+
+std::string_view StepSummary::confidence_label() const {
+  return confidence >= 0.8 ? "high" : confidence >= 0.5 ? "medium" : "low";
+}
+
 StepNames::StepNames(const Run& run, std::string_view range_name) : ids_(run.strings.size(), false) {
   for (std::size_t i = 1; i < run.strings.size(); ++i)
     if (is_step_range_name(run.strings[i], range_name)) ids_[i] = true, ++count_;
@@ -82,48 +87,35 @@ StepNames::StepNames(const Run& run, std::string_view range_name) : ids_(run.str
 
 StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched) const {
   StepSummary out;
+  out.range_name = options_.range_name;
   const std::size_t nranks = run.ranks.size();
   const StepNames step_names(run, options_.range_name);
   auto windows = nvtx_windows(run, step_names);
   std::size_t steps = SIZE_MAX;
   for (const auto& w : windows) steps = std::min(steps, w.size());
   out.source = "nvtx";
+  out.method = StepMethod::Nvtx;
+  out.confidence = 1;
+  bool first_partial = false;
   if (steps == 0 || steps == SIZE_MAX) {
-    // Inferred: the pattern of the reference communicator's calls on the first rank.
-    windows.assign(nranks, {});
-    const int ref = nranks > 0 ? matched.reference_comm : -1;
-    steps = 0;
-    if (ref >= 0) {
-      std::size_t calls = SIZE_MAX;
-      for (std::size_t r = 0; r < nranks; ++r) calls = std::min(calls, matched.call_index[r][ref].size());
-      std::vector<std::pair<int, std::int64_t>> sig;
-      for (std::size_t s = 0; s < calls; ++s) {
-        const auto j = matched.call_index[0][ref][s];
-        const auto& c = run.ranks[0].collectives[j < 0 ? 0 : j];
-        sig.emplace_back(static_cast<int>(c.op), c.bytes);
-      }
-      const int p = find_period(sig);
-      if (p > 0 && calls / p >= 2) {
-        out.period_calls = p;
-        steps = calls / p;
-        for (std::size_t r = 0; r < nranks; ++r) {
-          const auto& idx = matched.call_index[r][ref];
-          const auto& cs = run.ranks[r].collectives;
-          for (std::size_t k = 0; k < steps; ++k) {
-            const auto a = idx[k * p];
-            const auto b = k + 1 < steps ? idx[(k + 1) * p] : idx[(k + 1) * p - 1];
-            if (a < 0 || b < 0) continue;
-            windows[r].push_back({cs[a].start_ns, k + 1 < steps ? cs[b].start_ns : cs[b].end_ns});
-          }
-        }
-        for (const auto& w : windows) steps = std::min(steps, w.size());
-        out.source = "inferred";
-      }
-    }
-    if (steps == 0) {
+    auto inferred = detail::infer_steps(run, matched);
+    out.basis = std::move(inferred.basis);
+    if (inferred.windows.empty()) {
       out.source = "none";
+      out.method = StepMethod::None;
+      out.confidence = 0;
       return out;
     }
+    windows = std::move(inferred.windows);
+    steps = windows.front().size();
+    out.source = "inferred";
+    out.method = inferred.method;
+    out.confidence = inferred.confidence;
+    out.period_calls = inferred.period_calls;
+    out.bytes_per_step = inferred.bytes_per_step;
+    first_partial = inferred.first_step_partial;
+  } else {
+    out.basis = fmt::format("NVTX ranges named \"{}\" on every rank", options_.range_name);
   }
 
   out.steps.resize(steps);
@@ -132,6 +124,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     st.index = static_cast<int>(k);
     st.rank_duration_ns.assign(nranks, 0);
     st.rank_wait_ns.assign(nranks, 0);
+    st.rank_start_ns.assign(nranks, 0);
     st.start_ns = INT64_MAX;
     st.end_ns = INT64_MIN;
   }
@@ -142,6 +135,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     for (std::size_t k = 0; k < steps; ++k) {
       auto& st = out.steps[k];
       st.rank_duration_ns[r] = static_cast<double>(w[k].end_ns - w[k].start_ns);
+      st.rank_start_ns[r] = clocks.aligned(static_cast<int>(r), w[k].start_ns);
       st.start_ns = std::min(st.start_ns, clocks.aligned(static_cast<int>(r), w[k].start_ns));
       st.end_ns = std::max(st.end_ns, clocks.aligned(static_cast<int>(r), w[k].end_ns));
     }
@@ -182,6 +176,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       while (k < steps && call.start_ns >= w[k].end_ns) ++k;
       if (k >= steps) break;
       if (call.start_ns < w[k].start_ns) continue;  // between steps
+      if (is_nonblocking(call.op)) continue;        // its span is the job's own work, not communication
       const std::int64_t a = std::max(call.start_ns, covered_until);
       const std::int64_t b = std::min(call.end_ns, w[k].end_ns);
       covered_until = std::max(covered_until, call.end_ns);
@@ -218,7 +213,8 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       st.exposed_comm_ns += exposed[k * nranks + r] / nranks;
     }
   }
-  out.warmup_steps = std::clamp(options_.warmup_steps, 0, static_cast<int>(steps));
+  // A first step seen only from its first payload call is never measured (it lacks its compute).
+  out.warmup_steps = std::clamp(std::max(options_.warmup_steps, first_partial ? 1 : 0), 0, static_cast<int>(steps));
   const std::size_t first = static_cast<std::size_t>(out.warmup_steps);
   if (first == steps) return out;  // no measured step yet
   for (std::size_t k = first; k < steps; ++k) {

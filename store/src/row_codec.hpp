@@ -107,14 +107,17 @@ struct Codec<std::optional<T>> {
   }
 };
 
-// RowCodec<Row>::bind(stmt, first_param, row): every column, in declaration order, from parameter first_param.
+// RowCodec<Row>::bind(stmt, first_param, row, skip): every column but the first `skip`, in declaration order,
+// from parameter first_param.
 // RowCodec<Row>::read(stmt, mask, row): the columns in `mask`, from result column 0 in declaration order.
 template <typename Row> struct RowCodec;
 #define COLLSCOPE_TABLE(sql, RowT, since_, order)                                  \
   template <> struct RowCodec<RowT> {                                               \
     using Row = RowT;                                                               \
-    static void bind(sqlite3_stmt* s, int p, const Row& r) {
-#define COLLSCOPE_COLUMN(type, member, flags) Codec<type>::bind(s, p++, r.member);
+    static void bind(sqlite3_stmt* s, int p, const Row& r, int skip = 0) {          \
+      int c = 0;
+#define COLLSCOPE_COLUMN(type, member, flags) \
+  if (c++ >= skip) Codec<type>::bind(s, p++, r.member);
 #define COLLSCOPE_TABLE_END(sql)                                                    \
     }                                                                               \
     static void read(sqlite3_stmt* s, std::uint64_t mask, Row& r);                  \

@@ -3,6 +3,8 @@
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
 
+#include "rank_file.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,30 +38,20 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   const std::uint64_t set_key[2] = {0x5eed000000000002ULL, 0x5eed000000000003ULL};
   auto shift = [&](int r) { return r < static_cast<int>(spec.clock_shift_ns.size()) ? spec.clock_shift_ns[r] : 0; };
   for (int r = 0; r < n; ++r) {
-    auto w = std::make_unique<store::TraceWriter>((fs::path(dir) / store::rank_file_name(r)).string());
-    w->begin();
-    w->set_meta(store::meta_key::kWorldRank, std::to_string(r));
-    w->set_meta(store::meta_key::kWorldSize, std::to_string(n));
-    w->set_meta(store::meta_key::kHost, fmt::format("node{}", r / std::max(1, spec.ranks_per_host)));
-    w->set_meta(store::meta_key::kCommandLine, fmt::format("synthetic_trainer --batch-size {}", spec.batch_size));
     // A shifted clock shifts everything the host's CLOCK_MONOTONIC gave, anchors too; its CLOCK_REALTIME anchor is
     // off by as much (NTP error), so the anchors alone place the host wrong by the shift and the collectives must
     // recover it.
-    w->set_meta(store::meta_key::kMonotonicStart, std::to_string(kMonotonicBase + shift(r)));
-    w->set_meta(store::meta_key::kRealtimeStart, std::to_string(kRealtimeBase + shift(r)));
-    w->set_meta("env.HOROVOD_FUSION_THRESHOLD", std::to_string(spec.fusion_threshold));
+    auto w = detail::open_rank_file(dir, {.rank = r,
+                                          .world_size = n,
+                                          .host = fmt::format("node{}", r / std::max(1, spec.ranks_per_host)),
+                                          .monotonic_start_ns = kMonotonicBase + shift(r),
+                                          .realtime_start_ns = kRealtimeBase + shift(r),
+                                          .fusion_threshold = spec.fusion_threshold});
+    w->set_meta(store::meta_key::kCommandLine, fmt::format("{} --batch-size {}", spec.program, spec.batch_size));
     w->set_meta("env.HOROVOD_CYCLE_TIME", fmt::format("{}", spec.cycle_time_ms));
     w->add_thread({1, 1000 + r, "main"});
     if (spec.compute_thread_ranges) w->add_thread({2, 3000 + r, "compute"});
-    store::CommunicatorRow world;
-    world.id = 1;
-    world.key = world_key;
-    world.size = n;
-    world.rank = r;
-    for (int m = 0; m < n; ++m) world.members.push_back(m);
-    world.name = "MPI_COMM_WORLD";
-    world.created_ns = kMonotonicBase;
-    w->add_communicator(world);
+    w->add_communicator(detail::world_communicator(world_key, r, n, kMonotonicBase));
     if (spec.process_sets) {
       store::CommunicatorRow set;
       set.id = 2;

@@ -83,11 +83,11 @@ TEST(AnalyzerCli, CompareWithoutStepsInTheNewRunFailsTheGate) {
   synthetic(dir / "base");
   edit_run(synthetic(dir / "new"), "DELETE FROM collectives; DELETE FROM nvtx_ranges;");  // the job died after MPI_Init
   EXPECT_EQ(run_collscope(dir, "compare base new --junit junit.xml"), 1) << read_file(dir / "out.txt") << read_file(dir / "err.txt");
-  EXPECT_NE(read_file(dir / "out.txt").find("step_time: NO DATA: the new run has no steps (the base run has 12)"), std::string::npos)
+  EXPECT_NE(read_file(dir / "out.txt").find("step time: NO DATA: the new run has no steps (the base run has 12)"), std::string::npos)
       << read_file(dir / "out.txt");
   EXPECT_NE(read_file(dir / "out.txt").find("verdict: NO DATA, the gate fails"), std::string::npos) << read_file(dir / "out.txt");
   const std::string junit = read_file(dir / "junit.xml");
-  EXPECT_NE(junit.find("name=\"step_time\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("name=\"step time\""), std::string::npos) << junit;
   EXPECT_NE(junit.find("type=\"no-data\""), std::string::npos) << junit;
   EXPECT_NE(junit.find("failures=\"1\""), std::string::npos) << junit;
   ASSERT_EQ(run_collscope(dir, "compare base new --format json"), 1);
@@ -99,7 +99,7 @@ TEST(AnalyzerCli, CompareWithoutStepsInTheNewRunFailsTheGate) {
   EXPECT_EQ(run_collscope(dir, "compare new base"), 1) << read_file(dir / "out.txt");
   EXPECT_NE(read_file(dir / "out.txt").find("the base run has no steps"), std::string::npos) << read_file(dir / "out.txt");
   EXPECT_EQ(run_collscope(dir, "compare new new"), 1) << read_file(dir / "out.txt");
-  EXPECT_NE(read_file(dir / "out.txt").find("wall_time: NO DATA"), std::string::npos) << read_file(dir / "out.txt");
+  EXPECT_NE(read_file(dir / "out.txt").find("wall time: NO DATA"), std::string::npos) << read_file(dir / "out.txt");
   // Same runs: still no regression.
   EXPECT_EQ(run_collscope(dir, "compare base base"), 0) << read_file(dir / "out.txt");
 }

@@ -342,7 +342,13 @@ trial: {timeout_s: 20, confirm_top: 0, early_stopping: false}
   const std::regex not_a_number(R"((^|[^a-z])(nan|inf)([^a-z]|$))", std::regex::icase);
   for (const auto& entry : fs::directory_iterator(dir / "report")) {
     if (entry.path().extension() == ".svg") {
-      EXPECT_FALSE(std::regex_search(read_file(entry.path()), not_a_number)) << entry.path();
+      // Numbers (coordinates, ticks, labels) only: a failed trial's hover text quotes its reason ("objective: inf is
+      // not a finite number").
+      std::string svg = std::regex_replace(read_file(entry.path()), std::regex("<title>[^<]*</title>"), "");
+      // The categorical knob's own values ("inf", "nan") label its axis.
+      if (entry.path().filename() == "effect-mode.svg")
+        svg = std::regex_replace(svg, std::regex(R"(<text[^>]*>(num|inf|nan)</text>)"), "");
+      EXPECT_FALSE(std::regex_search(svg, not_a_number)) << entry.path();
     }
   }
 }

@@ -64,6 +64,24 @@ inline int run_collscope(const std::filesystem::path& dir, const std::string& ar
                " > out.txt 2> err.txt");
 }
 
+// A checked-in run of tests/data (rank files stored gzipped, *.gz), unpacked once per test process into
+// <tmp>/<prefix>-<pid>/<name>; returns that directory. Needs COLLSCOPE_TEST_DATA_DIR (tests/data).
+#ifdef COLLSCOPE_TEST_DATA_DIR
+inline std::filesystem::path unpack_test_data(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path from = fs::path(COLLSCOPE_TEST_DATA_DIR) / name, to = temp_root("collscope-test-data") / name;
+  if (fs::exists(to)) return to;
+  fs::create_directories(to);
+  for (const auto& entry : fs::directory_iterator(from)) {
+    const auto file = entry.path().filename().string();
+    if (!file.ends_with(".gz")) continue;
+    const auto out = to / file.substr(0, file.size() - 3);
+    if (shell("gzip -dc '" + entry.path().string() + "' > '" + out.string() + "'") != 0) fs::remove(out);
+  }
+  return to;
+}
+#endif
+
 // What COLLSCOPE_TEST_ENV sets under ctest, for runs outside it: Open MPI as root, shared memory only.
 inline void set_mpi_test_env() {
   for (const auto& [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},

@@ -1,29 +1,18 @@
-// The GPU check's job: one GPU, a single-rank NCCL communicator, several collectives of several sizes, a
-// kernel, copies (H2D, D2D into a fusion buffer, D2H), a memset and NVTX ranges. It prints what it did, as
-// `expect KEY VALUE` lines, which run.sh compares with the trace.
+// The GPU check's one-rank job (tests/gpu/run.sh, check (a) and (b)): one GPU, a one-rank NCCL communicator, its
+// own kernel, copies (H2D, D2D into a fusion buffer, D2H), a memset and NVTX ranges. On one rank NCCL gives a
+// collective no kernel: an out-of-place collective is a device-to-device copy, an in-place sum is nothing at all,
+// ncclAvg is a `oneRankReduce` kernel; a send/receive to itself is a real ncclDevKernel_SendRecv kernel. The job
+// prints what it did as `expect KEY VALUE` lines, which check_trace.py compares with the trace.
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK_CUDA(x)                                                                        \
-  do {                                                                                       \
-    cudaError_t e = (x);                                                                     \
-    if (e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
-#define CHECK_NCCL(x)                                                                        \
-  do {                                                                                       \
-    ncclResult_t r = (x);                                                                    \
-    if (r != ncclSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "check_calls.cuh"
+
 
 __global__ void scale_kernel(float* data, int n, float factor) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -34,7 +23,8 @@ int main() {
   constexpr int kIterations = 3;
   constexpr int kTensors = 3;
   constexpr size_t kTensorFloats = 1 << 14;
-  const size_t sizes[] = {1024, 1 << 16, 1 << 20};  // floats per allreduce
+  constexpr int kBig = 1 << 20;  // floats
+  const size_t sizes[] = {1024, 1 << 16, 1 << 20};  // floats per out-of-place allreduce
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
   CHECK_CUDA(cudaSetDevice(0));
@@ -45,27 +35,34 @@ int main() {
   ncclComm_t comm;
   CHECK_NCCL(ncclCommInitRank(&comm, 1, id, 0));
 
-  float *big, *other, *fusion, *tensors;
-  CHECK_CUDA(cudaMalloc(&big, sizeof(float) * (1 << 20)));
-  CHECK_CUDA(cudaMalloc(&other, sizeof(float) * (1 << 20)));
+  float *big, *other, *fusion, *tensors, *peer_in, *peer_out;
+  CHECK_CUDA(cudaMalloc(&big, sizeof(float) * kBig));
+  CHECK_CUDA(cudaMalloc(&other, sizeof(float) * kBig));
   CHECK_CUDA(cudaMalloc(&fusion, sizeof(float) * kTensors * kTensorFloats));
   CHECK_CUDA(cudaMalloc(&tensors, sizeof(float) * kTensors * kTensorFloats));
-  float* host = static_cast<float*>(std::malloc(sizeof(float) * (1 << 20)));
+  CHECK_CUDA(cudaMalloc(&peer_in, sizeof(float) * 4096));
+  CHECK_CUDA(cudaMalloc(&peer_out, sizeof(float) * 4096));
+  float* host = static_cast<float*>(std::malloc(sizeof(float) * kBig));
   float* host_out = static_cast<float*>(std::malloc(sizeof(float) * 1024));
-  for (int i = 0; i < (1 << 20); ++i) host[i] = 1.0f;
+  for (int i = 0; i < kBig; ++i) host[i] = 1.0f;
 
-  int collectives = 0;
+  int collectives = 0, with_gpu_work = 0, p2p = 0, nccl_copies = 0;
   nvtxRangePushA("gpu-check");
   for (int it = 0; it < kIterations; ++it) {
     nvtxRangePushA("iter");
-    CHECK_CUDA(cudaMemcpyAsync(big, host, sizeof(float) * (1 << 20), cudaMemcpyHostToDevice, stream));
-    CHECK_CUDA(cudaMemsetAsync(other, 0, sizeof(float) * (1 << 20), stream));
-    scale_kernel<<<(1 << 20) / 256, 256, 0, stream>>>(big, 1 << 20, 2.0f);
-    for (size_t n : sizes) {
-      CHECK_NCCL(ncclAllReduce(big, big, n, ncclFloat32, ncclSum, comm, stream));
-      ++collectives;
+    CHECK_CUDA(cudaMemcpyAsync(big, host, sizeof(float) * kBig, cudaMemcpyHostToDevice, stream));
+    CHECK_CUDA(cudaMemsetAsync(other, 0, sizeof(float) * kBig, stream));
+    scale_kernel<<<kBig / 256, 256, 0, stream>>>(big, kBig, 2.0f);
+    CHECK_CUDA(cudaGetLastError());
+    for (size_t n : sizes) {  // out of place: NCCL copies big -> other
+      CHECK_NCCL(ncclAllReduce(big, other, n, ncclFloat32, ncclSum, comm, stream));
+      ++collectives, ++with_gpu_work, ++nccl_copies;
     }
-    // Fusion buffer: pack the tensors with device-to-device copies, then one allreduce on the buffer.
+    CHECK_NCCL(ncclAllReduce(big, big, 4096, ncclFloat32, ncclSum, comm, stream));  // in place: no GPU work
+    ++collectives;
+    CHECK_NCCL(ncclAllReduce(other, other, 4096, ncclFloat32, ncclAvg, comm, stream));  // oneRankReduce kernel
+    ++collectives, ++with_gpu_work;
+    // Fusion buffer: pack the tensors with device-to-device copies, then one allreduce on the buffer (in place).
     for (int t = 0; t < kTensors; ++t)
       CHECK_CUDA(cudaMemcpyAsync(fusion + t * kTensorFloats, tensors + t * kTensorFloats, sizeof(float) * kTensorFloats,
                                  cudaMemcpyDeviceToDevice, stream));
@@ -74,13 +71,18 @@ int main() {
     CHECK_NCCL(ncclBroadcast(big, other, 4096, ncclFloat32, 0, comm, stream));
     CHECK_NCCL(ncclAllGather(big, other, 4096, ncclFloat32, comm, stream));
     CHECK_NCCL(ncclReduceScatter(big, other, 4096, ncclFloat32, ncclSum, comm, stream));
-    collectives += 3;
-    CHECK_NCCL(ncclGroupStart());
+    collectives += 3, with_gpu_work += 3, nccl_copies += 3;
+    CHECK_NCCL(ncclGroupStart());  // two in-place sums: no GPU work
     CHECK_NCCL(ncclAllReduce(big, big, 2048, ncclFloat32, ncclSum, comm, stream));
     CHECK_NCCL(ncclAllReduce(other, other, 2048, ncclFloat32, ncclSum, comm, stream));
     CHECK_NCCL(ncclGroupEnd());
     collectives += 2;
-    CHECK_CUDA(cudaMemcpyAsync(host_out, big, sizeof(float) * 1024, cudaMemcpyDeviceToHost, stream));
+    CHECK_NCCL(ncclGroupStart());  // to itself: NCCL's SendRecv kernel, and the profiler's point-to-point events
+    CHECK_NCCL(ncclSend(big, 4096, ncclFloat32, 0, comm, stream));
+    CHECK_NCCL(ncclRecv(peer_out, 4096, ncclFloat32, 0, comm, stream));
+    CHECK_NCCL(ncclGroupEnd());
+    collectives += 2, with_gpu_work += 2, p2p += 2;
+    CHECK_CUDA(cudaMemcpyAsync(host_out, peer_out, sizeof(float) * 1024, cudaMemcpyDeviceToHost, stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
     nvtxRangePop();
   }
@@ -89,10 +91,16 @@ int main() {
   CHECK_CUDA(cudaDeviceSynchronize());
   std::printf("expect devices %d\n", devices);
   std::printf("expect collectives %d\n", collectives);
+  std::printf("expect gpu_timed_collectives %d\n", with_gpu_work);
+  std::printf("expect p2p %d\n", p2p);
   std::printf("expect iterations %d\n", kIterations);
   std::printf("expect scale_kernels %d\n", kIterations);
+  std::printf("expect h2d %d\n", kIterations);
+  std::printf("expect d2h %d\n", kIterations);
+  std::printf("expect d2d %d\n", kIterations * kTensors + nccl_copies);
+  std::printf("expect nccl_copies %d\n", nccl_copies);
   std::printf("expect fusion_tensors %d\n", kIterations * kTensors);
   std::printf("expect fusion_address %llu\n", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(fusion)));
-  std::printf("result %.1f\n", host_out[0]);  // 1 * 2 (kernel) * 1 (single-rank allreduces)
+  std::printf("result %.1f\n", host_out[0]);  // 1 * 2 (kernel), sent to itself
   return 0;
 }

@@ -5,12 +5,17 @@
 #include <collscope/gui/run_loader.hpp>
 #include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
+#include <collscope/store/sqlite.hpp>
+#ifdef COLLSCOPE_TEST_HAVE_AUTOTUNER
+#include <collscope/autotuner/study.hpp>
+#endif
 #include <collscope/store/trace_writer.hpp>
 
-#include "synthetic_run.hpp"
+#include <collscope/testing/lockstep_run.hpp>
 
 #include <QElapsedTimer>
 #include <QHeaderView>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
@@ -20,11 +25,11 @@
 
 #include <fmt/format.h>
 
-#include <sqlite3.h>
 #include <set>
 
 namespace fs = std::filesystem;
 using namespace collscope::gui;
+namespace synthetic = collscope::testing;
 
 namespace {
 
@@ -47,56 +52,59 @@ bool open_and_wait(MainWindow& window, const fs::path& dir) {
 class ViewerTest : public QObject {
   Q_OBJECT
  private:
-  synthetic::Spec spec_;
+  synthetic::LockstepSpec spec_;
   fs::path run_dir_;
 
  private slots:
   void initTestCase() {
     run_dir_ = scratch("synthetic");
-    synthetic::write(run_dir_, spec_);
+    synthetic::write_lockstep_run(run_dir_.string(), spec_);
   }
 
   void loaderMatchesGroundTruth() {
     auto run = load_run(run_dir_.string());
-    QCOMPARE(run->ranks.size(), std::size_t(3));
+    const auto& m = run->model();
+    QCOMPARE(run->run().ranks.size(), std::size_t(3));
     // Per rank: collectives on the "comm" thread, NVTX depth 0, one GPU stream.
-    QCOMPARE(run->lanes.size(), std::size_t(9));
-    QCOMPARE(run->collectives.size(), std::size_t(3 * spec_.steps * spec_.collectives_per_step));
-    QCOMPARE(run->instances.size(), std::size_t(spec_.steps * spec_.collectives_per_step));
+    QCOMPARE(m.lanes().size(), std::size_t(9));
+    QCOMPARE(m.collective_count(), std::size_t(3 * spec_.steps * spec_.collectives_per_step));
+    QCOMPARE(m.matched().instances.size(), std::size_t(spec_.steps * spec_.collectives_per_step));
     QCOMPARE(run->steps.size(), std::size_t(spec_.steps));
-    QCOMPARE(run->gpu.size(), std::size_t(3 * spec_.steps * spec_.kernels_per_step));
+    QCOMPARE(m.span_count(LaneKind::GpuStream), std::size_t(3 * spec_.steps * spec_.kernels_per_step));
     // Lanes grouped by host: node0 (ranks 0, 1) before node1 (rank 2).
-    QCOMPARE(run->ranks[run->lanes.back().rank_index].host, std::string("node1"));
-    for (const auto& inst : run->instances) {
-      QCOMPARE(int(inst.member_count), 3);
+    QCOMPARE(run->run().ranks[m.lanes().back().rank_index].host, std::string("node1"));
+    for (const auto& inst : m.matched().instances) {
+      QCOMPARE(int(inst.ranks), 3);
       const bool late = inst.seq % spec_.late_every == 0;
       QCOMPARE(inst.last_arrival_ns - inst.first_arrival_ns, late ? spec_.late_ns : 0);
-      if (late) QCOMPARE(run->ranks[inst.last_rank_index].world_rank, spec_.late_rank);
+      if (late) QCOMPARE(inst.last_arriver, spec_.late_rank);
     }
-    for (const auto& e : run->collectives) QCOMPARE(int(e.fusion_fill_percent), 25);  // 1 MiB of 4 MiB
-    QVERIFY(run->memory_bytes() / run->event_count() < 200);
+    for (std::uint32_t id = 0; id < m.collective_count(); ++id)
+      QCOMPARE(int(m.collective(id).fusion_fill_percent), 25);  // 1 MiB of 4 MiB
+    QVERIFY(m.memory_bytes() / m.event_count() < 200);
   }
 
   void lanesHoldTheirOwnRankEventsSortedWhenHostsInterleave() {
     // Ranks 0 and 2 on node0, 1 and 3 on node1: display order (by host) differs from world-rank order, so
     // each rank's block of every event array sits elsewhere than its rank number suggests.
-    synthetic::Spec spec;
+    synthetic::LockstepSpec spec;
     spec.ranks = 4;
     spec.hosts_round_robin = true;
     spec.late_rank = 3;
     spec.steps = 50;
     const auto dir = scratch("interleaved");
-    synthetic::write(dir, spec);
+    synthetic::write_lockstep_run(dir.string(), spec);
     auto run = load_run(dir.string());
-    QCOMPARE(run->lanes.size(), std::size_t(12));
+    const auto& m = run->model();
+    QCOMPARE(m.lanes().size(), std::size_t(12));
     std::vector<int> lane_world;
-    for (const auto& lane : run->lanes) lane_world.push_back(run->ranks[lane.rank_index].world_rank);
+    for (const auto& lane : m.lanes()) lane_world.push_back(run->run().ranks[lane.rank_index].world_rank);
     QCOMPARE(lane_world, (std::vector<int>{0, 0, 0, 2, 2, 2, 1, 1, 1, 3, 3, 3}));
     // Lane ranges partition each array; events carry their lane and rank, sorted by start, with the prefix
     // maxima of end the visible-range search relies on.
     std::size_t covered[3] = {0, 0, 0};
-    for (std::uint16_t l = 0; l < run->lanes.size(); ++l) {
-      const auto& lane = run->lanes[l];
+    for (std::uint16_t l = 0; l < m.lanes().size(); ++l) {
+      const auto& lane = m.lanes()[l];
       const auto kind = lane.kind;
       covered[static_cast<int>(kind)] += lane.end - lane.begin;
       const std::size_t expected = kind == LaneKind::Collectives ? spec.steps * spec.collectives_per_step
@@ -105,39 +113,43 @@ class ViewerTest : public QObject {
       QCOMPARE(std::size_t(lane.end - lane.begin), expected);
       std::int64_t max_end = std::numeric_limits<std::int64_t>::min();
       for (std::uint32_t i = lane.begin; i < lane.end; ++i) {
-        const auto start = run->start_of(kind, i), end = run->end_of(kind, i);
-        if (i > lane.begin) QVERIFY(run->start_of(kind, i - 1) <= start);
+        const auto start = m.start_at(lane, i), end = m.end_at(lane, i);
+        if (i > lane.begin) QVERIFY(m.start_at(lane, i - 1) <= start);
         max_end = std::max(max_end, end);
-        QCOMPARE(run->max_end(kind)[i], max_end);
+        QCOMPARE(m.max_end(kind)[i], max_end);
+        const auto id = m.id_at(kind, i);
         if (kind == LaneKind::Collectives) {
-          QCOMPARE(int(run->collectives[i].lane), int(l));
-          QCOMPARE(int(run->collectives[i].rank_index), lane.rank_index);
+          QCOMPARE(int(m.lane_of_collective(id)), int(l));
+          QCOMPARE(m.rank_of_collective(id), lane.rank_index);
+          QCOMPARE(m.collective(id).start_ns, start);
         } else {
-          QCOMPARE(int(run->spans(kind)[i].lane), int(l));
-          QCOMPARE(run->names[run->spans(kind)[i].name].empty(), false);
+          QCOMPARE(int(m.span(kind, id).lane), int(l));
+          QCOMPARE(m.span(kind, id).start_ns, start);
+          QCOMPARE(m.names()[m.span(kind, id).name].empty(), false);
         }
       }
     }
-    QCOMPARE(covered[0], run->collectives.size());
-    QCOMPARE(covered[1], run->nvtx.size());
-    QCOMPARE(covered[2], run->gpu.size());
+    QCOMPARE(covered[0], m.collective_count());
+    QCOMPARE(covered[1], m.span_count(LaneKind::Nvtx));
+    QCOMPARE(covered[2], m.span_count(LaneKind::GpuStream));
     // Matching across the interleaved blocks: every instance has all 4 ranks, the late one named.
-    QCOMPARE(run->instances.size(), std::size_t(spec.steps * spec.collectives_per_step));
-    for (std::uint32_t id = 0; id < run->instances.size(); ++id) {
-      const auto& inst = run->instances[id];
-      QCOMPARE(int(inst.member_count), 4);
+    QCOMPARE(m.matched().instances.size(), std::size_t(spec.steps * spec.collectives_per_step));
+    for (std::uint32_t id = 0; id < m.matched().instances.size(); ++id) {
+      const auto& inst = m.matched().instances[id];
+      QCOMPARE(int(inst.ranks), 4);
       std::set<int> members;
-      for (std::uint32_t m = 0; m < inst.member_count; ++m) {
-        const auto& e = run->collectives[run->instance_members[inst.members_begin + m]];
+      for (const auto member : m.instance_members(id)) {
+        const auto e = m.collective(member);
         QCOMPARE(e.instance, id);
-        members.insert(run->ranks[e.rank_index].world_rank);
+        members.insert(run->run().ranks[e.rank_index].world_rank);
       }
       QCOMPARE(members, (std::set<int>{0, 1, 2, 3}));
-      if (inst.seq % spec.late_every == 0) QCOMPARE(run->ranks[inst.last_rank_index].world_rank, 3);
+      if (inst.seq % spec.late_every == 0) QCOMPARE(inst.last_arriver, 3);
     }
-    // Run time 0 is the first event; the run ends with the last one (the last step's NVTX range).
-    QCOMPARE(run->origin_ns, spec.base_ns);
-    QCOMPARE(run->duration_ns, spec.steps * synthetic::step_ns(spec));
+    // Run time 0 is the tracer's start, here the first event; the run ends with the last one (the last step's
+    // NVTX range).
+    QCOMPARE(m.clocks().origin_ns, spec.base_ns);
+    QCOMPARE(m.duration_ns(), spec.steps * synthetic::step_ns(spec));
   }
 
   void hugePageArraysAreAlignedAndKeepTheirContents() {
@@ -155,27 +167,25 @@ class ViewerTest : public QObject {
   void callsInFlightAreDrawnAsHungCalls() {
     // The synthetic run, then rank 2 hung 5 s in one more allreduce, as the tracer leaves it when a job is killed.
     const auto dir = scratch("in-flight");
-    synthetic::write(dir, spec_);
+    synthetic::write_lockstep_run(dir.string(), spec_);
     const std::int64_t start = spec_.base_ns + spec_.steps * synthetic::step_ns(spec_) + 1000;
     const std::int64_t seq = std::int64_t(spec_.steps) * spec_.collectives_per_step;
-    sqlite3* db = nullptr;
-    QCOMPARE(sqlite3_open((dir / "rank-00002.sqlite").c_str(), &db), SQLITE_OK);
-    const auto sql = fmt::format("INSERT INTO calls_in_flight VALUES(2, 1, {}, 1, 262144, 0, 1048576, 0, NULL, {}, {})",
-                                 seq, start, start + 5'000'000'000LL);
-    QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
+    collscope::store::sqlite::Database((dir / "rank-00002.sqlite").string(), collscope::store::sqlite::OpenMode::ReadWrite)
+        .exec(fmt::format("INSERT INTO calls_in_flight VALUES(2, 1, {}, 1, 262144, 0, 1048576, 0, NULL, {}, {})", seq,
+                          start, start + 5'000'000'000LL));
 
     auto run = load_run(dir.string());
+    const auto& m = run->model();
     std::vector<std::uint32_t> hung;
-    for (std::uint32_t i = 0; i < run->collectives.size(); ++i)
-      if (run->collectives[i].flags & kCallInFlight) hung.push_back(i);
+    for (std::uint32_t i = 0; i < m.collective_count(); ++i)
+      if (m.collective(i).flags & kCallInFlight) hung.push_back(i);
     QCOMPARE(hung.size(), std::size_t(1));
-    const auto& e = run->collectives[hung[0]];
-    QCOMPARE(run->ranks[e.rank_index].world_rank, 2);
-    QCOMPARE(run->lanes[e.lane].kind, LaneKind::Collectives);
+    const auto e = m.collective(hung[0]);
+    QCOMPARE(run->run().ranks[e.rank_index].world_rank, 2);
+    QCOMPARE(m.lanes()[e.lane].kind, LaneKind::Collectives);
     QCOMPARE(e.end_ns - e.start_ns, std::int64_t(5'000'000'000));
-    QCOMPARE(int(run->instances[e.instance].member_count), 1);  // nobody else arrived
-    QCOMPARE(run->collectives.size(), std::size_t(3 * seq + 1));
+    QCOMPARE(m.members(hung[0]).size(), std::size_t(1));  // nobody else arrived
+    QCOMPARE(m.collective_count(), std::size_t(3 * seq + 1));
 
     // Zoomed out to the whole run, the hung call (most of it) is a red box, not folded into its neighbours'
     // pixel column: sample its lane across the middle of the call.
@@ -197,8 +207,8 @@ class ViewerTest : public QObject {
     window.show();
     QVERIFY(open_and_wait(window, dir));
     std::uint32_t shown = kNoInstance;
-    for (std::uint32_t i = 0; i < window.run()->collectives.size(); ++i)
-      if (window.run()->collectives[i].flags & kCallInFlight) shown = i;
+    for (std::uint32_t i = 0; i < window.run()->model().collective_count(); ++i)
+      if (window.run()->model().in_flight(i)) shown = i;
     QVERIFY(shown != kNoInstance);
     window.timeline()->selectCollective(shown);
     QVERIFY(window.details()->fieldValue("state").startsWith("in flight"));
@@ -212,7 +222,7 @@ class ViewerTest : public QObject {
     QVERIFY2(window.message().isEmpty(), qPrintable(window.message()));
     QCOMPARE(window.timeline()->laneCount(), 9);
     std::set<int> ranks;
-    for (const auto& lane : window.run()->lanes) ranks.insert(window.run()->ranks[lane.rank_index].world_rank);
+    for (const auto& lane : window.run()->model().lanes()) ranks.insert(window.run()->run().ranks[lane.rank_index].world_rank);
     QCOMPARE(ranks, (std::set<int>{0, 1, 2}));
   }
 
@@ -222,13 +232,13 @@ class ViewerTest : public QObject {
     window.show();
     QVERIFY(open_and_wait(window, run_dir_));
     auto* timeline = window.timeline();
-    const auto* run = window.run();
+    const auto& m = window.run()->model();
     // Step 2, collective 0 (seq 8: rank 2 is late) on rank 0.
     timeline->setVisibleRange(synthetic::arrival_ns(spec_, 0, 2, 0) - spec_.base_ns - 500'000,
                               synthetic::end_ns(spec_, 2, 0) - spec_.base_ns + 500'000);
     std::uint32_t target = kNoInstance;
-    for (std::uint32_t i = 0; i < run->collectives.size(); ++i)
-      if (run->collectives[i].rank_index == 0 && run->instances[run->collectives[i].instance].seq == 8) target = i;
+    for (std::uint32_t i = 0; i < m.collective_count(); ++i)
+      if (m.collective(i).rank_index == 0 && m.call(i).seq == 8) target = i;
     QVERIFY(target != kNoInstance);
     const QPointF at = timeline->pointOfCollective(target);
     QVERIFY(!at.isNull());
@@ -247,21 +257,20 @@ class ViewerTest : public QObject {
 
     // Cross-rank highlight: every member is outlined in black at its left edge.
     const QImage image = timeline->grab().toImage();
-    const auto& inst = run->instances[timeline->selectedInstance()];
-    for (std::uint32_t m = 0; m < inst.member_count; ++m) {
-      const auto member = run->instance_members[inst.members_begin + m];
+    QCOMPARE(m.instance_members(timeline->selectedInstance()).size(), std::size_t(3));
+    for (const auto member : m.instance_members(timeline->selectedInstance())) {
       const QPointF centre = timeline->pointOfCollective(member);
-      const double x0 = TimelineView::kLabelWidth + (run->collectives[member].start_ns - timeline->visibleStart()) /
+      const double x0 = TimelineView::kLabelWidth + (m.collective(member).start_ns - timeline->visibleStart()) /
                             double(timeline->visibleEnd() - timeline->visibleStart()) * (timeline->width() - TimelineView::kLabelWidth);
       const QColor c = image.pixelColor(int(std::floor(x0)) - 1, int(centre.y()));
       QVERIFY2(c.red() < 60 && c.green() < 60 && c.blue() < 60,
-               qPrintable(QString("rank %1 not outlined: %2").arg(run->collectives[member].rank_index).arg(c.name())));
+               qPrintable(QString("rank %1 not outlined: %2").arg(m.collective(member).rank_index).arg(c.name())));
     }
     // An unrelated collective on rank 1 (seq 9) is not outlined.
     std::uint32_t other = kNoInstance;
-    for (std::uint32_t i = 0; i < run->collectives.size(); ++i)
-      if (run->collectives[i].rank_index == 1 && run->instances[run->collectives[i].instance].seq == 9) other = i;
-    const double ox0 = TimelineView::kLabelWidth + (run->collectives[other].start_ns - timeline->visibleStart()) /
+    for (std::uint32_t i = 0; i < m.collective_count(); ++i)
+      if (m.collective(i).rank_index == 1 && m.call(i).seq == 9) other = i;
+    const double ox0 = TimelineView::kLabelWidth + (m.collective(other).start_ns - timeline->visibleStart()) /
                            double(timeline->visibleEnd() - timeline->visibleStart()) * (timeline->width() - TimelineView::kLabelWidth);
     if (ox0 < timeline->width() - 2) {
       const QColor c = image.pixelColor(int(std::floor(ox0)) - 1, int(timeline->pointOfCollective(target).y()) + 24);
@@ -330,7 +339,7 @@ class ViewerTest : public QObject {
     fs::copy_file(run_dir_ / "rank-00001.sqlite", partial / "rank-00001.sqlite");
     std::ofstream(partial / "rank-00000.sqlite") << "garbage";
     QVERIFY(open_and_wait(window, partial));
-    QVERIFY(window.run() && window.run()->ranks.size() == 1);
+    QVERIFY(window.run() && window.run()->run().ranks.size() == 1);
     QVERIFY2(window.message().contains("rank-00000.sqlite"), qPrintable(window.message()));
     QVERIFY2(window.message().contains("1 of 3 ranks"), qPrintable(window.message()));
 
@@ -345,9 +354,9 @@ class ViewerTest : public QObject {
       w.commit();
     }
     auto run = load_run(quiet.string());
-    QCOMPARE(run->ranks.size(), std::size_t(4));
-    QCOMPARE(run->lanes.size(), std::size_t(9));
-    QCOMPARE(run->collectives.size(), std::size_t(3 * spec_.steps * spec_.collectives_per_step));
+    QCOMPARE(run->run().ranks.size(), std::size_t(4));
+    QCOMPARE(run->model().lanes().size(), std::size_t(9));
+    QCOMPARE(run->model().collective_count(), std::size_t(3 * spec_.steps * spec_.collectives_per_step));
   }
 
   void closingWhileLoadingDoesNotWaitOrCrash() {
@@ -369,11 +378,12 @@ class ViewerTest : public QObject {
     window.show();
     QVERIFY(open_and_wait(window, run_dir_));
     const auto* run = window.run();
+    const auto& m = run->model();
     QVERIFY(window.findNext("bcast"));
     const auto first = window.timeline()->selectedCollective();
-    QCOMPARE(run->collectives[first].op, collscope::store::Op::Bcast);
+    QCOMPARE(m.collective(first).op, collscope::store::Op::Bcast);
     QVERIFY(window.findNext("bcast"));
-    QVERIFY(run->collectives[window.timeline()->selectedCollective()].start_ns >= run->collectives[first].start_ns);
+    QVERIFY(m.collective(window.timeline()->selectedCollective()).start_ns >= m.collective(first).start_ns);
     QVERIFY(window.findNext("1MiB"));
     QVERIFY(!window.findNext("4 GiB"));
     QVERIFY(window.findNext("gemm_bwd"));
@@ -411,13 +421,13 @@ class ViewerTest : public QObject {
 
   void levelOfDetailBoundsTheWorkPerFrame() {
     // 40 000 collectives + 40 000 kernels fully zoomed out: aggregated to at most a column per pixel per lane.
-    synthetic::Spec big;
+    synthetic::LockstepSpec big;
     big.steps = 10'000;
     big.compute_ns = 100'000;
     big.late_ns = 10'000;
     big.transfer_ns = 20'000;
     auto dir = scratch("lod");
-    synthetic::write(dir, big);
+    synthetic::write_lockstep_run(dir.string(), big);
     TimelineView view;
     view.resize(1000, 400);
     auto run = load_run(dir.string());
@@ -426,40 +436,90 @@ class ViewerTest : public QObject {
     view.render(&image);
     const auto plot_width = 1000 - TimelineView::kLabelWidth;
     // One column per pixel per lane, plus the steps band (as many) and the ruler's ticks.
-    QVERIFY2(view.lastPaintedPrimitives() <= std::int64_t(run->lanes.size() + 1) * plot_width + 100,
+    QVERIFY2(view.lastPaintedPrimitives() <= std::int64_t(run->model().lanes().size() + 1) * plot_width + 100,
              qPrintable(QString::number(view.lastPaintedPrimitives())));
     view.setLevelOfDetail(false);
     view.render(&image);
-    QVERIFY(view.lastPaintedPrimitives() >= std::int64_t(run->event_count()) - 10);
+    QVERIFY(view.lastPaintedPrimitives() >= std::int64_t(run->model().event_count()) - 10);
   }
 
   void studyFileShowsTrialsAndConvergence() {
-    // A study file as `collscope tune` writes it: trials with a score (NULL for a failed trial).
-    const auto path = scratch("study") / "STUDY.sqlite";
-    sqlite3* db = nullptr;
-    QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    const char* sql =
-        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-        "INSERT INTO meta VALUES('space', 'objective:\n  direction: minimize\n');"
-        "CREATE TABLE trials(id INTEGER PRIMARY KEY, kind TEXT, status TEXT, params TEXT, unit TEXT, score REAL);"
-        "INSERT INTO trials VALUES(1, 'random', 'ok', '[\"1048576\"]', '[0.1]', 5.0);"
-        "INSERT INTO trials VALUES(2, 'random', 'failed', '[\"64\"]', '[0.0]', NULL);"
-        "INSERT INTO trials VALUES(3, 'gp', 'ok', '[\"67108864\"]', '[0.9]', 3.5);"
-        "INSERT INTO trials VALUES(4, 'gp', 'ok', '[\"33554432\"]', '[0.8]', 4.0);";
-    QCOMPARE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
+#ifndef COLLSCOPE_TEST_HAVE_AUTOTUNER
+    QSKIP("autotuner not built: the viewer reads no study files");
+#else
+    // A study as `collscope tune` writes it (the autotuner's own Study): one knob, step time (lower is better), a
+    // failed trial, and a confirmation run of trial 3's settings, so that the tuner's best (the best mean over a
+    // setting's runs: 67108864 at (7.0 + 8.6) / 2 = 7.8 ms) is not the best single score (7.0 ms).
+    namespace at = collscope::autotuner;
+    const auto dir = scratch("study");
+    const auto path = dir / "STUDY.sqlite";
+    const std::string space =
+        "knobs:\n  - name: fusion_threshold\n    env: HOROVOD_FUSION_THRESHOLD\n    type: integer\n    scale: log\n"
+        "    min: 65536\n    max: 268435456\nobjective:\n  kind: step_time\n";
+    const auto trace = dir / "trial-3" / "trace";
+    synthetic::write_lockstep_run(trace.string(), spec_);
+    {
+      auto study = at::Study::create(path.string(), {{"space", space}});
+      const at::SearchSpace parsed = at::SearchSpace::parse(space, "test");
+      auto add = [&](std::string kind, std::string status, std::string value, std::optional<double> score, std::string trial_dir) {
+        at::TrialRecord t;
+        t.kind = std::move(kind);
+        t.values = {std::move(value)};
+        t.unit = parsed.to_unit(t.values);
+        t.dir = std::move(trial_dir);
+        study.add_trial(t);
+        t.status = std::move(status);
+        t.score = score;
+        t.wall_s = 3.25;
+        if (!score) t.reason = "exit code 1";
+        study.update_trial(t);
+      };
+      add("design", "ok", "1048576", 10.0, "");
+      add("design", "failed", "65536", std::nullopt, "");
+      add("expected-improvement", "ok", "67108864", 7.0, (dir / "trial-3").string());
+      add("expected-improvement", "ok", "33554432", 8.0, "");
+      add("confirm", "ok", "67108864", 8.6, "");
+      study.close_for_readers();
+    }
     MainWindow window;
     window.show();
     QVERIFY(open_and_wait(window, path));
     const auto& study = window.study()->study();
     QVERIFY(!study.maximize);
-    QCOMPARE(window.study()->trialsTable()->rowCount(), 4);
-    QCOMPARE(window.study()->trialsTable()->columnCount(), 5);  // "unit" is internal to the optimiser
+    auto* table = window.study()->trialsTable();
+    QCOMPARE(table->rowCount(), 5);
+    QStringList headers;
+    for (int c = 0; c < table->columnCount(); ++c) headers << table->horizontalHeaderItem(c)->text();
+    QCOMPARE(headers, (QStringList{"trial", "kind", "status", "fusion_threshold (HOROVOD_FUSION_THRESHOLD)", "score (ms)",
+                                   "wall time", "why"}));  // knobs by name, the cube point left out
+    QCOMPARE(table->item(2, 3)->text(), QString("67108864"));
+    QCOMPARE(table->item(2, 4)->text(), QString("7.000"));  // the reports' precision: a thousandth of the value
+    QCOMPARE(table->item(1, 4)->text(), QString("-"));
+    QCOMPARE(table->item(1, 6)->text(), QString("exit code 1"));
+    QVERIFY2(table->item(0, 5)->text().startsWith("3.2"), qPrintable(table->item(0, 5)->text()));
+    // The header's best is the tuner's: the mean over the setting's runs, with the runs named.
+    QVERIFY(study.best_mean && std::abs(*study.best_mean - 7.8) < 1e-9);
+    const QString title = window.study()->title()->text();
+    QVERIFY2(title.contains("Best: 7.800 ms: fusion_threshold=67108864 (mean of 2 runs, trials 3,5)"), qPrintable(title));
     const auto best = study.best_so_far();
-    QCOMPARE(best.size(), std::size_t(4));
-    QCOMPARE(*best[1], 5.0);
-    QCOMPARE(*best[3], 3.5);
+    QCOMPARE(best.size(), std::size_t(5));
+    QCOMPARE(*best[1], 10.0);
+    QCOMPARE(*best[4], 7.0);
     QVERIFY(!study.scores[1].has_value());
+    // Trial 3 left a trace: activating its row opens it; trial 1 left none and its row opens nothing.
+    QSignalSpy requested(window.study(), &StudyView::traceRequested);
+    QSignalSpy finished(&window, &MainWindow::loadFinished);
+    emit table->cellDoubleClicked(0, 0);
+    QCOMPARE(requested.count(), 0);
+    table->setCurrentCell(2, 0);
+    table->setFocus();
+    QTest::keyClick(table, Qt::Key_Return);  // Enter on the row (a double-click emits the same cellActivated)
+    QCOMPARE(requested.count(), 1);
+    QCOMPARE(requested.front().front().toString(), QString::fromStdString(trace.string()));
+    QVERIFY(finished.wait(60000));
+    QVERIFY(window.run());
+    QCOMPARE(window.run()->dir, trace.string());
+#endif
   }
 
   void sampleRun() {
@@ -470,15 +530,16 @@ class ViewerTest : public QObject {
     window.show();
     QVERIFY(open_and_wait(window, dir.toStdString()));
     QVERIFY(window.run());
-    QVERIFY2(window.run()->ranks.size() == 2, qPrintable(window.message()));
+    QVERIFY2(window.run()->run().ranks.size() == 2, qPrintable(window.message()));
+    const auto& m = window.run()->model();
     std::set<int> ranks;
-    for (const auto& lane : window.run()->lanes) ranks.insert(lane.rank_index);
+    for (const auto& lane : m.lanes()) ranks.insert(lane.rank_index);
     QCOMPARE(int(ranks.size()), 2);
-    QVERIFY(!window.run()->collectives.empty());
+    QVERIFY(m.collective_count() > 0);
     // Select the first matched collective of rank 0: the details show the same instance on both ranks.
     std::uint32_t target = kNoInstance;
-    for (std::uint32_t i = 0; i < window.run()->collectives.size() && target == kNoInstance; ++i)
-      if (window.run()->collectives[i].rank_index == 0 && window.run()->instances[window.run()->collectives[i].instance].member_count == 2) target = i;
+    for (std::uint32_t i = 0; i < m.collective_count() && target == kNoInstance; ++i)
+      if (const auto e = m.collective(i); e.rank_index == 0 && e.instance != kNoInstance && m.matched().instances[e.instance].ranks == 2) target = i;
     QVERIFY(target != kNoInstance);
     window.timeline()->selectCollective(target);
     window.timeline()->zoomToSelection();

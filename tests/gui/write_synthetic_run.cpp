@@ -1,5 +1,5 @@
-// Writes the viewer's synthetic run (3 ranks on 2 hosts, 10 steps, rank 2 late) into DIR.
-#include "synthetic_run.hpp"
+// Writes the viewer's lockstep run (3 ranks on 2 hosts, 10 steps, rank 2 late) into DIR.
+#include <collscope/testing/lockstep_run.hpp>
 
 #include <cstdio>
 
@@ -8,6 +8,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
     return 2;
   }
-  collscope::gui::synthetic::write(argv[1], {});
+  collscope::testing::write_lockstep_run(argv[1], {});
   return 0;
 }

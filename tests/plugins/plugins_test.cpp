@@ -99,6 +99,14 @@ TEST_F(PluginsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
   const auto a = analyzer::analyze_run(run.string());
   EXPECT_EQ(a.steps.steps.size(), static_cast<std::size_t>(steps));
   const auto* f = find(a, analyzer::FindingKind::Straggler);
+  // On a loaded host the coordinator's negotiation can set the ticks more than the injected delay does: then the
+  // import says so (one line) and no straggler is named, never a wrong figure.
+  if (!counts.lateness_unknown.empty()) {
+    EXPECT_EQ(f, nullptr) << analyzer::text_report(a);
+    EXPECT_NE(a.lateness.basis.find("readiness ticks"), std::string::npos) << a.lateness.basis;
+    EXPECT_EQ(find(a, analyzer::FindingKind::ExposedCommunication), nullptr) << analyzer::text_report(a);
+    GTEST_SKIP() << "ticks not usable in this run: " << counts.lateness_unknown;
+  }
   ASSERT_NE(f, nullptr) << analyzer::text_report(a);
   EXPECT_EQ(f->ranks, std::vector<int>{1});
   // The timeline sees a rank only when it reports gradients ready: the others' backward pass hides part of the
@@ -481,7 +489,10 @@ TEST(HorovodTimelineImport, StepsFromTheGradientsDespiteOneOffBroadcasts) {
   EXPECT_EQ(counts.collectives, 2 + 6);  // two broadcasts, one fused allreduce per step
   const auto a = analyzer::analyze_run(run.string());
   ASSERT_EQ(a.steps.steps.size(), 6u);
-  EXPECT_NEAR(a.steps.mean_step_ns, 6.039e6, 0.01e6);  // first negotiation to the end of the last allreduce
+  // A step runs from its first negotiation to the next step's (compute included): 20 ms; the last one to the end
+  // of its last allreduce.
+  EXPECT_NEAR(a.steps.median_step_ns, 20e6, 0.01e6);
+  EXPECT_NEAR(a.steps.steps.back().end_ns - a.steps.steps.back().start_ns, 6.039e6, 0.01e6);
   const auto* f = find(a, analyzer::FindingKind::Straggler);
   ASSERT_NE(f, nullptr) << analyzer::text_report(a);
   EXPECT_EQ(f->ranks, std::vector<int>{2});

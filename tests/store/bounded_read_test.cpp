@@ -6,6 +6,8 @@
 #include <collscope/store/trace_writer.hpp>
 
 #include <gtest/gtest.h>
+
+#include "test_support.hpp"
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,11 +21,7 @@ using namespace collscope::store;
 
 namespace {
 
-fs::path temp_dir() {
-  auto dir = fs::temp_directory_path() / ("collscope-bounded-read-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir() { return collscope::test::temp_root("collscope-bounded-read-test"); }
 
 std::string sample(const std::string& name) {
   const auto path = (temp_dir() / name).string();

@@ -21,7 +21,7 @@ using collscope::test::lines_of;
 
 namespace {
 
-const std::string kBin = env_or("COLLSCOPE_BIN", COLLSCOPE_TEST_BIN_DIR);
+const std::string kBin = collscope::test::bin_dir();
 const std::string kPreload = env_or("COLLSCOPE_PRELOAD", kBin + "/../lib/libcollscope-preload.so");
 
 }  // namespace

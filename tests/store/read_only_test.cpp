@@ -13,16 +13,16 @@
 #include <set>
 
 #include "run_process.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::store;
-using collscope::testing::env_or;
 using collscope::testing::ProcessResult;
 using collscope::testing::run_process;
 
 namespace {
 
-const std::string kBin = env_or("COLLSCOPE_BIN", COLLSCOPE_TEST_BIN_DIR);
+const std::string kBin = collscope::test::bin_dir();
 
 class ReadOnly : public ::testing::Test {
  protected:

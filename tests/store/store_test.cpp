@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include <filesystem>
 #include <fstream>
 
@@ -14,11 +16,7 @@ using namespace collscope::store;
 
 namespace {
 
-fs::path temp_dir() {
-  auto dir = fs::temp_directory_path() / ("collscope-store-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir() { return collscope::test::temp_root("collscope-store-test"); }
 
 std::string error_of(const std::string& path) {
   try {
@@ -92,7 +90,7 @@ TEST(Store, RoundTrip) {
   TraceReader r(path);
   EXPECT_EQ(r.schema_version().major, kSchemaMajor);
   EXPECT_EQ(r.meta_int(meta_key::kWorldRank), 3);
-  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.1");
+  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.2");
   auto strings = r.strings();
   auto comms = r.communicators();
   ASSERT_EQ(comms.size(), 1u);
@@ -133,6 +131,65 @@ TEST(Store, OpNamesRoundTrip) {
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Allreduce, 4), 1.5);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Allgather, 4), 0.75);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Bcast, 4), 1.0);
+}
+
+TEST(Store, NonBlockingAndPersistentFormsShareTheirCallsFactors) {
+  EXPECT_EQ(blocking_form(Op::Iallreduce), Op::Allreduce);
+  EXPECT_EQ(blocking_form(Op::AllreduceInit), Op::Allreduce);
+  EXPECT_EQ(blocking_form(Op::NeighborAlltoallwInit), Op::NeighborAlltoallw);
+  EXPECT_EQ(blocking_form(Op::IreduceScatterBlock), Op::ReduceScatterBlock);
+  EXPECT_EQ(blocking_form(Op::Isend), Op::Send);
+  EXPECT_EQ(blocking_form(Op::Iprobe), Op::Probe);
+  EXPECT_EQ(blocking_form(Op::Barrier), Op::Barrier);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::AllreduceInit, 4), 1.5);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::Ialltoallw, 4), 0.75);
+}
+
+TEST(Store, PointToPointRowsRoundTrip) {
+  const auto path = (temp_dir() / "p2p.sqlite").string();
+  {
+    TraceWriter w(path);
+    w.begin();
+    PointToPointRow r;
+    r.comm = 1;
+    r.seq = 3;
+    r.op = Op::Sendrecv;
+    r.count = 6;
+    r.send_peer = 1;
+    r.send_tag = 10;
+    r.send_bytes = 24;
+    r.recv_peer = kPeerUnknown;
+    r.recv_tag = 11;
+    r.recv_bytes = 20;
+    r.start_ns = 100;
+    r.end_ns = 250;
+    r.post_end_ns = 120;
+    r.wait_ns = 90;
+    r.wait_calls = 3;
+    w.add(r);
+    r.op = Op::Recv;
+    r.send_peer.reset();
+    r.send_tag.reset();
+    r.send_bytes.reset();
+    r.post_end_ns.reset();
+    r.wait_ns.reset();
+    r.wait_calls.reset();
+    w.add(r);
+    w.commit();
+  }
+  TraceReader reader(path);
+  EXPECT_EQ(reader.schema_version().minor, 2);
+  const auto rows = reader.rows<PointToPointRow>();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].op, Op::Sendrecv);
+  EXPECT_EQ(rows[0].send_peer, 1);
+  EXPECT_EQ(rows[0].recv_peer, kPeerUnknown);
+  EXPECT_EQ(rows[0].recv_bytes, 20);
+  EXPECT_EQ(rows[0].wait_ns, 90);
+  EXPECT_EQ(rows[0].wait_calls, 3);
+  EXPECT_FALSE(rows[1].send_peer.has_value());
+  EXPECT_FALSE(rows[1].post_end_ns.has_value());
+  EXPECT_EQ(rows[1].recv_tag, 11);
 }
 
 TEST(Store, MissingFile) {
@@ -233,6 +290,61 @@ TEST(Store, Version10FilesHaveNoCallsInFlight) {
   TraceReader r(path);
   EXPECT_TRUE(r.calls_in_flight().empty());
   EXPECT_EQ(r.collectives().size(), 5u);
+}
+
+TEST(Store, NcclProfileProxyOpsAndGpuWorkRoundTrip) {
+  const auto path = (temp_dir() / "nccl-profile.sqlite").string();
+  {
+    TraceWriter w(path);
+    w.begin();
+    CollectiveRow c;
+    c.comm = 1;
+    w.add_collective(c);
+    const std::int64_t row = w.last_id();
+    NcclProfileRow p{.collective = row, .algorithm = w.intern("RING"), .protocol = w.intern("LL128"), .channels = 4,
+                     .warps = 16, .kernel_channels = 4, .nccl_seq = 7, .proxy_ops = 2, .api_version = 5};
+    w.add(p);
+    p.channels = 8;  // a later report of the same collective replaces the row
+    w.add(p);
+    w.add(NcclProxyOpRow{.collective = row, .channel = 3, .peer = 1, .is_send = true, .steps = 8, .steps_done = 8,
+                         .chunk_bytes = 131072, .bytes = 1 << 20, .start_ns = 100, .end_ns = 900});
+    w.add(CollectiveGpuWorkRow{row, 11});
+    w.add(CollectiveGpuWorkRow{row, 11});  // the same pair twice: one row
+    w.add(CollectiveGpuWorkRow{row, 12});
+    w.commit();
+  }
+  TraceReader r(path);
+  const auto profile = r.rows<NcclProfileRow>();
+  ASSERT_EQ(profile.size(), 1u);
+  const auto strings = r.strings();
+  EXPECT_EQ(strings.at(profile[0].algorithm), "RING");
+  EXPECT_EQ(strings.at(profile[0].protocol), "LL128");
+  EXPECT_EQ(profile[0].channels, 8);
+  EXPECT_EQ(profile[0].warps, 16);
+  EXPECT_EQ(profile[0].nccl_seq, 7);
+  EXPECT_EQ(profile[0].api_version, 5);
+  const auto ops = r.rows<NcclProxyOpRow>();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_TRUE(ops[0].is_send);
+  EXPECT_EQ(ops[0].channel, 3);
+  EXPECT_EQ(ops[0].bytes, 1 << 20);
+  EXPECT_EQ(ops[0].end_ns - ops[0].start_ns, 800);
+  const auto work = r.rows<CollectiveGpuWorkRow>();
+  ASSERT_EQ(work.size(), 2u);
+  EXPECT_EQ(work[0].activity, 11);
+  EXPECT_EQ(work[1].activity, 12);
+  EXPECT_EQ(r.row_count("nccl_proxy_ops"), 1);
+}
+
+TEST(Store, Version11FilesHaveNoNcclProfile) {
+  auto path = write_sample(temp_dir() / "v11.sqlite");
+  sqlite::Database(path, sqlite::OpenMode::ReadWrite)
+      .exec("DROP TABLE nccl_profile; DROP TABLE nccl_proxy_ops; DROP TABLE collective_gpu_work; "
+            "UPDATE meta SET value='1.1' WHERE key='schema_version'");
+  TraceReader r(path);
+  EXPECT_TRUE(r.rows<NcclProfileRow>().empty());
+  EXPECT_TRUE(r.rows<NcclProxyOpRow>().empty());
+  EXPECT_TRUE(r.rows<CollectiveGpuWorkRow>().empty());
 }
 
 TEST(Store, TruncatedFile) {

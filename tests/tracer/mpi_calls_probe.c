@@ -52,6 +52,19 @@ static double now_ns(void) {
 
 static void wait1(MPI_Request* r) { MPI_Wait(r, MPI_STATUS_IGNORE); }
 
+/* In collectives() and neighbourhood(): the blocking call, or (nb) the non-blocking one completed by MPI_Wait
+ * on the request q; and the op's name in that form. */
+#define CALL(blocking, nonblocking) \
+  do {                              \
+    if (nb) {                       \
+      nonblocking;                  \
+      wait1(&q);                    \
+    } else {                        \
+      blocking;                     \
+    }                               \
+  } while (0)
+#define OP(name) (nb ? "i" name : name)
+
 /* Every collective, blocking (nb = 0) or non-blocking and completed by MPI_Wait (nb = 1), on MPI_COMM_WORLD. */
 static void collectives(int nb) {
   const char* w = "world";
@@ -66,16 +79,6 @@ static void collectives(int nb) {
   memset(d, 0, sizeof d);
   memset(f, 0, sizeof f);
   memset(sh, 0, sizeof sh);
-#define CALL(blocking, nonblocking) \
-  do {                              \
-    if (nb) {                       \
-      nonblocking;                  \
-      wait1(&q);                    \
-    } else {                        \
-      blocking;                     \
-    }                               \
-  } while (0)
-#define OP(name) (nb ? "i" name : name)
 
   coll(OP("barrier"), w, 0, 0, -1);
   CALL(MPI_Barrier(MPI_COMM_WORLD), MPI_Ibarrier(MPI_COMM_WORLD, &q));
@@ -148,11 +151,22 @@ static void collectives(int nb) {
   coll(OP("allreduce"), w, 8, 64, -1);
   CALL(MPI_Allreduce(MPI_IN_PLACE, d, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
        MPI_Iallreduce(MPI_IN_PLACE, d, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q));
+#if MPI_VERSION >= 4
+  { /* large-count forms: MPI_Count counts, MPI_Aint displacements */
+    MPI_Count ccounts[8], crcounts[8];
+    MPI_Aint cdispls[8], crdispls[8];
+    for (i = 0; i < n; ++i) ccounts[i] = i + 1, cdispls[i] = i * 8, crcounts[i] = rank + 1, crdispls[i] = i * 8;
+    coll(OP("allreduce"), w, 6, 24, -1);
+    CALL(MPI_Allreduce_c(f, fr, (MPI_Count)6, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+         MPI_Iallreduce_c(f, fr, (MPI_Count)6, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &q));
+    coll(OP("alltoallv"), w, sum - n, (sum - n) * 4, -1);
+    CALL(MPI_Alltoallv_c(ints, ccounts, cdispls, MPI_INT, intr, crcounts, crdispls, MPI_INT, MPI_COMM_WORLD),
+         MPI_Ialltoallv_c(ints, ccounts, cdispls, MPI_INT, intr, crcounts, crdispls, MPI_INT, MPI_COMM_WORLD, &q));
+  }
+#endif
   coll(OP("alltoall"), w, 0, 2L * 4 * n, -1);
   CALL(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, intr, 2, MPI_INT, MPI_COMM_WORLD),
        MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, intr, 2, MPI_INT, MPI_COMM_WORLD, &q));
-#undef CALL
-#undef OP
 }
 
 /* Neighbourhood collectives on a periodic ring (2 out-neighbours each, the same rank twice when size is 2). */
@@ -166,16 +180,6 @@ static void neighbourhood(MPI_Comm ring, int nb) {
   MPI_Datatype types[2] = {MPI_DOUBLE, MPI_DOUBLE}, rtypes[2] = {MPI_DOUBLE, MPI_DOUBLE};
   double d[8] = {0}, dr[8];
   MPI_Request q;
-#define CALL(blocking, nonblocking) \
-  do {                              \
-    if (nb) {                       \
-      nonblocking;                  \
-      wait1(&q);                    \
-    } else {                        \
-      blocking;                     \
-    }                               \
-  } while (0)
-#define OP(name) (nb ? "i" name : name)
   coll(OP("neighbor_allgather"), c, 3, 24, -1);
   CALL(MPI_Neighbor_allgather(ints, 3, MPI_INT, intr, 3, MPI_INT, ring),
        MPI_Ineighbor_allgather(ints, 3, MPI_INT, intr, 3, MPI_INT, ring, &q));
@@ -192,8 +196,6 @@ static void neighbourhood(MPI_Comm ring, int nb) {
   int wcounts[2] = {1, 1};
   CALL(MPI_Neighbor_alltoallw(d, wcounts, wdispls, types, dr, wcounts, wrdispls, rtypes, ring),
        MPI_Ineighbor_alltoallw(d, wcounts, wdispls, types, dr, wcounts, wrdispls, rtypes, ring, &q));
-#undef CALL
-#undef OP
 }
 
 /* Persistent collectives: MPI 4.0, or Open MPI 4's MPIX_ spelling. */
@@ -343,6 +345,16 @@ static void point_to_point(void) {
   p2p("isendrecv", w, 2, right, 18, 8, left, 18, 8);
   MPI_Isendrecv(ints, 2, MPI_INT, right, 18, intr, 2, MPI_INT, left, 18, MPI_COMM_WORLD, &q[0]);
   wait1(&q[0]);
+#endif
+#if MPI_VERSION >= 4
+  /* MPI 4.0 large-count forms (MPI_Count counts). */
+  if (rank == 0) {
+    p2p("send", w, 3, 1, 19, 12, NONE, 0, 0);
+    MPI_Send_c(ints, (MPI_Count)3, MPI_INT, 1, 19, MPI_COMM_WORLD);
+  } else if (rank == 1) {
+    p2p("recv", w, 3, NONE, 0, 0, 0, 19, 12);
+    MPI_Recv_c(intr, (MPI_Count)3, MPI_INT, 0, 19, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
 #endif
   /* To nobody: MPI_PROC_NULL moves nothing. */
   p2p("send", w, 5, MPI_PROC_NULL, 16, 0, NONE, 0, 0);

@@ -64,6 +64,22 @@ inline const store::CommunicatorRow* comm_named(const std::vector<store::Communi
   return nullptr;
 }
 
+// Non-blocking and persistent calls carry when their posting call returned and the time their completion calls
+// took (within the row's span); blocking calls carry neither.
+template <typename Row>
+void expect_completion_times(const Row& r, const std::string& op, const std::string& where) {
+  // (MPI_Iprobe and MPI_Improbe poll: no request, nothing to complete.)
+  const bool nonblocking = (op[0] == 'i' && op != "iprobe" && op != "improbe") || op.ends_with("_init");
+  ASSERT_EQ(r.post_end_ns.has_value(), nonblocking) << where;
+  EXPECT_EQ(r.wait_ns.has_value(), nonblocking) << where;
+  if (!nonblocking || !r.post_end_ns || !r.wait_ns) return;
+  EXPECT_LE(r.start_ns, *r.post_end_ns) << where;
+  EXPECT_LE(*r.post_end_ns, r.end_ns) << where;
+  EXPECT_GE(*r.wait_ns, 0) << where;
+  EXPECT_LE(*r.wait_ns, r.end_ns - r.start_ns) << where;
+  EXPECT_GE(r.wait_calls.value_or(0), 1) << where;
+}
+
 // Every collective of the account is in the trace, in order (seq 0, 1, ... on its communicator), with its op,
 // count, bytes and root; and the trace has no other collective on those communicators.
 inline void expect_collectives_match(const store::TraceReader& trace, const std::string& out, int rank) {
@@ -91,8 +107,92 @@ inline void expect_collectives_match(const store::TraceReader& trace, const std:
       EXPECT_EQ(r.root.value_or(-1), c.root) << where;
       EXPECT_EQ(r.status, 0) << where;
       EXPECT_LE(r.start_ns, r.end_ns) << where;
+      expect_completion_times(r, c.op, where);
     }
   }
+}
+
+// One line "rank R: p2p OP comm=C count=N send=PEER/TAG/BYTES recv=PEER/TAG/BYTES" ("-": no such side, PEER
+// "null": MPI_PROC_NULL).
+struct ExpectedSide {
+  bool present = false;
+  std::int32_t peer = 0;
+  std::int32_t tag = 0;
+  std::int64_t bytes = 0;
+};
+struct ExpectedMessage {
+  std::string op, comm;
+  std::int64_t count = 0;
+  ExpectedSide send, recv;
+};
+
+inline ExpectedSide parse_side(const std::string& text) {
+  ExpectedSide side;
+  if (text == "-") return side;
+  std::smatch m;
+  const std::regex re(R"((null|-?\d+)/(-?\d+)/(-?\d+))");
+  if (!std::regex_match(text, m, re)) return side;
+  side.present = true;
+  side.peer = m[1] == "null" ? store::kPeerProcNull : std::stoi(m[1]);
+  side.tag = std::stoi(m[2]);
+  side.bytes = std::stoll(m[3]);
+  return side;
+}
+
+inline std::map<std::string, std::vector<ExpectedMessage>> expected_messages(const std::string& out, int rank) {
+  std::map<std::string, std::vector<ExpectedMessage>> by_comm;
+  const std::regex line("rank " + std::to_string(rank) + R"(: p2p (\w+) comm=(\w+) count=(-?\d+) send=(\S+) recv=(\S+))");
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (!std::regex_search(l, m, line)) continue;
+    by_comm[m[2]].push_back({m[1], m[2], std::stoll(m[3]), parse_side(m[4]), parse_side(m[5])});
+  }
+  return by_comm;
+}
+
+// Every point-to-point call of the account is in the trace's point_to_point table, in order (seq 0, 1, ... on
+// its communicator), with its op, count, and each side's peer (a world rank), tag and bytes; nothing else is.
+inline void expect_messages_match(const store::TraceReader& trace, const std::string& out, int rank) {
+  const auto expected = expected_messages(out, rank);
+  const auto comms = trace.communicators();
+  const auto rows = trace.rows<store::PointToPointRow>();
+  std::size_t matched_rows = 0;
+  for (const auto& [name, calls] : expected) {
+    const store::CommunicatorRow* comm = comm_named(comms, name);
+    ASSERT_TRUE(comm) << "rank " << rank << ": no communicator " << name << " in " << trace.path();
+    std::vector<store::PointToPointRow> on;
+    for (const auto& r : rows)
+      if (r.comm == comm->id) on.push_back(r);
+    std::sort(on.begin(), on.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+    ASSERT_EQ(on.size(), calls.size()) << "rank " << rank << " point-to-point on " << name;
+    matched_rows += on.size();
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const auto& c = calls[i];
+      const auto& r = on[i];
+      const std::string where = "rank " + std::to_string(rank) + " " + name + " message " + std::to_string(i) +
+                                " (" + c.op + ")";
+      EXPECT_EQ(r.seq, static_cast<std::int64_t>(i)) << where;
+      EXPECT_EQ(store::op_name(r.op), c.op) << where;
+      EXPECT_EQ(r.count, c.count) << where;
+      EXPECT_EQ(r.send_peer.has_value(), c.send.present) << where;
+      if (c.send.present && r.send_peer) {
+        EXPECT_EQ(*r.send_peer, c.send.peer) << where;
+        EXPECT_EQ(r.send_tag.value_or(-999), c.send.tag) << where;
+        EXPECT_EQ(r.send_bytes.value_or(-1), c.send.bytes) << where;
+      }
+      EXPECT_EQ(r.recv_peer.has_value(), c.recv.present) << where;
+      if (c.recv.present && r.recv_peer) {
+        EXPECT_EQ(*r.recv_peer, c.recv.peer) << where;
+        EXPECT_EQ(r.recv_tag.value_or(-999), c.recv.tag) << where;
+        EXPECT_EQ(r.recv_bytes.value_or(-1), c.recv.bytes) << where;
+      }
+      EXPECT_EQ(r.status, 0) << where;
+      EXPECT_LE(r.start_ns, r.end_ns) << where;
+      expect_completion_times(r, c.op, where);
+    }
+  }
+  EXPECT_EQ(matched_rows, rows.size()) << "rank " << rank << ": point-to-point rows the program did not report";
 }
 
 // A probe run under `collscope trace`, each rank's account in account.R.
@@ -130,6 +230,7 @@ inline void expect_probe_traced_exactly(const ProbeRun& run, const std::string& 
     store::TraceReader trace((run.dir / store::rank_file_name(rank)).string());
     EXPECT_EQ(trace.meta_value("mpi_abi").value_or(""), abi);
     expect_collectives_match(trace, said, rank);
+    expect_messages_match(trace, said, rank);
   }
 }
 

@@ -33,7 +33,10 @@ fs::path fresh_dir(const std::string& name) {
 collscope::testing::ProcessResult trace(const fs::path& dir, std::vector<std::string> job) {
   std::vector<std::string> argv = {kBin + "/collscope", "trace", "-o", dir.string(), "--"};
   argv.insert(argv.end(), job.begin(), job.end());
-  return run_process(argv, {{"COLLSCOPE_EARLY_WAKE", "0"}, {"COLLSCOPE_FLUSH_MS", "400"}}, 120);
+  // The smallest ring (1024 events) and a writer that drains only on its 400 ms timer: the burst overflows the ring
+  // whenever the timer fires (the default 16384-event ring could hold most of it between two drains).
+  return run_process(argv, {{"COLLSCOPE_EARLY_WAKE", "0"}, {"COLLSCOPE_FLUSH_MS", "400"}, {"COLLSCOPE_RING_EVENTS", "1024"}},
+                     120);
 }
 
 // The rows of the communicator named `comm_name`: burst + 10 calls, most dropped, the last 10 numbered

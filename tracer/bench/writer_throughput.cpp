@@ -1,6 +1,7 @@
-// Writer throughput: collective events per second sustained from 2 producer threads through the real pipeline
-// (per-thread rings -> writer thread -> SQLite), against a plain prepared-statement insert loop of a 7-integer row
-// measured in the same run. Also prints the bytes on disk per collective event.
+// Writer cost: CPU time of the tracer's writer thread per collective event, through the real pipeline (2 producer
+// threads -> per-thread rings -> writer thread -> SQLite file), against a baseline measured in the same run: SQLite
+// alone inserting the same collectives rows one per INSERT statement (what the 0.1 writer did per event), same
+// pragmas. Also prints the events per second and the bytes on disk per event.
 //   writer_throughput [--events-per-thread N]
 #include <collscope/store/schema.hpp>
 #include <collscope/store/sqlite.hpp>
@@ -27,22 +28,40 @@ using Clock = std::chrono::steady_clock;
 
 static double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The baseline: what SQLite does with the simplest possible row, under the same pragmas and batch size.
-static double plain_insert_rows_per_s(const fs::path& path, long rows) {
+static std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The baseline: the collectives rows the pipeline writes, one INSERT statement each, committed every 4096 rows.
+// Returns CPU ns per row.
+static double single_row_insert_cpu_ns(const fs::path& path, long rows) {
+  using namespace collscope::store;
   fs::remove(path);
-  collscope::store::sqlite::Database db(path.string(), collscope::store::sqlite::OpenMode::Create);
+  sqlite::Database db(path.string(), sqlite::OpenMode::Create);
   db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA page_size=8192;"
-          "CREATE TABLE t(a INTEGER, b INTEGER, c INTEGER, d INTEGER, e INTEGER, f INTEGER, g INTEGER)");
-  auto insert = db.prepare_persistent("INSERT INTO t VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-  const auto t0 = Clock::now();
+          "CREATE TABLE collectives(id INTEGER PRIMARY KEY, comm INTEGER NOT NULL, seq INTEGER NOT NULL,"
+          " op INTEGER NOT NULL, count INTEGER NOT NULL, datatype INTEGER NOT NULL, bytes INTEGER NOT NULL,"
+          " reduce_op INTEGER NOT NULL, root INTEGER, peer INTEGER, sendbuf INTEGER NOT NULL, recvbuf INTEGER NOT NULL,"
+          " stream INTEGER, thread INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+          " gpu_start_ns INTEGER, gpu_end_ns INTEGER, correlation INTEGER, grp INTEGER, status INTEGER NOT NULL)");
+  auto insert = db.prepare_persistent(
+      "INSERT INTO collectives VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+      "?18, ?19, ?20, ?21)");
+  const std::int64_t cpu0 = thread_cpu_ns();
   db.exec("BEGIN");
   for (long i = 0; i < rows; ++i) {
-    for (int c = 1; c <= 7; ++c) insert.bind(c, std::int64_t{5657174085210LL + i * 1000 + c});
+    const std::int64_t count = 1000 + (i % 4096) * 64, start = 5657174085210LL + i * 20000;
+    insert.bind_null(1).bind(2, 1).bind(3, std::int64_t{i}).bind(4, 1).bind(5, count).bind(6, 1).bind(7, 4 * count);
+    insert.bind(8, 2).bind_null(9).bind_null(10).bind(11, std::int64_t{0x7f3a2c000000LL}).bind(12, std::int64_t{0x7f3a2c000000LL});
+    insert.bind_null(13).bind(14, 1).bind(15, start).bind(16, start + 15000);
+    insert.bind_null(17).bind_null(18).bind_null(19).bind_null(20).bind(21, 0);
     insert.run();
-    if (i % 16384 == 16383) db.exec("COMMIT; BEGIN");
+    if (i % 4096 == 4095) db.exec("COMMIT; BEGIN");
   }
   db.exec("COMMIT");
-  return rows / seconds_since(t0);
+  return double(thread_cpu_ns() - cpu0) / rows;
 }
 
 int main(int argc, char** argv) {
@@ -53,7 +72,7 @@ int main(int argc, char** argv) {
   fs::remove_all(dir);
   fs::create_directories(dir);
 
-  const double baseline = plain_insert_rows_per_s(dir / "baseline.sqlite", 2 * per_thread);
+  const double baseline_ns = single_row_insert_cpu_ns(dir / "baseline.sqlite", 2 * per_thread);
 
   setenv("COLLSCOPE_RUN_DIR", dir.c_str(), 1);
   static int fake_comm;
@@ -69,7 +88,7 @@ int main(int argc, char** argv) {
       std::uint64_t t = ticks();
       for (long i = 0; i < per_thread; ++i) {
         Event* e;
-        while (!(e = tb.reserve())) sched_yield();  // the benchmark waits instead of dropping: it measures the writer
+        while (!(e = tb.reserve(false))) sched_yield();  // the benchmark waits instead of dropping: it measures the writer
         *e = Event{};
         e->kind = EventKind::Collective;
         e->op = static_cast<std::uint8_t>(collscope::store::Op::Allreduce);
@@ -98,10 +117,13 @@ int main(int argc, char** argv) {
   const auto file = dir / collscope::store::rank_file_name(0);
   const auto file_bytes = fs::file_size(file);
 
-  fmt::print("writer_throughput: baseline plain insert (7 integers/row): {:.3f} M rows/s\n", baseline / 1e6);
-  fmt::print("writer_throughput: collscope pipeline, 2 producers: {:.3f} M collective events/s ({:.0f} events in {:.2f} s)\n",
-             events / dt / 1e6, events, dt);
-  fmt::print("writer_throughput: ratio collscope/baseline = {:.2f}\n", events / dt / baseline);
+  const WriterStats stats = writer_stats();
+  const double writer_ns = double(stats.cpu_ns) / double(stats.events_written);
+  fmt::print("writer_throughput: baseline, SQLite alone, one collectives row per INSERT: {:.0f} ns CPU per row\n",
+             baseline_ns);
+  fmt::print("writer_throughput: collscope writer, 2 producers: {:.0f} ns CPU per event ({} events, {:.3f} M events/s)\n",
+             writer_ns, stats.events_written, events / dt / 1e6);
+  fmt::print("writer_throughput: ratio writer/baseline = {:.2f}\n", writer_ns / baseline_ns);
   fmt::print("writer_throughput: file {} bytes = {:.1f} bytes per collective event\n", file_bytes, file_bytes / events);
   fs::remove_all(dir);
   return 0;

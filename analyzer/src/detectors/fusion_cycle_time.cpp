@@ -11,7 +11,6 @@
 
 namespace collscope::analyzer {
 
-using detail::fusion_threshold_of;
 using detail::run_wall_ns;
 
 std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
@@ -20,16 +19,13 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
   const StepSummary& steps = in.steps;
   const DetectorThresholds& limits = in.limits();
   std::vector<Finding> out;
-  const auto cycle_text = run.env("HOROVOD_CYCLE_TIME");
-  const auto threshold = fusion_threshold_of(run);
-  if (!cycle_text || !threshold || *threshold <= 0) return out;
-  double cycle_ms = 0;
-  try {
-    cycle_ms = std::stod(*cycle_text);
-  } catch (const std::exception&) {
-    return out;
-  }
-  if (cycle_ms <= 0) return out;
+  const auto workload = run::describe_workload(run);
+  if (!detail::horovod_knobs_apply(run, workload)) return out;
+  // The knobs in effect: the job's, else Horovod's defaults (an unset knob is its default).
+  const auto knobs = detail::horovod_knobs(run, workload);
+  const std::optional<std::int64_t> threshold = knobs.fusion_threshold_bytes;
+  const double cycle_ms = knobs.cycle_time_ms;
+  if (*threshold <= 0 || cycle_ms <= 0) return out;
   const double cycle_ns = cycle_ms * 1e6;
   // Fill of fused collectives: the fusion buffers (address reused with many sizes), else the allreduces themselves.
   double fused_bytes = 0, fused_uses = 0;
@@ -43,8 +39,9 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
       if (m.instances[i].op == store::Op::Allreduce) fused_bytes += double(m.instances[i].bytes), fused_uses += 1;
   if (fused_uses == 0) return out;
   const double fill = fused_bytes / fused_uses / double(*threshold);
-  // Gaps between consecutive collectives of the reference communicator on each rank: a cycle-time stall makes
-  // them cluster just under the cycle time (Horovod sleeps the rest of the cycle).
+  // Gaps before each payload collective of the reference communicator on each rank (since the call before it): a
+  // cycle-time stall makes them cluster just under the cycle time (tensors ready, Horovod sleeping the rest of the
+  // cycle). Gaps before control traffic are idle cycling, not waiting: with nothing ready Horovod just cycles.
   double gaps_total = 0, matched_total = 0;
   std::int64_t gaps = 0, matched_gaps = 0;
   for (std::size_t r = 0; r < run.ranks.size(); ++r) {
@@ -52,6 +49,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
     const auto& calls = run.ranks[r].collectives;
     for (std::size_t s = 1; s < idx.size(); ++s) {
       if (idx[s] < 0 || idx[s - 1] < 0) continue;
+      if (run::is_control_reduction(calls[idx[s]].reduction) || calls[idx[s]].bytes <= 0) continue;
       const double gap = double(calls[idx[s]].start_ns - calls[idx[s - 1]].end_ns);
       if (gap <= 0) continue;
       ++gaps;
@@ -68,6 +66,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
                      cycle_ms >= 1.0;
   if (stall) {
     const double suggested = std::max(0.5, std::round(cycle_ms / 5 * 10) / 10);
+    if (suggested >= cycle_ms) return out;  // never the value in effect
     Finding f;
     f.kind = FindingKind::CycleTimeStall;
     f.severity = stall_ns >= limits.stall_critical_wall_share * wall ? Severity::Critical : Severity::Warning;
@@ -85,7 +84,10 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
         format_bytes(double(*threshold)));
     f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.", suggested);
     out.push_back(std::move(f));
-  } else if (fill < limits.underfilled_max_fill && fused_uses >= 10 && matched_gaps < limits.stall_min_gap_share * double(gaps)) {
+  } else if (knobs.threshold_set && fill < limits.underfilled_max_fill && fused_uses >= 10 &&
+             matched_gaps < limits.stall_min_gap_share * double(gaps)) {
+    // Only a threshold the job set: Horovod allocates its default buffer lazily, and a job that fills 4 % of a
+    // default 128 MiB is not misconfigured.
     Finding f;
     f.kind = FindingKind::UnderfilledFusion;
     f.severity = Severity::Info;

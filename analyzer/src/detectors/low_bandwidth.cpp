@@ -22,12 +22,12 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
     std::vector<double> busbw;
     std::vector<double> durations;  // ns, per instance (parallel to busbw)
     double duration = 0;
-    std::int64_t bytes = 0;
+    std::int64_t bytes = 0, min_bytes = INT64_MAX;
   };
   std::map<std::tuple<int, int, int>, Bucket> buckets;  // (comm, op, log2 bytes)
   double total_ns = 0;
   for (const auto& i : m.instances) {
-    if (i.ranks < 2 || !carries_payload(i.op) || i.duration_ns <= 0) continue;
+    if (i.ranks < 2 || !carries_payload(i.op) || i.duration_ns <= 0 || run::is_nonblocking(i.op)) continue;
     total_ns += double(i.duration_ns);
     if (i.bytes < limits.bandwidth_min_bytes) continue;
     auto& b = buckets[{i.comm, static_cast<int>(i.op), static_cast<int>(std::log2(double(i.bytes)))}];
@@ -35,12 +35,13 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
     b.durations.push_back(double(i.duration_ns));
     b.duration += double(i.duration_ns);
     b.bytes = std::max(b.bytes, i.bytes);
+    b.min_bytes = std::min(b.min_bytes, i.bytes);
   }
   for (auto& [key, b] : buckets) {
     if (b.busbw.size() < static_cast<std::size_t>(limits.bandwidth_min_instances)) continue;
     auto sorted = b.busbw;
     std::sort(sorted.begin(), sorted.end());
-    const double best = sorted[sorted.size() * 95 / 100];  // p95: the best this size reaches here, not one outlier
+    const double best = run::p95_of_sorted(sorted);  // p95: the best this size reaches here, not one outlier
     const double median = sorted[sorted.size() / 2];
     const auto [comm, op, log2bytes] = key;
     const auto& cname = run.communicators[comm].name;
@@ -61,10 +62,12 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
     f.comm_key = run.communicators[comm].key;
     f.comm_name = cname;
     f.ranks = run.communicators[comm].members;
-    const std::string size = format_bytes(std::ldexp(1.0, log2bytes));
-    f.title = fmt::format("{} of {}..{} on {} reach {:.2f} GB/s bus bandwidth, {} {:.2f} GB/s",
-                          store::op_name(static_cast<store::Op>(op)), size, format_bytes(std::ldexp(1.0, log2bytes + 1)),
-                          cname.empty() ? "comm" : cname, median, below_link ? "link" : "best seen", target);
+    // The sizes seen, never the bucket's power-of-two bounds.
+    const std::string size = b.min_bytes == b.bytes ? format_bytes(double(b.bytes))
+                                                    : format_bytes(double(b.min_bytes)) + "–" + format_bytes(double(b.bytes));
+    f.title = fmt::format("{} of {} on {} reach {:.2f} GB/s bus bandwidth (median), {} {:.2f} GB/s",
+                          store::op_name(static_cast<store::Op>(op)), size, cname.empty() ? "comm" : cname, median,
+                          below_link ? "link" : "best seen (p95)", target);
     f.cost_ns = cost;
     f.evidence = {{"median_busbw_gbps", median}, {"best_busbw_gbps", best}, {"instances", double(b.busbw.size())},
                   {"time_ns", b.duration}, {"size_bucket_bytes", std::ldexp(1.0, log2bytes)}};
@@ -72,11 +75,27 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
     f.evidence_text = fmt::format("{} instances, median busbw {:.2f} GB/s, p95 {:.2f} GB/s{}; {} spent in them.",
                                   b.busbw.size(), median, best, link > 0 ? fmt::format(", link {:.1f} GB/s", link) : "",
                                   format_ms(b.duration));
-    f.suggestion = below_link
-                       ? "Check the transport actually used (NCCL_DEBUG=INFO: IB/NVLink vs sockets, NCCL_IB_HCA, "
-                         "NCCL_SOCKET_IFNAME), NIC/GPU affinity and NCCL_ALGO/NCCL_PROTO for this size."
-                       : "The same size sometimes runs much faster: look for contention (other jobs, concurrent "
-                         "collectives on other communicators) and pin NCCL_ALGO/NCCL_PROTO for this size.";
+    // Knobs of the backend the communicator uses: NCCL's for NCCL communicators, the MPI library's for MPI ones.
+    const bool nccl = run.communicators[comm].backend == store::Backend::Nccl;
+    const auto workload = run::describe_workload(run);
+    const bool mpich = workload.mpi_library.find("MPICH") != std::string::npos;
+    const std::string mpi_knobs =
+        mpich ? "MPICH's algorithm for it (MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM and its siblings)"
+              : "Open MPI's algorithm for it (--mca coll_tuned_use_dynamic_rules 1 with coll_tuned_<op>_algorithm), the "
+                "transport (--mca btl / pml)";
+    if (nccl)
+      f.suggestion = below_link
+                         ? "Check the transport actually used (NCCL_DEBUG=INFO: IB/NVLink vs sockets, NCCL_IB_HCA, "
+                           "NCCL_SOCKET_IFNAME), NIC/GPU affinity and NCCL_ALGO/NCCL_PROTO for this size."
+                         : "The same size sometimes runs much faster: look for contention (other jobs, concurrent "
+                           "collectives on other communicators) and pin NCCL_ALGO/NCCL_PROTO for this size.";
+    else
+      f.suggestion = below_link
+                         ? "Check the transport the MPI library uses (shared memory, TCP or the fast network) and " +
+                               mpi_knobs + ", and the ranks' placement and binding."
+                         : "The same size sometimes runs much faster: look for contention (other jobs, concurrent "
+                           "collectives on other communicators, more busy threads than cores: busy-polling ranks and "
+                           "the job's own threads share them) before tuning " + mpi_knobs + ".";
     out.push_back(std::move(f));
   }
   return out;

@@ -40,6 +40,9 @@ std::vector<Finding> detect_process_set_imbalance(const DetectorInput& in) {
       const auto& fast = sets[a];
       const auto& slow = sets[b];
       if (a == b || run.communicators[fast.comm].size != run.communicators[slow.comm].size) continue;
+      // Different sets of ranks only: communicators with the same members (one per thread under
+      // MPI_THREAD_MULTIPLE, duplicates for libraries) are the same ranks, so no set of ranks is slower.
+      if (run.communicators[fast.comm].members == run.communicators[slow.comm].members) continue;
       // Same work: same number of calls and bytes within 10 %.
       if (std::fabs(double(fast.calls) - double(slow.calls)) > 0.1 * double(slow.calls) ||
           std::fabs(fast.bytes - slow.bytes) > 0.1 * std::max(1.0, slow.bytes))

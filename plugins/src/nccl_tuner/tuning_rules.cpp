@@ -1,4 +1,4 @@
-#include "tuning_rules.hpp"
+#include <collscope/plugins/nccl_tuning_rules.hpp>
 
 #include "nccl_tuner_api.hpp"
 
@@ -57,8 +57,9 @@ std::optional<std::vector<Rule>> parse_rules(const std::string& text, const std:
       error = file + ":" + std::to_string(number) + ": " + what;
       return std::nullopt;
     };
-    if (w.size() != 6 && w.size() != 7)
-      return fail("expected 'op min_bytes max_bytes algo proto channels [ranks]', got " + std::to_string(w.size()) + " fields");
+    if (w.size() < 6 || w.size() > 8)
+      return fail("expected 'op min_bytes max_bytes algo proto channels [ranks=N] [chunk=BYTES]', got " +
+                  std::to_string(w.size()) + " fields");
     Rule r;
     auto f = funcs.find(w[0]);
     if (f == funcs.end()) return fail("unknown op '" + w[0] + "' (allreduce, allgather, reducescatter, broadcast, reduce)");
@@ -82,11 +83,22 @@ std::optional<std::vector<Rule>> parse_rules(const std::string& text, const std:
       }
       if (r.channels < 1) return fail("channels must be at least 1");
     }
-    if (w.size() == 7) {
-      try {
-        r.ranks = std::stoll(w[6]);
-      } catch (const std::exception&) {
-        return fail("ranks must be a number");
+    for (std::size_t i = 6; i < w.size(); ++i) {
+      const auto eq = w[i].find('=');
+      const std::string key = eq == std::string::npos ? (i == 6 ? "ranks" : "") : w[i].substr(0, eq);
+      const std::string value = eq == std::string::npos ? w[i] : w[i].substr(eq + 1);
+      if (key == "ranks") {
+        try {
+          r.ranks = std::stoll(value);
+        } catch (const std::exception&) {
+          return fail("ranks must be a number");
+        }
+      } else if (key == "chunk") {
+        auto c = parse_bytes(value);
+        if (!c || *c == 0 || value == "inf") return fail("chunk must be a byte count above 0 (integer with K/M/G)");
+        r.chunk_bytes = *c;
+      } else {
+        return fail("unknown field '" + w[i] + "' (ranks=N, chunk=BYTES)");
       }
     }
     rules.push_back(r);
@@ -100,6 +112,36 @@ const Rule* match(const std::vector<Rule>& rules, int func, std::uint64_t bytes,
         (r.ranks < 0 || static_cast<std::size_t>(r.ranks) == ranks))
       return &r;
   return nullptr;
+}
+
+std::uint64_t chunk_for(const Rule& rule, int algo, int proto) {
+  if (rule.chunk_bytes == 0) return 0;
+  if ((rule.algo >= 0 && rule.algo != algo) || (rule.proto >= 0 && rule.proto != proto)) return 0;
+  return rule.chunk_bytes;
+}
+
+namespace {
+std::string bytes_text(std::uint64_t b) {
+  if (b == std::numeric_limits<std::uint64_t>::max()) return "inf";
+  if (b != 0 && b % (1ull << 30) == 0) return std::to_string(b >> 30) + "G";
+  if (b != 0 && b % (1ull << 20) == 0) return std::to_string(b >> 20) + "M";
+  if (b != 0 && b % (1ull << 10) == 0) return std::to_string(b >> 10) + "K";
+  return std::to_string(b);
+}
+}  // namespace
+
+std::string format_rule(const Rule& r) {
+  static const char* funcs[] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
+  static const char* algos[] = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+  static const char* protos[] = {"ll", "ll128", "simple"};
+  std::string line = r.func >= 0 && r.func < 5 ? funcs[r.func] : "?";
+  line += " " + bytes_text(r.min_bytes) + " " + bytes_text(r.max_bytes);
+  line += " " + std::string(r.algo >= 0 && r.algo < 7 ? algos[r.algo] : "-");
+  line += " " + std::string(r.proto >= 0 && r.proto < 3 ? protos[r.proto] : "-");
+  line += " " + (r.channels > 0 ? std::to_string(r.channels) : std::string("-"));
+  if (r.ranks >= 0) line += " ranks=" + std::to_string(r.ranks);
+  if (r.chunk_bytes) line += " chunk=" + bytes_text(r.chunk_bytes);
+  return line;
 }
 
 bool apply(const Rule& rule, float* table, int num_algo, int num_proto) {

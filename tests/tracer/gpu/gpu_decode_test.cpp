@@ -2,6 +2,7 @@
 // kernels through external correlation ids, device copies attributed to the fusion buffer a collective reads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cupti_decode.hpp"
@@ -175,6 +176,80 @@ TEST(GpuTimeMatcher, GroupedCallsShareOneLaunchAndSpanAllItsKernels) {
   // A kernel of an unrelated API call (no link) changes nothing.
   m.add_kernel(999, 0, 10'000);
   EXPECT_TRUE(m.take_updates().empty());
+}
+
+// NCCL's kernels changed names (ncclKernel_* before 2.19, ncclDevKernel_* after), and a one-rank
+// communicator's collective is a copy or `oneRankReduce`: the tie between a collective and its GPU work is the
+// CUPTI correlation id of an API call made inside the NCCL call, never the name.
+TEST(GpuTimeMatcher, GpuWorkIsTiedByCorrelationWhateverItsName) {
+  struct Kernel {
+    const char* name;
+    std::uint32_t correlation;
+    std::int64_t activity_row;
+  };
+  const Kernel kernels[] = {
+      {"ncclKernel_AllReduce_RING_LL_Sum_float", 801, 41},      // NCCL 2.18 spelling, collective row 30
+      {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", 802, 42},     // NCCL 2.19+ spelling, collective row 31
+      {"(anonymous namespace)::oneRankReduce<FuncPreMulSum<float>>", 803, 43},  // one-rank ncclAvg, row 32
+      {"ncclDevKernel_Fake", 804, 44},  // named like NCCL but launched by the job itself: no external id
+      {"scale_kernel(float*, int, float)", 805, 45},  // the job's own kernel
+  };
+  GpuTimeMatcher m;
+  m.add_collective(1, 30);
+  m.add_collective(2, 31);
+  m.add_collective(3, 32);
+  m.add_external(1, 801);
+  m.add_external(3, 803);
+  for (const auto& k : kernels) {
+    CUpti_ActivityKernel10 rec;
+    std::memset(&rec, 0, sizeof rec);
+    rec.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    rec.name = k.name;
+    rec.correlationId = k.correlation;
+    rec.start = 1'000 * k.correlation;
+    rec.end = rec.start + 500;
+    const auto a = decode_cupti_record(as_activity(rec)).activity;
+    ASSERT_TRUE(a);
+    m.add_kernel(a->correlation, static_cast<std::int64_t>(a->start), static_cast<std::int64_t>(a->end), k.activity_row);
+  }
+  m.add_external(2, 802);  // the link record of the 2.19+ kernel comes after the kernel: still tied
+  // A device-to-device copy launched inside collective 32's call (one rank, out of place) is its work too.
+  CUpti_ActivityMemcpy6 copy;
+  std::memset(&copy, 0, sizeof copy);
+  copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+  copy.correlationId = 806;
+  copy.start = 900'000;
+  copy.end = 900'100;
+  m.add_external(3, 806);
+  const auto c = decode_cupti_record(as_activity(copy)).activity;
+  ASSERT_TRUE(c);
+  m.add_kernel(c->correlation, static_cast<std::int64_t>(c->start), static_cast<std::int64_t>(c->end), 46);
+
+  auto links = m.take_links();
+  std::sort(links.begin(), links.end(), [](auto& a, auto& b) { return a.activity_row < b.activity_row; });
+  ASSERT_EQ(links.size(), 4u);
+  EXPECT_EQ(links[0].collective_row, 30);
+  EXPECT_EQ(links[0].activity_row, 41);
+  EXPECT_EQ(links[1].collective_row, 31);
+  EXPECT_EQ(links[1].activity_row, 42);
+  EXPECT_EQ(links[2].collective_row, 32);
+  EXPECT_EQ(links[2].activity_row, 43);
+  EXPECT_EQ(links[3].collective_row, 32);
+  EXPECT_EQ(links[3].activity_row, 46);
+  EXPECT_TRUE(m.take_links().empty());  // reported once
+  auto u = m.take_updates();
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[0].gpu_start_ns, 801'000);
+  EXPECT_EQ(u[1].gpu_start_ns, 802'000);
+  EXPECT_EQ(u[2].gpu_start_ns, 803'000);
+  EXPECT_EQ(u[2].gpu_end_ns, 900'100);  // the collective's span covers the kernel and the copy
+  // A collective row written after its work arrived is linked too.
+  m.add_collective(1, 33);
+  links = m.take_links();
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(links[0].collective_row, 33);
+  EXPECT_EQ(links[0].activity_row, 41);
 }
 
 TEST(RecentCopies, CopiesInsideTheReadBufferArePackedTensors) {

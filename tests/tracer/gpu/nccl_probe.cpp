@@ -11,6 +11,9 @@
 //   ncclCommDestroy(child), ncclCommDestroy(world);
 //   ncclCommInitAll(2) -> 1 x ncclAllReduce(10 int8) on the second, ncclCommInitRankConfig(2 ranks, another id),
 //   destroy/abort all three; then a failing ncclCommInitRank(nranks 0).
+// --group-by-size: after the nested group, one more group on world of ncclAllReduce(16 floats, buffer A) then
+// ncclAllReduce(65536 floats, buffer C): NCCL launches a group's tasks largest first, so its per-function
+// sequence numbers run in the other order than the calls (the profiler plugin's matching must see through it).
 #include <nccl.h>
 
 #include <cstdio>
@@ -22,7 +25,8 @@ static int report(const char* what, ncclResult_t rc) {
   return rc;
 }
 
-int main() {
+int main(int argc, char** argv) {
+  const bool group_by_size = argc > 1 && std::strcmp(argv[1], "--group-by-size") == 0;
   int version = 0;
   report("ncclGetVersion", ncclGetVersion(&version));
   std::printf("version %d\n", version);
@@ -52,6 +56,13 @@ int main() {
   report("ncclGroupEnd", ncclGroupEnd());
   report("ncclReduceScatter", ncclReduceScatter(c.data(), a.data(), 32, ncclFloat32, ncclSum, world, stream));
   report("ncclGroupEnd", ncclGroupEnd());
+  if (group_by_size) {
+    std::vector<char> big(65536 * 4);
+    report("ncclGroupStart", ncclGroupStart());
+    report("ncclAllReduce(small)", ncclAllReduce(a.data(), a.data(), 16, ncclFloat32, ncclSum, world, stream));
+    report("ncclAllReduce(big)", ncclAllReduce(big.data(), big.data(), 65536, ncclFloat32, ncclSum, world, stream));
+    report("ncclGroupEnd", ncclGroupEnd());
+  }
   report("ncclAllReduce(0)", ncclAllReduce(a.data(), b.data(), 0, ncclFloat32, ncclSum, world, stream));
   ncclComm_t child = nullptr, none = nullptr;
   report("ncclCommSplit", ncclCommSplit(world, 5, 0, &child, nullptr));

@@ -3,14 +3,37 @@
 //   - ncclCommInitRank with nranks <= 0 fails with ncclInvalidArgument (an error to pass through);
 //   - ncclAllReduce with count == 0 returns ncclInvalidUsage.
 // Handles are small heap objects holding nranks/rank, so ncclCommCount/UserRank answer truthfully.
+// With NCCL_PROFILER_PLUGIN set it also hosts that profiler plugin as NCCL does (nccl_double_profiler.hpp).
 #include <nccl.h>
 
 #include <cstring>
 
+#include "nccl_double_profiler.hpp"
+
 struct ncclComm {
   int nranks;
   int rank;
+  nccl_double::Comm* profiled = nullptr;
 };
+
+namespace {
+// The communicator id NCCL gives its profiler (the same on every rank): here FNV-1a of the unique id.
+std::uint64_t id_hash(const ncclUniqueId& id) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (char c : id.internal) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
+ncclComm* make_comm(int nranks, int rank, std::uint64_t comm_id, bool helper_thread) {
+  auto* c = new ncclComm{nranks, rank, nccl_double::new_comm()};
+  nccl_double::comm_created(c->profiled, comm_id, nranks, rank, helper_thread);
+  return c;
+}
+void free_comm(ncclComm* c) {
+  nccl_double::comm_destroyed(c->profiled);
+  nccl_double::delete_comm(c->profiled);
+  delete c;
+}
+}  // namespace
 
 extern "C" {
 
@@ -26,32 +49,32 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 }
 // Internal helper: calling the exported ncclCommInitRank from here would go through the preload's wrapper
 // (symbol interposition), which real NCCL avoids with hidden internal symbols.
-static ncclResult_t init_rank(ncclComm_t* comm, int nranks, int rank) {
+static ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank) {
   if (nranks <= 0) return ncclInvalidArgument;
-  *comm = new ncclComm{nranks, rank};
+  *comm = make_comm(nranks, rank, id_hash(id), false);
   return ncclSuccess;
 }
-ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
-  return init_rank(comm, nranks, rank);
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  return init_rank(comm, nranks, id, rank);
 }
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank, ncclConfig_t*) {
-  return init_rank(comm, nranks, rank);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t*) {
+  return init_rank(comm, nranks, id, rank);
 }
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
-  for (int i = 0; i < ndev; ++i) comms[i] = new ncclComm{ndev, i};
+  for (int i = 0; i < ndev; ++i) comms[i] = make_comm(ndev, i, 0xa11u, true);
   return ncclSuccess;
 }
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm, ncclConfig_t*) {
-  *newcomm = color < 0 ? nullptr : new ncclComm{1, 0};
+  *newcomm = color < 0 ? nullptr : make_comm(1, 0, 0x5b117u + static_cast<unsigned>(color), false);
   (void)comm;
   return ncclSuccess;
 }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  delete comm;
+  free_comm(comm);
   return ncclSuccess;
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  delete comm;  // not through ncclCommDestroy: see init_rank
+  free_comm(comm);  // not through ncclCommDestroy: see init_rank
   return ncclSuccess;
 }
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
@@ -62,21 +85,51 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   *rank = comm->rank;
   return ncclSuccess;
 }
-ncclResult_t ncclAllReduce(const void*, void*, size_t count, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t) {
-  return count == 0 ? ncclInvalidUsage : ncclSuccess;
-}
-ncclResult_t ncclBroadcast(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) { return ncclSuccess; }
-ncclResult_t ncclBcast(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) { return ncclSuccess; }
-ncclResult_t ncclReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t) {
+using nccl_double::Func;
+ncclResult_t ncclAllReduce(const void* s, void* r, size_t count, ncclDataType_t t, ncclRedOp_t, ncclComm_t c,
+                           cudaStream_t st) {
+  if (count == 0) return ncclInvalidUsage;
+  nccl_double::call(c->profiled, Func::AllReduce, s, r, count, t, -1, -1, st);
   return ncclSuccess;
 }
-ncclResult_t ncclAllGather(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t) { return ncclSuccess; }
-ncclResult_t ncclReduceScatter(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t) {
+ncclResult_t ncclBroadcast(const void* s, void* r, size_t count, ncclDataType_t t, int root, ncclComm_t c,
+                           cudaStream_t st) {
+  nccl_double::call(c->profiled, Func::Broadcast, s, r, count, t, root, -1, st);
   return ncclSuccess;
 }
-ncclResult_t ncclSend(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) { return ncclSuccess; }
-ncclResult_t ncclRecv(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) { return ncclSuccess; }
-ncclResult_t ncclGroupStart() { return ncclSuccess; }
-ncclResult_t ncclGroupEnd() { return ncclSuccess; }
+ncclResult_t ncclBcast(void* b, size_t count, ncclDataType_t t, int root, ncclComm_t c, cudaStream_t st) {
+  nccl_double::call(c->profiled, Func::Broadcast, b, b, count, t, root, -1, st);
+  return ncclSuccess;
+}
+ncclResult_t ncclReduce(const void* s, void* r, size_t count, ncclDataType_t t, ncclRedOp_t, int root, ncclComm_t c,
+                        cudaStream_t st) {
+  nccl_double::call(c->profiled, Func::Reduce, s, r, count, t, root, -1, st);
+  return ncclSuccess;
+}
+ncclResult_t ncclAllGather(const void* s, void* r, size_t count, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
+  nccl_double::call(c->profiled, Func::AllGather, s, r, count, t, -1, -1, st);
+  return ncclSuccess;
+}
+ncclResult_t ncclReduceScatter(const void* s, void* r, size_t count, ncclDataType_t t, ncclRedOp_t, ncclComm_t c,
+                               cudaStream_t st) {
+  nccl_double::call(c->profiled, Func::ReduceScatter, s, r, count, t, -1, -1, st);
+  return ncclSuccess;
+}
+ncclResult_t ncclSend(const void* s, size_t count, ncclDataType_t t, int peer, ncclComm_t c, cudaStream_t st) {
+  nccl_double::call(c->profiled, Func::Send, s, nullptr, count, t, -1, peer, st);
+  return ncclSuccess;
+}
+ncclResult_t ncclRecv(void* r, size_t count, ncclDataType_t t, int peer, ncclComm_t c, cudaStream_t st) {
+  nccl_double::call(c->profiled, Func::Recv, nullptr, r, count, t, -1, peer, st);
+  return ncclSuccess;
+}
+ncclResult_t ncclGroupStart() {
+  nccl_double::group_start();
+  return ncclSuccess;
+}
+ncclResult_t ncclGroupEnd() {
+  nccl_double::group_end();
+  return ncclSuccess;
+}
 
 }  // extern "C"

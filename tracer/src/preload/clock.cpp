@@ -35,8 +35,13 @@ void TickConverter::calibrate() {
   const std::uint64_t a = ticks();
   const std::int64_t ns = monotonic_ns();
   const std::uint64_t b = ticks();
-  const Pair p{a + (b - a) / 2, ns};
+  add_pair(a + (b - a) / 2, ns);
+}
+
+void TickConverter::add_pair(std::uint64_t ticks, std::int64_t ns) {
+  const Pair p{ticks, ns};
   if (!pairs_.empty() && p.ticks <= pairs_.back().ticks) return;
+  segment_ = 0;  // the pairs change
   // Keep pairs at least ~1 ms apart so the slope between neighbours is not dominated by read jitter.
   if (pairs_.size() >= 2 && p.ns - pairs_[pairs_.size() - 2].ns < 1'000'000) pairs_.back() = p;
   else pairs_.push_back(p);
@@ -50,13 +55,17 @@ std::int64_t TickConverter::to_ns(std::uint64_t t) const {
   if (pairs_.size() == 1)
     return pairs_[0].ns + static_cast<std::int64_t>((double(t) - double(pairs_[0].ticks)) * fallback_ns_per_tick_);
   // Segment [i-1, i] containing t; outside the calibrated range extrapolate with the nearest segment.
-  auto it = std::upper_bound(pairs_.begin(), pairs_.end(), t, [](std::uint64_t v, const Pair& p) { return v < p.ticks; });
-  std::size_t i = static_cast<std::size_t>(it - pairs_.begin());
-  i = std::clamp<std::size_t>(i, 1, pairs_.size() - 1);
-  const Pair& lo = pairs_[i - 1];
-  const Pair& hi = pairs_[i];
-  const double slope = double(hi.ns - lo.ns) / double(hi.ticks - lo.ticks);
-  return lo.ns + static_cast<std::int64_t>((double(t) - double(lo.ticks)) * slope);
+  if (segment_ == 0 || t < segment_from_ || t >= segment_to_) {
+    auto it = std::upper_bound(pairs_.begin(), pairs_.end(), t, [](std::uint64_t v, const Pair& p) { return v < p.ticks; });
+    std::size_t i = static_cast<std::size_t>(it - pairs_.begin());
+    i = std::clamp<std::size_t>(i, 1, pairs_.size() - 1);
+    segment_ = i;
+    segment_from_ = i == 1 ? 0 : pairs_[i - 1].ticks;
+    segment_to_ = i == pairs_.size() - 1 ? UINT64_MAX : pairs_[i].ticks;
+    segment_slope_ = double(pairs_[i].ns - pairs_[i - 1].ns) / double(pairs_[i].ticks - pairs_[i - 1].ticks);
+  }
+  const Pair& lo = pairs_[segment_ - 1];
+  return lo.ns + static_cast<std::int64_t>((double(t) - double(lo.ticks)) * segment_slope_);
 }
 
 }  // namespace collscope::tracer

@@ -43,6 +43,8 @@ class TickConverter {
  public:
   // Samples a (ticks, ns) pair; call regularly (each drain). The first call anchors the conversion.
   void calibrate();
+  // One (ticks, ns) pair read together; calibrate() adds what it reads (tests add their own).
+  void add_pair(std::uint64_t ticks, std::int64_t ns);
   std::int64_t to_ns(std::uint64_t t) const;
 
  private:
@@ -52,6 +54,10 @@ class TickConverter {
   };
   std::vector<Pair> pairs_;
   double fallback_ns_per_tick_ = 1.0;
+  // The segment the last conversion used: events come in time order, so most conversions reuse it.
+  mutable std::size_t segment_ = 0;  // 0: none
+  mutable std::uint64_t segment_from_ = 0, segment_to_ = 0;  // ticks it covers, [from, to)
+  mutable double segment_slope_ = 0;
 };
 
 }  // namespace collscope::tracer

@@ -22,8 +22,8 @@ struct CommDescription {
   std::optional<std::uint64_t> parent;
   std::optional<std::int64_t> color;
   std::vector<std::int32_t> members;  // world ranks of the (local) group, in communicator rank order
-  bool intercommunicator = false;     // peers' ranks are in the remote group, which `members` does not list
   std::string name;
+  bool intercommunicator = false;     // peers' ranks are in the remote group, which `members` does not list
 };
 
 // What the writer reads of a slot is its description; the counters are the hot path's.

@@ -26,6 +26,8 @@
 #include "cupti_decode.hpp"
 #include "gpu_capture.hpp"
 #include "gpu_fusion.hpp"
+#include "nccl_profile_bridge.hpp"
+#include "nccl_profile_sink.hpp"
 #include "runtime.hpp"
 
 namespace collscope::tracer::gpu {
@@ -83,7 +85,14 @@ void set_note(std::string note) {
 }
 
 bool process_has_cuda() {
-  return dlsym(RTLD_DEFAULT, "cuInit") != nullptr || dlsym(RTLD_DEFAULT, "cudaGetDeviceCount") != nullptr;
+  if (dlsym(RTLD_DEFAULT, "cuInit") != nullptr || dlsym(RTLD_DEFAULT, "cudaGetDeviceCount") != nullptr) return true;
+  // A program linked with the static CUDA runtime (nvcc's default) exports neither, and the runtime loads the
+  // driver RTLD_LOCAL: the driver library being loaded at all is what says the process uses CUDA.
+  if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(driver);  // drops only the reference RTLD_NOLOAD took
+    return true;
+  }
+  return false;
 }
 
 void* open_first(const std::vector<std::string>& candidates) {
@@ -136,6 +145,8 @@ void CUPTIAPI runtime_callback(void*, CUpti_CallbackDomain domain, CUpti_Callbac
   };
   if (cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 && cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020)
     return;
+  // A copy NCCL itself makes inside a call (a one-rank collective out of place) packs no tensor of the job's.
+  if (nccl_profile::inside_nccl_call()) return;
   const auto* p = static_cast<const Params*>(info->functionParams);
   constexpr int kDeviceToDevice = 3, kDefault = 4;
   if (p && (p->kind == kDeviceToDevice || p->kind == kDefault)) note_copy(p->dst, p->count);
@@ -253,7 +264,10 @@ void write_buffer(State& s, const Completed& c, WriterContext& ctx) {
     row.copy_kind = a.copy_kind;
     ctx.writer.add_gpu_activity(row);
     ++s.activities;
-    if (a.kind == store::GpuActivityKind::Kernel) s.matcher.add_kernel(a.correlation, row.start_ns, row.end_ns);
+    // Every kernel, copy and memset an NCCL call launched is its GPU work (a one-rank communicator's collective
+    // is a copy); synchronisation records are waits, not work.
+    if (a.kind != store::GpuActivityKind::Sync)
+      s.matcher.add_kernel(a.correlation, row.start_ns, row.end_ns, ctx.writer.last_id());
   }
   std::free(c.buffer);
 }
@@ -281,7 +295,11 @@ void on_drain(WriterContext& ctx) {
     buffers.swap(s.completed);
   }
   for (const Completed& c : buffers) write_buffer(s, c, ctx);
-  for (const auto& u : s.matcher.take_updates()) ctx.writer.set_collective_gpu_times(u.row_id, u.gpu_start_ns, u.gpu_end_ns);
+  for (const auto& u : s.matcher.take_updates())
+    // A collective NCCL's profiler timed from its kernel channels keeps those times (nccl_profile_sink.hpp).
+    if (!nccl_profile::has_kernel_channel_times(u.row_id))
+      ctx.writer.set_collective_gpu_times(u.row_id, u.gpu_start_ns, u.gpu_end_ns);
+  for (const auto& l : s.matcher.take_links()) ctx.writer.add(store::CollectiveGpuWorkRow{l.collective_row, l.activity_row});
   std::size_t dropped = 0;
   if (s.api.ActivityGetNumDroppedRecords && s.api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
       dropped > 0)

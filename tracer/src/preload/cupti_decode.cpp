@@ -122,6 +122,8 @@ void GpuTimeMatcher::add_collective(std::uint64_t external_id, std::int64_t row_
   newest_ = std::max(newest_, external_id);
   auto it = spans_.find(external_id);
   if (it != spans_.end() && it->second.known) it->second.dirty = true;
+  if (auto a = activities_.find(external_id); a != activities_.end())
+    for (std::int64_t activity : a->second) links_.push_back({row_id, activity});
   evict();
 }
 
@@ -130,32 +132,45 @@ void GpuTimeMatcher::add_external(std::uint64_t external_id, std::uint32_t corre
   newest_ = std::max(newest_, external_id);
   auto early = early_kernels_.find(correlation);
   if (early != early_kernels_.end()) {
-    extend(external_id, early->second.first, early->second.second);
+    extend(external_id, early->second);
     early_kernels_.erase(early);
   }
 }
 
-void GpuTimeMatcher::add_kernel(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns) {
+void GpuTimeMatcher::add_kernel(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns,
+                                std::int64_t activity_row) {
+  const Work work{start_ns, end_ns, activity_row};
   auto it = external_of_.find(correlation);
   if (it == external_of_.end()) {
     // CUPTI may deliver the kernel before the correlation record (different buffers): keep it for a while.
-    if (early_kernels_.size() < kKeep) early_kernels_[correlation] = {start_ns, end_ns};
+    if (early_kernels_.size() < kKeep) early_kernels_[correlation] = work;
     return;
   }
-  extend(it->second, start_ns, end_ns);
+  extend(it->second, work);
 }
 
-void GpuTimeMatcher::extend(std::uint64_t external_id, std::int64_t start, std::int64_t end) {
+void GpuTimeMatcher::extend(std::uint64_t external_id, const Work& work) {
+  if (work.activity_row) {
+    activities_[external_id].push_back(work.activity_row);
+    if (auto rows = rows_.find(external_id); rows != rows_.end())
+      for (std::int64_t row : rows->second) links_.push_back({row, work.activity_row});
+  }
   Span& s = spans_[external_id];
   if (!s.known) {
-    s = {start, end, true, true};
+    s = {work.start, work.end, true, true};
     return;
   }
-  if (start < s.start || end > s.end) {
-    s.start = std::min(s.start, start);
-    s.end = std::max(s.end, end);
+  if (work.start < s.start || work.end > s.end) {
+    s.start = std::min(s.start, work.start);
+    s.end = std::max(s.end, work.end);
     s.dirty = true;
   }
+}
+
+std::vector<GpuTimeMatcher::Link> GpuTimeMatcher::take_links() {
+  std::vector<Link> out;
+  out.swap(links_);
+  return out;
 }
 
 std::vector<GpuTimeMatcher::Update> GpuTimeMatcher::take_updates() {
@@ -176,6 +191,7 @@ void GpuTimeMatcher::evict() {
   const std::uint64_t oldest = newest_ - kKeep;
   std::erase_if(rows_, [&](const auto& kv) { return kv.first < oldest; });
   std::erase_if(spans_, [&](const auto& kv) { return kv.first < oldest; });
+  std::erase_if(activities_, [&](const auto& kv) { return kv.first < oldest; });
   std::erase_if(external_of_, [&](const auto& kv) { return kv.second < oldest; });
 }
 

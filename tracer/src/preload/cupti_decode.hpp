@@ -45,8 +45,12 @@ DecodedRecord decode_cupti_record(const CUpti_Activity* record);
 // "memcpy HtoD" etc. for a CUpti_ActivityMemcpyKind.
 std::string memcpy_kind_name(std::uint32_t copy_kind);
 
-// Matches collectives (by external correlation id) to the kernels launched under that id. Feed it in any order;
-// take_updates() returns the rows whose GPU span is new or grew since the last call.
+// Matches collectives (by external correlation id) to the GPU work they launched: kernels, copies and memsets
+// whose CUPTI correlation id belongs to an API call made inside the NCCL call. The tie is the correlation id,
+// never the name: NCCL's kernels are `ncclKernel_*` before 2.19, `ncclDevKernel_*` after, and a one-rank
+// communicator's collective is a plain copy or `oneRankReduce`. Feed it in any order; take_updates() returns the
+// rows whose GPU span is new or grew since the last call, take_links() the (collective row, activity row) pairs
+// found since the last call.
 class GpuTimeMatcher {
  public:
   struct Update {
@@ -54,11 +58,17 @@ class GpuTimeMatcher {
     std::int64_t gpu_start_ns;
     std::int64_t gpu_end_ns;
   };
+  struct Link {
+    std::int64_t collective_row;
+    std::int64_t activity_row;
+  };
 
   void add_collective(std::uint64_t external_id, std::int64_t row_id);
   void add_external(std::uint64_t external_id, std::uint32_t correlation);
-  void add_kernel(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns);
+  // A kernel, copy or memset; activity_row is its gpu_activities.id (0: not written, no link).
+  void add_kernel(std::uint32_t correlation, std::int64_t start_ns, std::int64_t end_ns, std::int64_t activity_row = 0);
   std::vector<Update> take_updates();
+  std::vector<Link> take_links();
 
   // Forgets external ids older than `keep` behind the newest (bounded memory over long runs).
   static constexpr std::uint64_t kKeep = 1 << 16;
@@ -70,13 +80,18 @@ class GpuTimeMatcher {
     bool known = false;
     bool dirty = false;
   };
-  void extend(std::uint64_t external_id, std::int64_t start, std::int64_t end);
+  struct Work {
+    std::int64_t start = 0, end = 0, activity_row = 0;
+  };
+  void extend(std::uint64_t external_id, const Work& work);
   void evict();
 
   std::unordered_map<std::uint64_t, std::vector<std::int64_t>> rows_;  // external id -> collectives rows
   std::unordered_map<std::uint64_t, Span> spans_;                      // external id -> GPU span
   std::unordered_map<std::uint32_t, std::uint64_t> external_of_;       // CUPTI correlation -> external id
-  std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> early_kernels_;  // before their link
+  std::unordered_map<std::uint64_t, std::vector<std::int64_t>> activities_;  // external id -> activity rows
+  std::unordered_map<std::uint32_t, Work> early_kernels_;                     // before their link record
+  std::vector<Link> links_;
   std::uint64_t newest_ = 0;
 };
 

@@ -2,6 +2,8 @@
 // The fixed-size record the hot path writes. 128 bytes, trivially copyable; the writer thread turns each into rows.
 // A header common to all kinds, then a payload whose fields are named per kind (the union at the end). Strings
 // are never copied here except NVTX messages, which are short-lived in the caller and are interned.
+#include <collscope/store/schema.hpp>
+
 #include <cstdint>
 #include <cstring>
 
@@ -31,7 +33,7 @@ struct MpiPayload {
   std::uint32_t wait_calls;  // how many completion calls covered it
   std::int32_t send_tag;
   std::int32_t recv_tag;
-  std::int32_t recv_peer;    // world rank; kPeerProcNull, kPeerUnknown
+  std::int32_t recv_peer;    // world rank; store::kPeerProcNull, store::kPeerUnknown
   std::int64_t recv_bytes;   // bytes received (from the status when the call gives one)
 };
 
@@ -40,6 +42,8 @@ struct NcclPayload {
   std::uint64_t stream;       // cudaStream_t
   std::uint64_t correlation;  // CUPTI external correlation id (collectives.correlation)
   std::uint64_t group;        // ncclGroupStart/End id, 0 = none
+  std::uint64_t nccl_seq_plus1;  // NCCL's own per-function number of the call + 1 (0: none; nccl_profile_sink.cpp)
+  std::uint64_t count_bytes;     // count x datatype size: what NCCL's profiler reports per rank
 };
 
 struct Event {
@@ -58,7 +62,7 @@ struct Event {
   std::uint64_t recvbuf;
   std::uint32_t datatype;   // runtime string id (string_pool.hpp), 0 = none
   std::uint32_t reduce_op;  // runtime string id, 0 = none
-  std::int32_t peer;        // -1 = none; point-to-point: the world rank sent to (kPeerProcNull, kPeerUnknown)
+  std::int32_t peer;        // -1 = none; point-to-point: the world rank sent to (store::kPeerProcNull, ...)
   std::uint32_t thread;     // ThreadBuffer index of the recording thread (set by emit)
   union {
     std::uint64_t a[5];  // NVTX and extension kinds: see their handlers
@@ -74,11 +78,8 @@ inline constexpr std::uint16_t kFlagNccl = 2;         // payload is `nccl`
 inline constexpr std::uint16_t kFlagNonBlocking = 4;  // mpi.post_end, wait_ticks, wait_calls are meaningful
 inline constexpr std::uint16_t kFlagSends = 8;        // point-to-point: peer, mpi.send_tag, bytes
 inline constexpr std::uint16_t kFlagReceives = 16;    // point-to-point: mpi.recv_peer, recv_tag, recv_bytes
-inline constexpr std::uint16_t kFlagFreed = 32;       // MPI_Request_free before completion: t1 is the free
 
-// Peers that are no process: MPI_PROC_NULL (nothing moves), and a source not known (a wildcard receive whose
-// status the tracer could not read).
-inline constexpr std::int32_t kPeerProcNull = -2;
-inline constexpr std::int32_t kPeerUnknown = -3;
+using store::kPeerProcNull;
+using store::kPeerUnknown;
 
 }  // namespace collscope::tracer

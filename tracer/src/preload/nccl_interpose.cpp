@@ -24,6 +24,7 @@
 #include "comm_registry.hpp"
 #include "gpu_capture.hpp"
 #include "gpu_fusion.hpp"
+#include "nccl_profile_bridge.hpp"
 #include "recorder.hpp"
 #include "runtime.hpp"
 #include "string_pool.hpp"
@@ -122,15 +123,7 @@ void record_versions() {
 
 // NCCL-only jobs (torchrun) never call MPI_Init: the first communicator creation opens the trace file.
 void start_runtime(int nccl_rank, int nccl_size) {
-  if (g_phase.load(std::memory_order_relaxed) == kIdle) {
-    StartInfo info;
-    const int r = world_rank_from_env();
-    const int n = world_size_from_env();
-    info.world_rank = r >= 0 ? r : std::max(0, nccl_rank);
-    info.world_size = n > 0 ? n : std::max(1, nccl_size);
-    info.meta.emplace_back("trace_started_by", "nccl");
-    runtime_start(info);
-  }
+  nccl_profile::start_recording("nccl", nccl_rank, nccl_size);
   record_versions();
   gpu::ensure_cupti();
 }
@@ -146,8 +139,9 @@ std::vector<std::int32_t> members_if_known(int nranks) {
   return {};
 }
 
-void register_nccl_comm(ncclComm_t comm, std::uint64_t key, int nranks, int rank, std::optional<std::uint64_t> parent,
-                        std::optional<std::int64_t> color, std::string name) {
+std::uint32_t register_nccl_comm(ncclComm_t comm, std::uint64_t key, int nranks, int rank,
+                                 std::optional<std::uint64_t> parent, std::optional<std::int64_t> color,
+                                 std::string name) {
   CommDescription d;
   d.key = key;
   d.backend = store::Backend::Nccl;
@@ -157,7 +151,7 @@ void register_nccl_comm(ncclComm_t comm, std::uint64_t key, int nranks, int rank
   d.color = color;
   d.members = members_if_known(nranks);
   d.name = std::move(name);
-  comm_register(comm, std::move(d));
+  return comm_register(comm, std::move(d));
 }
 
 std::uint64_t unique_id_key(const ncclUniqueId& id) { return hash_bytes(id.internal, sizeof id.internal); }
@@ -178,8 +172,9 @@ struct NcclCall {
   cudaStream_t stream;
 };
 
-// Resolve, then record (recorder.hpp): the call's number on its communicator is taken before the call and
-// before the ring is asked for room, so a dropped event never shifts the numbers of later calls.
+// Resolve, then record (recorder.hpp): the call's number on its communicator is taken before the call, so the
+// NCCL profiler plugin's events inside it can name the call (nccl_profile_bridge.hpp), and before the ring is
+// asked for room, so a dropped event never shifts the numbers of later calls.
 template <typename Call>
 ncclResult_t traced(const NcclCall& c, Call&& call) {
   if (!recording()) return call();
@@ -202,14 +197,26 @@ ncclResult_t traced(const NcclCall& c, Call&& call) {
   e.nccl.stream = reinterpret_cast<std::uint64_t>(c.stream);
   e.nccl.correlation = grouped ? t_group_correlation : g_next_correlation.fetch_add(1, std::memory_order_relaxed);
   e.nccl.group = grouped ? t_group_id : 0;
+  e.nccl.count_bytes = static_cast<std::uint64_t>(c.count) * static_cast<std::uint64_t>(datatype_size(c.type));
   // Copies into the buffer this call reads since the last collective on it: the tensors packed into it.
   gpu::note_buffer_read(c.sendbuf && c.sendbuf != c.recvbuf ? c.sendbuf : c.recvbuf, e.bytes);
   e.t0 = ticks();
   if (!grouped) gpu::push_correlation(e.nccl.correlation);
-  const ncclResult_t rc = call();
+  ncclResult_t rc;
+  {
+    nccl_profile::CallScope in_call(slot, e.seq);
+    rc = call();
+  }
   if (!grouped) gpu::pop_correlation();
   e.t1 = ticks();
   e.status = rc;
+  // NCCL numbers the collectives it gives a task (2+ ranks, count > 0) per function: the profiler's events of
+  // NCCL < 2.28 carry only that number.
+  const std::int64_t nccl_seq = (rc == ncclSuccess || rc == ncclInProgress) && slot && c.count > 0 &&
+                                        comm_slot(slot).size > 1
+                                    ? nccl_profile::take_nccl_seq(slot, nccl_profile::nccl_func(c.op))
+                                    : -1;
+  e.nccl.nccl_seq_plus1 = static_cast<std::uint64_t>(nccl_seq + 1);
   record(e);
   return rc;
 }
@@ -238,9 +245,11 @@ NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {
 
 NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
   if (recording()) start_runtime(rank, nranks);
+  nccl_profile::CreationScope creation;  // the profiler plugin's init runs inside the call, on this thread
   const ncclResult_t rc = CALL_NEXT(ncclCommInitRank, comm, nranks, id, rank);
   if (!recording()) return rc;
-  if (rc == ncclSuccess) register_nccl_comm(*comm, unique_id_key(id), nranks, rank, std::nullopt, std::nullopt, "nccl");
+  if (rc == ncclSuccess)
+    creation.created(register_nccl_comm(*comm, unique_id_key(id), nranks, rank, std::nullopt, std::nullopt, "nccl"));
   else record_failure("ncclCommInitRank", rc);
   return rc;
 }
@@ -248,11 +257,13 @@ NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniq
 NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                                 ncclConfig_t* config) {
   if (recording()) start_runtime(rank, nranks);
+  nccl_profile::CreationScope creation;
   const ncclResult_t rc = CALL_NEXT(ncclCommInitRankConfig, comm, nranks, id, rank, config);
   if (!recording()) return rc;
   // Non-blocking configs return ncclInProgress with a usable handle: it is registered as created.
   if (rc == ncclSuccess || rc == ncclInProgress)
-    register_nccl_comm(*comm, unique_id_key(id), nranks, rank, std::nullopt, std::nullopt, "nccl(config)");
+    creation.created(
+        register_nccl_comm(*comm, unique_id_key(id), nranks, rank, std::nullopt, std::nullopt, "nccl(config)"));
   else record_failure("ncclCommInitRankConfig", rc);
   return rc;
 }
@@ -274,6 +285,7 @@ NCCL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int*
 }
 
 NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  nccl_profile::CreationScope creation;
   const ncclResult_t rc = CALL_NEXT(ncclCommSplit, comm, color, key, newcomm, config);
   if (!recording()) return rc;
   const std::uint32_t parent_slot = comm_lookup(comm);
@@ -297,9 +309,9 @@ NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nccl
   child = hash_bytes(&color, sizeof color, child);
   int rank = 0;
   if (auto fn = next_symbol<decltype(&ncclCommUserRank)>("ncclCommUserRank")) fn(*newcomm, &rank);
-  register_nccl_comm(*newcomm, child, comm_count(*newcomm), rank,
-                     parent_slot ? std::optional<std::uint64_t>(parent_key) : std::nullopt, color,
-                     fmt::format("split({}#{},color={})", parent_name, k, color));
+  creation.created(register_nccl_comm(*newcomm, child, comm_count(*newcomm), rank,
+                                      parent_slot ? std::optional<std::uint64_t>(parent_key) : std::nullopt, color,
+                                      fmt::format("split({}#{},color={})", parent_name, k, color)));
   return rc;
 }
 

@@ -31,6 +31,13 @@ class TracedScope {
   TracedScope& operator=(const TracedScope&) = delete;
 };
 
+// The real call, inside a TracedScope.
+template <typename Call>
+int call_inside(Call&& call) {
+  TracedScope scope;
+  return call();
+}
+
 // Collectives are numbered per communicator on every rank alike (MPI and NCCL require the same order); point-to-
 // point calls have their own numbering per communicator on this rank (an order, not a cross-rank key).
 enum class SeqSpace { Collective, PointToPoint };
@@ -62,11 +69,7 @@ int record_blocking(Event& e, bool in_flight, Call&& call, Finish&& finish = {})
   ThreadBuffer& tb = this_thread_buffer();
   e.t0 = ticks();
   if (in_flight) publish_in_flight(tb, e);
-  int rc;
-  {
-    TracedScope scope;
-    rc = call();
-  }
+  const int rc = call_inside(call);
   e.t1 = ticks();
   if (in_flight) tb.leave_call();
   e.status = rc;

@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "comm_registry.hpp"
+#include "event_rows.hpp"
 #include "string_pool.hpp"
 #include "thread_buffer.hpp"
 
@@ -91,7 +92,7 @@ class Writer {
   std::vector<CollectiveHook> collective_hooks;
   PendingScan pending_scan = nullptr;
   std::array<EventHandler, 32> handlers;
-  std::unordered_map<std::uint32_t, std::int64_t> string_ids;  // pool id -> strings.id
+  std::vector<std::int64_t> string_ids;  // pool id -> strings.id (-1: not written yet); pool ids are small
   std::set<std::uint32_t> threads_written;
   struct BufferAggregate {
     store::BufferRow row;
@@ -119,6 +120,9 @@ class Writer {
     }
   }
   std::uint64_t events_written = 0;
+  std::uint64_t events_dropped = 0;
+  std::int64_t cpu_ns = 0;  // CPU time the writer thread and the final drain took
+  int world_rank = 0;
   int flush_ms = 50;
   std::int64_t hang_ns = 1'000'000'000;  // a call in flight this long gets a calls_in_flight row (COLLSCOPE_HANG_MS)
   struct CallInFlightWritten {
@@ -139,6 +143,12 @@ Writer& writer() {
   return *w;
 }
 
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 std::mutex g_warn_mutex;
 
 void at_fork_child() {
@@ -152,11 +162,9 @@ void at_fork_child() {
 std::int64_t WriterContext::store_string(std::uint32_t pool_id) {
   if (pool_id == 0) return 0;
   auto& ids = ::collscope::tracer::writer().string_ids;
-  auto it = ids.find(pool_id);
-  if (it != ids.end()) return it->second;
-  const std::int64_t id = writer.intern(pool_string(pool_id));
-  ids.emplace(pool_id, id);
-  return id;
+  if (pool_id < ids.size() && ids[pool_id] >= 0) return ids[pool_id];
+  if (pool_id >= ids.size()) ids.resize(std::size_t{pool_id} + 1, -1);
+  return ids[pool_id] = writer.intern(pool_string(pool_id));
 }
 
 void warn_once(std::string_view what) {
@@ -216,6 +224,7 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
   r.start_ns = clock.to_ns(e.t0);
   r.end_ns = clock.to_ns(e.t1);
   r.status = e.status;
+  set_nonblocking_times(e, clock, r);
   file->add_collective(r);
   const std::int64_t row_id = file->last_id();
   for (auto& hook : collective_hooks) hook(e, row_id, ctx);
@@ -289,6 +298,9 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
     case EventKind::Collective:
       write_collective(e, ctx);
       break;
+    case EventKind::PointToPoint:
+      file->add(point_to_point_row(e, ctx));
+      break;
     case EventKind::CommCreated: {
       const CommSlot& s = comm_slot(e.comm_slot);
       store::CommunicatorRow row;
@@ -355,6 +367,7 @@ void Writer::drain() {
       b->dirty = false;
     }
     dirty_buffers.clear();
+    events_dropped = dropped;
     file->set_meta(store::meta_key::kEventsDropped, std::to_string(dropped));
     file->commit();
   } catch (const std::exception& ex) {
@@ -373,6 +386,7 @@ void Writer::run() {
     drain();
     lock.lock();
   }
+  cpu_ns += thread_cpu_ns();
 }
 
 void wake_writer() {
@@ -392,6 +406,7 @@ void runtime_start(const StartInfo& info) {
   }
   Writer& w = writer();
   w.flush_ms = std::max(1, env_int("COLLSCOPE_FLUSH_MS", 50));
+  w.world_rank = info.world_rank;
   w.hang_ns = std::int64_t{std::max(1, env_int("COLLSCOPE_HANG_MS", 1000))} * 1'000'000;
   w.early_wake = env_int("COLLSCOPE_EARLY_WAKE", 1) != 0;
   w.clock.calibrate();
@@ -446,6 +461,7 @@ void runtime_stop() {
   }
   w.wake.notify_one();
   if (w.thread && w.thread->joinable()) w.thread->join();
+  const std::int64_t cpu0 = thread_cpu_ns();
   w.drain();  // whatever arrived after the writer's last pass
   if (w.file && !w.failed) {
     try {
@@ -457,7 +473,22 @@ void runtime_stop() {
       warn_once(fmt::format("cannot finish trace: {}", ex.what()));
     }
   }
-  w.file.reset();  // closes the database: the WAL is checkpointed into the main file
+  w.file.reset();  // closes the database: the WAL is folded into the main file, which leaves WAL mode
+  w.cpu_ns += thread_cpu_ns() - cpu0;
+  if (w.events_dropped > 0) {
+    // Once per rank, at exit: the trace is incomplete, and how to avoid it.
+    const std::uint64_t bigger = std::min<std::uint64_t>(ring_events() * 4, 1u << 20);
+    const std::string line = fmt::format(
+        "collscope: rank {} dropped {} events (a thread recorded faster than the writer could save them); "
+        "COLLSCOPE_RING_EVENTS={} (now {}) gives each thread a larger buffer\n",
+        w.world_rank, w.events_dropped, bigger, ring_events());
+    [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
+  }
+}
+
+WriterStats writer_stats() {
+  const Writer& w = writer();
+  return {w.events_written, w.events_dropped, w.cpu_ns};
 }
 
 }  // namespace collscope::tracer

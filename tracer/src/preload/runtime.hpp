@@ -62,6 +62,15 @@ void add_collective_hook(CollectiveHook hook);         // after each collectives
 using PendingScan = void (*)(const std::function<void(const Event&)>& fn);
 void set_pending_scan(PendingScan scan);
 
+// What the writer thread did, for benchmarks and the exit report: events written and dropped, and the CPU time
+// it spent (its own thread's clock, plus the final drain on the exiting thread). Valid after runtime_stop().
+struct WriterStats {
+  std::uint64_t events_written = 0;
+  std::uint64_t events_dropped = 0;
+  std::int64_t cpu_ns = 0;
+};
+WriterStats writer_stats();
+
 // World rank of this process from the launcher's environment (OMPI, PMI, Slurm, torchrun), or -1.
 int world_rank_from_env();
 int world_size_from_env();

@@ -1,11 +1,15 @@
 #include "thread_buffer.hpp"
 
+#include <fmt/format.h>
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <mutex>
+
+#include "runtime.hpp"
 
 namespace collscope::tracer {
 namespace {
@@ -28,11 +32,27 @@ ThreadBuffer* register_this_thread() {
   return tb;
 }
 
+std::uint64_t ring_events() {
+  static const std::uint64_t events = [] {
+    const char* v = std::getenv("COLLSCOPE_RING_EVENTS");
+    if (!v || !*v) return kDefaultRingEvents;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (*end != '\0' || n < 1024 || n > (1u << 20) || (n & (n - 1)) != 0) {
+      warn_once(fmt::format("COLLSCOPE_RING_EVENTS={} ignored: not a power of two from 1024 to 1048576; using {}", v,
+                            kDefaultRingEvents));
+      return kDefaultRingEvents;
+    }
+    return static_cast<std::uint64_t>(n);
+  }();
+  return events;
+}
+
 ThreadBuffer::ThreadBuffer(std::uint32_t index, std::int64_t tid, std::string name)
-    : index_(index), tid_(tid), name_(std::move(name)) {
+    : capacity_(ring_events()), index_(index), tid_(tid), name_(std::move(name)) {
   // calloc: zero pages are only touched when used, so idle threads cost no resident memory.
-  events_ = static_cast<Event*>(std::calloc(kCapacity, sizeof(Event)));
-  if (!events_) head_.store(kCapacity);  // no memory: the ring reads as full forever, every event is dropped
+  events_ = static_cast<Event*>(std::calloc(capacity_, sizeof(Event)));
+  if (!events_) head_.store(capacity_);  // no memory: the ring reads as full forever, every event is dropped
 }
 
 ThreadBuffer* thread_buffers() { return g_head.load(std::memory_order_acquire); }

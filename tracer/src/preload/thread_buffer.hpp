@@ -9,32 +9,37 @@
 
 namespace collscope::tracer {
 
-// Asks the writer thread to drain now (a futex wake at most; called once per half ring).
+// Asks the writer thread to drain now (a futex wake at most; called once per eighth of a ring).
 void wake_writer();
+
+// Events per thread's ring: COLLSCOPE_RING_EVENTS (a power of two, 1024 to 1048576), else kDefaultRingEvents.
+// 16384 events (2 MiB per thread, its pages touched only as the ring fills) hold a whole OSU message size
+// (10 000 timed calls after 1 000 warm-up ones) even if the writer got no CPU meanwhile.
+inline constexpr std::uint64_t kDefaultRingEvents = 16384;
+std::uint64_t ring_events();
 
 class ThreadBuffer {
  public:
-  static constexpr std::uint64_t kCapacity = 4096;  // events (512 KiB per thread: stays in L2)
-
   ThreadBuffer(std::uint32_t index, std::int64_t tid, std::string name);
 
-  // Producer side (owning thread only). Returns the slot to fill, or nullptr when full (counted as dropped).
-  Event* reserve() {
+  // Producer side (owning thread only). Returns the slot to fill, or nullptr when full (counted as dropped,
+  // unless a benchmark that waits for room says otherwise).
+  Event* reserve(bool count_drop = true) {
     const std::uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head - tail_cache_ >= kCapacity) {
+    if (head - tail_cache_ >= capacity_) {
       tail_cache_ = tail_.load(std::memory_order_acquire);
-      if (head - tail_cache_ >= kCapacity) {
-        dropped_.fetch_add(1, std::memory_order_relaxed);
+      if (head - tail_cache_ >= capacity_) {
+        if (count_drop) dropped_.fetch_add(1, std::memory_order_relaxed);
         return nullptr;
       }
     }
-    return &events_[head & (kCapacity - 1)];
+    return &events_[head & (capacity_ - 1)];
   }
   void publish() {
     const std::uint64_t next = head_.load(std::memory_order_relaxed) + 1;
     head_.store(next, std::memory_order_release);
-    // Half a ring filled since the last wake-up: ask the writer to drain early (once per 8192 events).
-    if ((next & (kCapacity / 2 - 1)) == 0) wake_writer();
+    // An eighth of the ring filled since the last wake-up: ask the writer to drain early, long before it is full.
+    if ((next & (capacity_ / 8 - 1)) == 0) wake_writer();
   }
 
   // Consumer side (writer thread only): calls fn(const Event&) for every published event, then frees them.
@@ -43,10 +48,11 @@ class ThreadBuffer {
     const std::uint64_t head = head_.load(std::memory_order_acquire);
     std::uint64_t tail = tail_.load(std::memory_order_relaxed);
     const std::uint64_t n = head - tail;
-    for (; tail != head; ++tail) fn(events_[tail & (kCapacity - 1)]);
+    for (; tail != head; ++tail) fn(events_[tail & (capacity_ - 1)]);
     tail_.store(tail, std::memory_order_release);
     return n;
   }
+  std::uint64_t capacity() const { return capacity_; }
 
   // The blocking collective this thread is inside, so that the writer can record a call that stays in flight
   // (a hang: the call never returns, so its event is never emitted). Owning thread: enter_call before the call,
@@ -109,6 +115,7 @@ class ThreadBuffer {
  private:
   alignas(64) std::atomic<std::uint64_t> head_{0};
   std::uint64_t tail_cache_ = 0;
+  std::uint64_t capacity_;  // events, a power of two (ring_events() when the thread registered)
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   alignas(64) std::atomic<std::uint64_t> dropped_{0};
   alignas(64) std::atomic<std::uint64_t> since_{0};  // the call in flight (see enter_call)

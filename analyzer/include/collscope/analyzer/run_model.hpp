@@ -6,6 +6,7 @@
 #include <collscope/run/statistics.hpp>
 #include <collscope/run/clock_alignment.hpp>
 #include <collscope/run/format.hpp>
+#include <collscope/run/lateness.hpp>
 #include <collscope/run/matching.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/run/steps.hpp>
@@ -21,6 +22,7 @@ using run::CollectiveMatcher;
 using run::Communicator;
 using run::GpuActivity;
 using run::InstanceSummary;
+using run::Lateness;
 using run::LoadOptions;
 using run::MatchedRun;
 using run::Mismatch;
@@ -37,6 +39,7 @@ using run::format_bandwidth;
 using run::format_bytes;
 using run::format_duration;
 using run::format_ms;
+using run::wrap_text;
 using run::load_run;
 using run::median_of;
 using run::member_indices;

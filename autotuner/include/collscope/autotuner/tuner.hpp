@@ -22,6 +22,7 @@ struct TuneOptions {
   std::optional<double> trial_timeout_s;  // overrides the space's trial.timeout_s
   bool resume = false;
   std::string export_env_path;          // write the best as `export K=V` lines
+  std::string export_nccl_rules_path;   // write the best as NCCL tuner plugin rules (nccl_rules_export.cpp)
   std::string report_dir;               // HTML + SVG report
   std::vector<std::string> command;     // the job, with {knob} placeholders
   std::string collscope_exe;            // runs `trace`; the running executable from the CLI
@@ -56,5 +57,9 @@ SearchSpace stored_space(const Study& study);
 void print_study(const std::string& study_path, std::ostream& out);
 // Writes `export NAME=VALUE` lines (env knobs; others as comments), shell-quoted.
 void write_export_env(const SearchSpace& space, const BestSettings& best, const std::string& path);
+// Writes the space's *.rules config file rendered with the best settings: the rules file collscope's NCCL tuner
+// plugin applies (COLLSCOPE_NCCL_TUNER_RULES). Throws InputError when the space has none or it renders invalid.
+void write_nccl_rules(const SearchSpace& space, const BestSettings& best, const std::string& study_path,
+                      const std::string& path);
 
 }  // namespace collscope::autotuner

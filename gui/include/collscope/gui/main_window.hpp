@@ -1,12 +1,15 @@
 #pragma once
-// The viewer's main window: wires the timeline, the panels, search, step navigation and the loader.
-// It owns no analysis or drawing of its own.
+// The viewer's main window: wires the timeline, the panels, search, step navigation, the view history and the
+// loader, and owns the window-wide keys (they work whichever panel has the focus). No analysis or drawing here.
 #include <collscope/gui/run_data.hpp>
+#include <collscope/gui/search.hpp>
 
 #include <QMainWindow>
 
 #include <memory>
 
+class QAction;
+class QDialog;
 class QLabel;
 class QLineEdit;
 class QMenu;
@@ -17,6 +20,7 @@ namespace collscope::gui {
 
 class DetailsPanel;
 class FindingsPanel;
+class RankViews;
 class RunLoadJob;
 class StatisticsPanel;
 class StudyView;
@@ -30,22 +34,27 @@ class MainWindow : public QMainWindow {
 
   // Starts loading in the background; runLoaded() or loadFailed() follows, then loadFinished().
   // A study file (STUDY.sqlite of `collscope tune`) opens in the tuning-study view instead.
-  void openRun(const QString& dir);
+  void openRun(const QString& path);
   // For tests and the screenshot tool: shows a run already in memory.
   void showRun(std::shared_ptr<const RunData> run, bool keep_range = false);
   bool loading() const;
 
-  // Search by op name ("allreduce"), size ("64KiB", "1048576") or NVTX/kernel name; selects (or shows)
-  // the next match after the current selection. Returns false when nothing matches.
+  // Search (search.hpp): by op, size as shown ("1 MiB", ">64KiB"), both, or NVTX/kernel name. Selects (or shows)
+  // the next / previous match after the current one, highlights every match; false when nothing matches.
   bool findNext(const QString& query);
+  bool findPrevious(const QString& query);
+  QString searchStatus() const;  // "3 of 120 matches", "no match", ""
   void jumpToStep(int step);
   void activateFinding(const Finding& finding);
+  void showHelp();
 
   TimelineView* timeline() const { return timeline_; }
   DetailsPanel* details() const { return details_; }
   FindingsPanel* findings() const { return findings_; }
   StatisticsPanel* statistics() const { return statistics_; }
   StudyView* study() const { return study_; }
+  RankViews* rankViews() const { return rank_views_; }
+  QDialog* helpDialog() const { return help_; }
   const RunData* run() const { return run_.get(); }
   // The message shown above the timeline (errors, partial runs); empty when none.
   QString message() const;
@@ -55,11 +64,18 @@ class MainWindow : public QMainWindow {
   void loadFailed(const QString& message);
   void loadFinished();
 
+ protected:
+  void showEvent(QShowEvent* e) override;
+
  private:
   void showMessage(const QString& text, bool error);
-  void addRecent(const QString& dir);
+  void addRecent(const QString& path);
   void rebuildRecentMenu();
   void openDialog();
+  void addWindowKeys();
+  bool find(const QString& query, int direction);
+  void showHit(const SearchHit& hit);
+  void updateHistoryActions();
 
   std::shared_ptr<const RunData> run_;
   TimelineView* timeline_;
@@ -67,15 +83,27 @@ class MainWindow : public QMainWindow {
   FindingsPanel* findings_;
   StatisticsPanel* statistics_;
   StudyView* study_;
+  RankViews* rank_views_;
   class QDockWidget* study_dock_;
+  class QDockWidget* details_dock_;
+  class QDockWidget* findings_dock_;
+  bool docks_sized_ = false;
   RunLoadJob* loader_;
   QLabel* banner_;
   QLabel* hover_label_;
   QProgressBar* progress_;
   QLineEdit* search_;
+  QLabel* search_status_;
   QSpinBox* step_box_;
   QMenu* recent_menu_;
+  QAction* back_action_;
+  QAction* forward_action_;
+  QDialog* help_ = nullptr;
   QString loading_dir_;
+  // The current search: its query, its matches in time order and the one shown.
+  std::shared_ptr<const SearchQuery> query_;
+  SearchResults results_;
+  std::ptrdiff_t current_hit_ = -1;
 };
 
 }  // namespace collscope::gui

@@ -12,6 +12,7 @@ class QTableView;
 class QTableWidget;
 class QTreeWidget;
 class QLabel;
+class QSortFilterProxyModel;
 
 namespace collscope::gui {
 
@@ -66,14 +67,17 @@ class FindingsPanel : public QWidget {
   FindingsModel* model_;
   QTableView* view_;
   QLabel* note_;
+  QLabel* suggestion_;
 };
 
 class StatisticsModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Column { Op, Size, Count, Time, BusBw, ColumnCount };
+  static constexpr int kSortRole = Qt::UserRole;  // numbers, for sorting
   using QAbstractTableModel::QAbstractTableModel;
   void setRows(std::vector<StatisticsRow> rows);
+  const StatisticsRow& row(int r) const { return rows_.at(r); }
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role) const override;
@@ -83,15 +87,24 @@ class StatisticsModel : public QAbstractTableModel {
   std::vector<StatisticsRow> rows_;
 };
 
+// Per op and size bucket, sortable by any column; a row selects the slowest collective of its kind.
 class StatisticsPanel : public QWidget {
   Q_OBJECT
  public:
   explicit StatisticsPanel(QWidget* parent = nullptr);
-  void setRun(const RunData* run);
+  void setRun(std::shared_ptr<const RunData> run);
   StatisticsModel* model() const { return model_; }
+  QTableView* view() const { return view_; }
+  // The collective (id) with the lowest bus bandwidth among those of the row; kNoInstance when none.
+  std::uint32_t slowest(const StatisticsRow& row) const;
+
+ signals:
+  void collectiveActivated(std::uint32_t id);
 
  private:
+  std::shared_ptr<const RunData> run_;
   StatisticsModel* model_;
+  QSortFilterProxyModel* proxy_;
   QTableView* view_;
   QLabel* note_;
 };

@@ -1,5 +1,6 @@
 #pragma once
-// Loads a run directory (rank-NNNNN.sqlite files) into a RunData, off the GUI thread.
+// Loads a run directory (rank-NNNNN.sqlite files) into a RunData, off the GUI thread, through collscope::run:
+// each rank file read once, clocks aligned and collectives matched by run/, the analyzer run on that same run.
 // Bad input throws collscope::InputError (one line naming the file and the problem); a partial run
 // (ranks missing, events dropped) loads with RunData::warnings.
 #include <collscope/gui/run_data.hpp>
@@ -17,12 +18,13 @@ namespace collscope::gui {
 // percent 0..100, stage "reading rank-00001.sqlite", "matching collectives" ...
 using ProgressFn = std::function<void(int percent, const std::string& stage)>;
 
-// Reads every rank file (in parallel), aligns clocks, matches collectives across ranks by
-// (communicator key, seq), sorts the events into lanes and, when the analyzer is built, attaches its
-// findings and statistics. Synchronous; throws collscope::InputError.
+// What the first paint needs: the run read (rank files in parallel), its clocks aligned, its collectives matched
+// (collscope::run) and the lanes built; no steps, findings or statistics yet. Synchronous.
+std::shared_ptr<const RunData> load_timeline(const std::string& dir, const ProgressFn& progress = {});
+// load_timeline, then analyze_loaded_run (run_analysis.hpp): the whole view of a run. Synchronous.
 std::shared_ptr<const RunData> load_run(const std::string& dir, const ProgressFn& progress = {});
 
-// Runs load_run on a worker thread and reports back on the GUI thread.
+// Runs load_timeline and then the analysis on a worker thread and reports both back on the GUI thread.
 class RunLoadJob : public QObject {
   Q_OBJECT
  public:

@@ -52,14 +52,25 @@ struct Mismatch {
   std::string what;               // "op allreduce vs bcast", "rank 1 has 9 calls, others 10", ...
 };
 
+// Calls one rank's file lacks at the end of a communicator while other members made them, where its trace was
+// cut short (the job killed before the writer's last batch, a writer stopped by a full disk, dropped events):
+// not a mismatch. One line for the report.
+struct Truncation {
+  int comm = 0;
+  std::uint64_t comm_key = 0;
+  int world_rank = 0;
+  std::int64_t from_seq = 0;  // its first call not in the file
+  std::int64_t missing = 0;   // calls the others made from there on
+  std::string why;            // what cut it short, and the proof it made them ("the others completed allreduce #9")
+};
+
 struct MatchedRun {
   std::vector<InstanceSummary> instances;  // ordered by (comm, seq)
   std::vector<std::size_t> comm_first;     // instances of comm c are [comm_first[c], comm_first[c+1])
   std::vector<Mismatch> mismatches;
+  std::vector<Truncation> truncations;
   // Per rank index, per communicator: index into RankTrace::collectives of each seq (−1 if missing).
   std::vector<std::vector<std::vector<std::int32_t>>> call_index;
-  std::vector<double> wait_ns_by_rank;     // per rank index: total waiting for others
-  std::vector<double> blame_ns_by_rank;    // per rank index: time it alone held instances up
   // The communicator the run's progress is measured on (steps are inferred from it, calls elsewhere are placed
   // by how many of its calls came before): most members, then most calls on one rank. -1 when none.
   int reference_comm = -1;

@@ -5,14 +5,28 @@
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collscope::run {
 
-// One rank's call of one collective, 56 bytes (10 M of them fit in ~560 MB).
+// What a reduction does, from its operator's name ("MPI_SUM", "ncclAvg", "MPI_BAND"): sums and averages carry
+// data (gradients, residuals); bitwise and logical reductions carry flags and bit vectors (Horovod's readiness
+// negotiation), control traffic that says nothing about the job's progress.
+enum class Reduction : std::uint8_t { None = 0, Sum, Product, MinMax, Bitwise, Logical, Other };
+Reduction reduction_of(std::string_view op_name);
+inline bool is_control_reduction(Reduction r) { return r == Reduction::Bitwise || r == Reduction::Logical; }
+
+// Non-blocking and persistent calls (MPI_Iallreduce, MPI_Ibcast, MPI_Allreduce_init, ...): their rows run from the
+// call to the request's completion, with the job's own work in between, so that span is neither transfer time nor
+// time spent communicating. (Every such op's name starts with "i" or ends with "_init".)
+bool is_nonblocking(store::Op op);
+
+// One rank's call of one collective, 64 bytes (10 M of them fit in ~640 MB).
 struct CollectiveCall {
   std::int64_t start_ns = 0;  // CLOCK_MONOTONIC of the rank's host, call entry
   std::int64_t end_ns = 0;    // call exit / completion
@@ -24,9 +38,16 @@ struct CollectiveCall {
   std::int32_t root = -1;     // root, or peer for send/recv; -1 when none
   std::int32_t status = 0;    // 0 = success
   store::Op op = store::Op::Unknown;
-  std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1); fits the padding: still 56 bytes
+  // How full the fusion buffer this call sent from was, 1..100 %; 0 when it sent from no fusion buffer (see
+  // RunLoader: an address reused with different sizes, capacity the job's HOROVOD_FUSION_THRESHOLD or its
+  // largest use).
+  std::uint8_t fusion_fill_pct = 0;
+  Reduction reduction = Reduction::None;
+  std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1)
+  // 56 bytes held the call with its thread; the fill (the viewer's) and the reduction (step inference's) need 3
+  // bytes more than the padding had: 64 bytes, one cache line.
 };
-static_assert(sizeof(CollectiveCall) == 56, "CollectiveCall is sized for 10 M calls in ~560 MB");
+static_assert(sizeof(CollectiveCall) == 64, "CollectiveCall is sized for 10 M calls in ~640 MB");
 
 // A communicator as one thing across the run (same key on every member rank).
 struct Communicator {
@@ -48,12 +69,14 @@ struct NvtxRange {
 
 struct GpuActivity {
   store::GpuActivityKind kind = store::GpuActivityKind::Kernel;
+  std::int16_t device = 0;  // CUDA device (fits the padding: still 40 bytes)
   std::int32_t name = 0;  // index into Run::strings
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::int64_t bytes = 0;
   std::uint64_t stream = 0;
 };
+static_assert(sizeof(GpuActivity) == 40, "GpuActivity stays 40 bytes");
 
 // A blocking collective the rank was still inside when its file was last written (schema 1.1): where it hung,
 // when the job was killed. call.end_ns is the last time the tracer saw it still in flight.
@@ -112,6 +135,9 @@ struct LoadOptions {
   int threads = 0;          // 0 = one per core
   bool nvtx_ranges = true;  // read the NVTX table (false: RankTrace::nvtx_ranges stays empty)
   bool gpu_activities = true;
+  // Called after each rank file (done of total, its path) from the loader's threads, possibly at the same time
+  // from several: for a progress bar.
+  std::function<void(std::size_t done, std::size_t total, const std::string& path)> on_file_loaded = nullptr;
 };
 
 // Reads RUN_DIR/rank-*.sqlite. Throws collscope::InputError when the directory holds no readable rank file;

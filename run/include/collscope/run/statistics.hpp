@@ -16,4 +16,11 @@ T median_of(std::vector<T> v) {
   return static_cast<T>((lower + *mid) / 2);
 }
 
+// "Best seen" everywhere (reports, findings, compare): the 95th percentile of a sample (index ⌊0.95 n⌋ of the
+// sorted values), the best it reaches without one outlier. T{} for none.
+template <typename T>
+T p95_of_sorted(const std::vector<T>& sorted) {
+  return sorted.empty() ? T{} : sorted[sorted.size() * 95 / 100];
+}
+
 }  // namespace collscope::run

@@ -44,16 +44,34 @@ struct Step {
   std::int64_t end_ns = 0;
   double duration_ns = 0;     // mean over ranks
   double comm_ns = 0;         // mean over ranks: time inside collectives (union of calls)
-  double wait_ns = 0;         // mean over ranks: waiting for the last arriver
+  double wait_ns = 0;         // mean over ranks: waiting for the others (run/lateness.hpp)
   double exposed_comm_ns = 0; // mean over ranks: communication not overlapped with compute (GPU kernels, NVTX
                               // ranges of threads without collectives), minus waiting
   std::vector<double> rank_duration_ns;  // per rank index
-  std::vector<double> rank_wait_ns;      // per rank index
+  std::vector<double> rank_wait_ns;      // per rank index (run/lateness.hpp)
+  std::vector<std::int64_t> rank_start_ns;  // per rank index: its step window, aligned
 };
+
+// How the steps were found.
+enum class StepMethod {
+  None,
+  Nvtx,          // NVTX ranges named as StepOptions::range_name (the job's own marks)
+  CallPattern,   // the same sequence of (op, bytes) repeats on the reference communicator
+  PayloadBytes,  // the bytes one class of payload collectives (e.g. float sum allreduces) carries add up to the
+                 // same total every step, however they are split (Horovod's fusion varies from step to step)
+};
+std::string_view step_method_name(StepMethod m);  // "none", "nvtx", "call_pattern", "payload_bytes"
 
 struct StepSummary {
   std::string source;  // "nvtx" or "inferred" or "none"
-  int period_calls = 0;  // inferred: collectives per step on the reference communicator
+  std::string range_name = std::string(kStepRangeName);  // NVTX steps: the range name (StepOptions::range_name)
+  StepMethod method = StepMethod::None;
+  // How sure the steps are, 0..1: 1 for NVTX ranges; inferred: how exactly the pattern repeats × how regular the
+  // step times are × how many steps back it (see docs/analyzer.md). confidence_label() words it.
+  double confidence = 0;
+  std::string basis;     // one line: what the steps rest on, or why there are none
+  int period_calls = 0;  // call pattern: collectives per step on the reference communicator
+  std::int64_t bytes_per_step = 0;  // payload bytes: what each step reduces
   int warmup_steps = 0;  // steps[0 .. warmup_steps) are not measured
   std::vector<Step> steps;
   // Over the measured steps (after warm-up):
@@ -67,6 +85,7 @@ struct StepSummary {
   bool cpu_compute_ranges = false;      // NVTX compute ranges (not GPU kernels) hid communication
 
   int measured_steps() const { return std::max(0, static_cast<int>(steps.size()) - warmup_steps); }
+  std::string_view confidence_label() const;  // "high" (>= 0.8), "medium" (>= 0.5), "low"
 };
 
 class StepDetector {

@@ -13,7 +13,9 @@
 namespace collscope::store {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 1;  // 1.1: calls_in_flight
+inline constexpr int kSchemaMinor = 2;  // 1.1: calls_in_flight; 1.2: point_to_point,
+                                        // non-blocking times, op codes 18-91, nccl_profile, nccl_proxy_ops,
+                                        // collective_gpu_work
 
 // The largest world a reader accepts (meta.world_size): 8 Mi ranks, beyond any machine's process count, so that a
 // corrupt value is refused instead of sizing per-rank arrays.
@@ -120,7 +122,11 @@ inline constexpr int kOpCount = 92;
 std::string_view op_name(Op op);                    // "allreduce", "iallreduce", ...
 std::optional<Op> op_from_name(std::string_view name);
 
-// The nccl-tests bus-bandwidth factor for `op` on `ranks` ranks: busbw = algbw * factor.
+// The blocking call a non-blocking or persistent form is of (iallreduce, allreduce_init -> allreduce; isend ->
+// send); other ops are their own.
+Op blocking_form(Op op);
+
+// The nccl-tests bus-bandwidth factor for `op` (any form of it) on `ranks` ranks: busbw = algbw * factor.
 double bus_bandwidth_factor(Op op, int ranks);
 
 // Blocking collectives whose end is nearly simultaneous on all ranks (used for clock alignment).
@@ -129,8 +135,14 @@ bool is_synchronising(Op op);
 enum class Backend : std::uint8_t { Mpi = 0, Nccl = 1 };
 std::string_view backend_name(Backend b);
 
-// How a collective call ended. 0 = success; otherwise the backend's error code (MPI or ncclResult_t).
+// How a collective call ended. 0 = success; otherwise the backend's error code (MPI or ncclResult_t), or
+// kStatusFreed: a non-blocking MPI call whose request was freed (MPI_Request_free) before its completion was seen.
 using Status = std::int32_t;
+inline constexpr Status kStatusFreed = -1;
+
+// Peers of point_to_point rows that are no process.
+inline constexpr std::int32_t kPeerProcNull = -1;  // MPI_PROC_NULL: nothing moved
+inline constexpr std::int32_t kPeerUnknown = -2;   // a wildcard receive whose source the tracer could not read
 
 enum class NvtxKind : std::uint8_t { PushPop = 0, StartEnd = 1, Mark = 2 };
 
@@ -308,6 +320,11 @@ inline constexpr std::string_view kRealtimeStart = "clock_realtime_start_ns";
 inline constexpr std::string_view kMonotonicEnd = "clock_monotonic_end_ns";
 inline constexpr std::string_view kRealtimeEnd = "clock_realtime_end_ns";
 inline constexpr std::string_view kEventsDropped = "events_dropped";
+// Written by importers whose source cannot tell when each rank arrived (a Horovod Timeline recorded with the
+// response cache on): one line why; readers then report lateness as not measurable.
+inline constexpr std::string_view kImportFormat = "import_format";  // "horovod-timeline": written by collscope import
+inline constexpr std::string_view kImportedFrom = "imported_from";
+inline constexpr std::string_view kArrivalsUnknown = "arrivals_unknown";
 inline constexpr std::string_view kEnvPrefix = "env.";  // env.HOROVOD_FUSION_THRESHOLD = "67108864"
 }  // namespace meta_key
 

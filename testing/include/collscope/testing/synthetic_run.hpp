@@ -32,6 +32,7 @@ struct SyntheticRunSpec {
   std::int64_t fusion_threshold = 64 << 20;  // written as env.HOROVOD_FUSION_THRESHOLD
   double cycle_time_ms = 1;                   // env.HOROVOD_CYCLE_TIME
   int batch_size = 32;                        // in command_line "--batch-size N"
+  std::string program = "synthetic_trainer";  // the command line's program
   // Injected communication problems (ground truth for the detectors):
   int degraded_from_step = -1;     // from this step on, world allreduces move data at degraded_link_gbps
   double degraded_link_gbps = 0;   //   (a link falling back to a slower transport)

@@ -133,34 +133,37 @@ void post(Event& e, std::uint64_t t0, int rc, RequestKey request) {
   }
 }
 
+// The real posting call of the non-blocking call `e` describes, then its posting.
+template <typename Call>
+int posted(Event& e, MPI_Request* request, Call&& call) {
+  const std::uint64_t t0 = ticks();
+  const int rc = call_inside(call);
+  post(e, t0, rc, key_of(*request));
+  return rc;
+}
+
+// The real initialisation of the persistent call `e` describes: each MPI_Start of it posts one (custom_Start).
+template <typename Call>
+int persistent(const Event& e, MPI_Request* request, Call&& call) {
+  const int rc = call_inside(call);
+  if (rc == MPI_SUCCESS) persistent_add(key_of(*request), e);
+  return rc;
+}
+
 template <typename Call>
 int collective_posted(CollectiveShape& s, MPI_Request* request, Call&& call) {
   if (!traceable(s.comm)) return call();
   Event e;
   collective_event(s, e);
-  const std::uint64_t t0 = ticks();
-  int rc;
-  {
-    TracedScope scope;
-    rc = call();
-  }
-  post(e, t0, rc, key_of(*request));
-  return rc;
+  return posted(e, request, call);
 }
 
-// A persistent call: remembered at its initialisation; each MPI_Start posts one (custom_Start).
 template <typename Call>
 int collective_persistent(CollectiveShape& s, MPI_Request* request, Call&& call) {
   if (!traceable(s.comm)) return call();
   Event e;
   collective_event(s, e, false);
-  int rc;
-  {
-    TracedScope scope;
-    rc = call();
-  }
-  if (rc == MPI_SUCCESS) persistent_add(key_of(*request), e);
-  return rc;
+  return persistent(e, request, call);
 }
 
 // A communicator made from `parent` (split, dup, cart_create, ...). MPI_COMM_NULL results (MPI_UNDEFINED colour)
@@ -168,11 +171,7 @@ int collective_persistent(CollectiveShape& s, MPI_Request* request, Call&& call)
 template <typename Call>
 int comm_created(const char* how, MPI_Comm parent, MPI_Comm* newcomm, std::optional<std::int64_t> color,
                  Call&& call) {
-  int rc;
-  {
-    TracedScope scope;
-    rc = call();
-  }
+  const int rc = call_inside(call);
   if (rc == MPI_SUCCESS && recording() && traceable(parent)) {
     const std::uint32_t p = slot_of(parent);
     if (*newcomm != g.null) register_comm(*newcomm, how, p, color);

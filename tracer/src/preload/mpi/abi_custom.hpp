@@ -96,6 +96,8 @@ class StatusesOut {
       if (own.size() < static_cast<std::size_t>(n)) own.resize(static_cast<std::size_t>(n));
       use_ = own.data();
     }
+    if (use_ != MPI_STATUSES_IGNORE)
+      for (int i = 0; i < n; ++i) mark_unwritten(&use_[i]);
   }
   MPI_Status* use() const { return use_; }
 
@@ -152,8 +154,8 @@ void account(const RequestSnapshot& requests, std::uint64_t t0, int rc, MPI_Stat
 int custom_Wait(MPI_Request* request, MPI_Status* status) {
   if (!any_pending()) return real<kMpi_Wait>()(request, status);
   const RequestSnapshot before(1, request);
-  MPI_Status own;
-  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  StatusOut out(status);
+  MPI_Status* const st = out.use;
   const std::uint64_t t0 = ticks();
   int rc;
   {
@@ -167,8 +169,8 @@ int custom_Wait(MPI_Request* request, MPI_Status* status) {
 int custom_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (!any_pending()) return real<kMpi_Test>()(request, flag, status);
   const RequestSnapshot before(1, request);
-  MPI_Status own;
-  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  StatusOut out(status);
+  MPI_Status* const st = out.use;
   const std::uint64_t t0 = ticks();
   const int rc = real<kMpi_Test>()(request, flag, st);
   account(before, t0, rc, st, [&](int) { return *flag != 0; });
@@ -202,8 +204,8 @@ int custom_Testall(int count, MPI_Request requests[], int* flag, MPI_Status stat
 int custom_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (!any_pending()) return real<kMpi_Waitany>()(count, requests, index, status);
   const RequestSnapshot before(count, requests);
-  MPI_Status own;
-  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  StatusOut out(status);
+  MPI_Status* const st = out.use;
   const std::uint64_t t0 = ticks();
   int rc;
   {
@@ -221,8 +223,8 @@ int custom_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* st
 int custom_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (!any_pending()) return real<kMpi_Testany>()(count, requests, index, flag, status);
   const RequestSnapshot before(count, requests);
-  MPI_Status own;
-  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  StatusOut out(status);
+  MPI_Status* const st = out.use;
   const std::uint64_t t0 = ticks();
   const int rc = real<kMpi_Testany>()(count, requests, index, flag, st);
   const std::uint64_t t1 = ticks();
@@ -310,10 +312,10 @@ int custom_Request_free(MPI_Request* request) {
   if (rc != MPI_SUCCESS) return rc;
   if (any_persistent()) persistent_remove(r);
   Event e;
-  // Freed while pending: its completion is never observed; the row ends at the free (flagged).
+  // Freed while pending: its completion is never observed; the row ends at the free, status kStatusFreed.
   if (any_pending() && pending_take(r, e)) {
     e.t1 = ticks();
-    e.flags |= kFlagFreed;
+    e.status = store::kStatusFreed;
     if (recording()) record(e);
   }
   return rc;

@@ -72,9 +72,31 @@ MPI_Comm comm_of_message(MPI_Message m) {
   return g.null;
 }
 
+// A status an implementation may leave unwritten (MPICH 4.0's MPI_Isendrecv does): marked before the call, so
+// that what it says is used only when the call wrote it.
+constexpr int kUnwrittenSource = -1'000'001;
+void mark_unwritten(MPI_Status* st) {
+  if (st && st != MPI_STATUS_IGNORE) st->MPI_SOURCE = kUnwrittenSource;
+}
+
+// A status to read even when the caller ignores it (then one of the wrapper's own), marked unwritten.
+struct StatusOut {
+  MPI_Status own;
+  MPI_Status* use;
+  explicit StatusOut(MPI_Status* given) : use(given == MPI_STATUS_IGNORE ? &own : given) { mark_unwritten(use); }
+  StatusOut(const StatusOut&) = delete;
+  StatusOut& operator=(const StatusOut&) = delete;
+};
+
 // What a status says about a receive: its source (a world rank), tag and size.
 void apply_status(Event& e, const MPI_Status& st) {
-  if (!(e.flags & kFlagReceives) || e.mpi.recv_peer == kPeerProcNull) return;
+  if (!(e.flags & kFlagReceives) || e.mpi.recv_peer == kPeerProcNull || st.MPI_SOURCE == kUnwrittenSource) return;
+  // MPICH 4.0's MPI_Isendrecv completes with the status of an earlier call: its receive side keeps what the
+  // arguments said (source, tag, the buffer's size) unless they were wildcards.
+  const Op op = static_cast<Op>(e.op);
+  if ((op == Op::Isendrecv || op == Op::IsendrecvReplace) && e.mpi.recv_peer != kPeerUnknown &&
+      e.mpi.recv_tag != MPI_ANY_TAG)
+    return;
   if (st.MPI_SOURCE == MPI_PROC_NULL) {
     e.mpi.recv_peer = kPeerProcNull;
     e.mpi.recv_bytes = 0;
@@ -96,8 +118,8 @@ int message_blocking(MessageShape& s, Call&& call) {
   if (!traceable(s.comm)) return call();
   Event e;
   message_event(s, e);
-  MPI_Status own;
-  if (s.status == MPI_STATUS_IGNORE) s.status = &own;
+  StatusOut status(s.status);
+  s.status = status.use;
   return record_blocking(e, false, call, [&](Event& done) {
     if (done.status != MPI_SUCCESS || !s.status) return;
     apply_status(done, *s.status);
@@ -111,14 +133,7 @@ int message_posted(MessageShape& s, MPI_Request* request, Call&& call) {
   if (!traceable(s.comm)) return call();
   Event e;
   message_event(s, e);
-  const std::uint64_t t0 = ticks();
-  int rc;
-  {
-    TracedScope scope;
-    rc = call();
-  }
-  post(e, t0, rc, key_of(*request));
-  return rc;
+  return posted(e, request, call);
 }
 
 template <typename Call>
@@ -126,27 +141,17 @@ int message_persistent(MessageShape& s, MPI_Request* request, Call&& call) {
   if (!traceable(s.comm)) return call();
   Event e;
   message_event(s, e, false);
-  int rc;
-  {
-    TracedScope scope;
-    rc = call();
-  }
-  if (rc == MPI_SUCCESS) persistent_add(key_of(*request), e);
-  return rc;
+  return persistent(e, request, call);
 }
 
 // MPI_Iprobe / MPI_Improbe: recorded (and numbered) only when they find a message, so polling loops add nothing.
 template <typename Call>
 int probe_polled(MessageShape& s, int* flag, Call&& call) {
   if (!traceable(s.comm)) return call();
-  MPI_Status own;
-  if (s.status == MPI_STATUS_IGNORE) s.status = &own;
+  StatusOut status(s.status);
+  s.status = status.use;
   const std::uint64_t t0 = ticks();
-  int rc;
-  {
-    TracedScope scope;
-    rc = call();
-  }
+  const int rc = call_inside(call);
   const std::uint64_t t1 = ticks();
   if (rc != MPI_SUCCESS || !*flag) return rc;
   Event e;

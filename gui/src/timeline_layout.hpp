@@ -1,0 +1,24 @@
+#pragma once
+// Sizes (px) and colours shared by the timeline's files.
+#include <QColor>
+
+namespace collscope::gui::timeline {
+
+inline const QColor kLateColor(205, 40, 40);    // a rank arriving after the first one
+inline const QColor kWaitColor(60, 110, 200);   // a rank waiting for the last one
+inline const QColor kSearchColor(255, 200, 0);  // search matches
+
+inline constexpr int kRulerHeight = 24;
+inline constexpr int kStepBandHeight = 16;
+inline constexpr int kHeaderHeight = kRulerHeight + kStepBandHeight;
+inline constexpr int kCounterHeight = 22;         // step time, bus bandwidth
+inline constexpr int kHostRowHeight = 18;
+inline constexpr int kRankRowHeight = 14;         // the rank's lateness / wait strip
+inline constexpr int kCollectiveLaneHeight = 24;
+inline constexpr int kSpanLaneHeight = 16;
+inline constexpr int kLegendHeight = 20;
+inline constexpr double kMaxFill = 2.5;           // lanes grow up to this factor to fill an empty window
+inline constexpr double kMinBoxPx = 2.0;          // narrower events are aggregated per pixel column
+inline constexpr int kMaxArrows = 64;             // wait arrows drawn for one instance
+
+}  // namespace collscope::gui::timeline

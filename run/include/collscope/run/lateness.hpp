@@ -1,0 +1,60 @@
+#pragma once
+// Who is late, who waits, and by how much: the one definition of each, per step and rank, used by the straggler
+// finding, the per-rank table, the JSON report and the viewer (ns throughout).
+//
+//   lateness   of a rank in a step: how much later than the others it reaches the point where the ranks
+//              synchronise.
+//              - From collectives: at each synchronising collective it arrives at last, last arrival − second-last
+//                arrival (what it alone held the others up), summed over the step's synchronising collectives.
+//              - From phases: its phase lag in the step at its synchronisation point, the boundary where it is
+//                furthest behind in the median step (0 when it is never behind).
+//   wait       of a rank in a step: time it spends waiting for the others there.
+//              - From collectives: at each synchronising collective, last arrival − own arrival, summed.
+//              - From phases: the latest rank's lateness in the step − its own.
+//   phase lag  of a rank at a phase boundary (the start or end of the step, or of an NVTX range every rank has
+//              inside the step, by name): its aligned time there − the median of the other ranks' times.
+//
+// Which source: phases when the job marks steps and phases with NVTX (they show what the ranks do between
+// collectives); else collectives, unless every rank makes all its collectives from one background thread
+// (Horovod): then the ranks meet in lockstep whatever they compute, and lateness cannot be measured (`basis`
+// says so).
+#include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/matching.hpp>
+#include <collscope/run/run.hpp>
+#include <collscope/run/steps.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace collscope::run {
+
+enum class LatenessSource { None, Collectives, Phases };
+std::string_view lateness_source_name(LatenessSource s);  // "none", "collectives", "phases"
+
+// Where in the step a rank falls behind (phases only): between two consecutive phase boundaries.
+struct LagSegment {
+  std::string label;                // "in forward", "between forward and backward", "before forward"
+  std::vector<double> lag_gain_ns;  // per rank index: median over steps of its lag at the segment's end − at its start
+};
+
+struct Lateness {
+  LatenessSource source = LatenessSource::None;
+  std::string basis;  // one line: what the numbers rest on, or why lateness cannot be measured
+  // [rank index][step]: the run's steps (measured or not); without steps, one entry for the whole run.
+  std::vector<std::vector<double>> lateness_ns, wait_ns;
+  int first_measured = 0;  // steps before it (warm-up) are left out of the medians
+  // Per rank index: the median over measured steps, and the sum over all of them.
+  std::vector<double> median_lateness_ns, median_wait_ns, total_lateness_ns, total_wait_ns;
+  std::vector<LagSegment> segments;  // in step order (phases only)
+  bool measurable() const { return source != LatenessSource::None; }
+};
+
+Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched,
+                          const StepSummary& steps);
+
+// Puts the waits into the steps (Step::rank_wait_ns, Step::wait_ns, StepSummary::mean_wait_ns), so that the step
+// table and the per-rank table say the same.
+void apply_waits(const Lateness& lateness, StepSummary& steps);
+
+}  // namespace collscope::run

@@ -1,0 +1,32 @@
+#pragma once
+// What kind of job a run is, from what the trace shows: the evidence that decides which steps, lateness and
+// advice make sense (a benchmark has no steps; Horovod's knobs only for Horovod jobs; NCCL knobs only for NCCL
+// communicators).
+#include <collscope/run/run.hpp>
+
+#include <string>
+
+namespace collscope::run {
+
+// The benchmark a rank's command line runs ("osu_allreduce", "IMB-MPI1", "all_reduce_perf"), or "" when its
+// program is not a known benchmark. Their loops repeat one call to time it: repetitions, not training steps.
+std::string benchmark_in_command(const Run& run);
+
+// Whether every rank makes all its collectives from one thread that is not the process's main thread (Horovod's
+// background thread, a communication thread). Then the ranks meet in lockstep whatever their compute does, and
+// who arrives last at a collective says nothing about who computes slowly.
+bool collectives_from_background_thread(const Run& run);
+
+// The framework and libraries a run shows, for advice that fits it.
+struct Workload {
+  std::string benchmark;        // benchmark_in_command
+  bool horovod = false;         // HOROVOD_* knobs in the environment, or Horovod's signature: all collectives from
+                                // one background thread, with bitwise-reduction readiness negotiation among them
+  std::string horovod_version;  // meta "python.horovod_version" (for a recorder of the Python annotation, issue 16; none writes it yet)
+  bool mpi = false, nccl = false;  // backends of the communicators with collectives
+  std::string mpi_library;      // meta mpi_library_version ("Open MPI v4.1.4, ...", "MPICH Version: 4.0 ...")
+  bool compute_recorded = false;  // GPU kernels or NVTX ranges other than steps: what overlap claims need
+};
+Workload describe_workload(const Run& run);
+
+}  // namespace collscope::run

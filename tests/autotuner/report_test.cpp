@@ -1,0 +1,111 @@
+// The study report on trials with a known optimum: the knob effect finds it, its uncertainty grows away from the
+// trials, the charts have integer trial ticks and parse as XML.
+#include <collscope/autotuner/report.hpp>
+#include <collscope/autotuner/search_space.hpp>
+#include <collscope/autotuner/study.hpp>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+using namespace collscope::autotuner;
+namespace fs = std::filesystem;
+
+namespace {
+
+// x in [0, 1] (optimum 0.3), mode a or b (b is 10 better), batch 8..64 (no effect); samples/s, higher is better.
+const char* kSpace = R"(knobs:
+  - {name: x, min: 0, max: 1}
+  - {name: mode, type: categorical, values: [a, b]}
+  - {name: batch, type: integer, min: 8, max: 64}
+objective: {kind: throughput, batch_size: batch}
+)";
+
+double truth(double x, const std::string& mode) { return 100 - 400 * (x - 0.3) * (x - 0.3) + (mode == "b" ? 10 : 0); }
+
+std::vector<TrialRecord> trials(const SearchSpace& space) {
+  std::vector<TrialRecord> out;
+  // Trials only in x <= 0.6: the model knows nothing near x = 1.
+  const double xs[] = {0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.15, 0.45, 0.3};
+  for (int i = 0; i < 12; ++i) {
+    TrialRecord t;
+    t.id = i + 1;
+    t.kind = i < 5 ? "design" : "expected-improvement";
+    t.status = "ok";
+    const std::string mode = i % 2 ? "b" : "a";
+    t.values = {fmt::format("{}", xs[i]), mode, std::to_string(8 + 4 * i)};
+    t.unit = space.to_unit(t.values);
+    t.score = truth(xs[i], mode);
+    out.push_back(t);
+  }
+  TrialRecord failed;
+  failed.id = 13;
+  failed.kind = "expected-improvement";
+  failed.status = "failed";
+  failed.reason = "out of memory";
+  failed.values = {"0.55", "a", "64"};
+  failed.unit = space.to_unit(failed.values);
+  out.push_back(failed);
+  return out;
+}
+
+}  // namespace
+
+TEST(StudyReport, KnobEffectFindsTheOptimumWithUncertaintyAwayFromTrials) {
+  const auto space = SearchSpace::parse(kSpace, "report.yaml");
+  const auto all = trials(space);
+  const KnobEffect x = knob_effect(space, all, 0);
+  ASSERT_GE(x.values.size(), 20u);
+  const auto top = std::max_element(x.mean.begin(), x.mean.end()) - x.mean.begin();
+  EXPECT_NEAR(std::stod(x.values[static_cast<std::size_t>(top)]), 0.3, 0.1);
+  // The band is narrow where trials ran and wide where none did.
+  EXPECT_GT(x.sd.back(), 3 * x.sd[static_cast<std::size_t>(top)]);
+  const KnobEffect mode = knob_effect(space, all, 1);
+  ASSERT_EQ(mode.values, (std::vector<std::string>{"a", "b"}));
+  EXPECT_GT(mode.mean[1], mode.mean[0] + 5);
+  // A small integer range gets every level it can tell apart, no more.
+  const KnobEffect batch = knob_effect(space, all, 2);
+  EXPECT_GE(batch.values.size(), 20u);
+  EXPECT_TRUE(std::is_sorted(batch.values.begin(), batch.values.end(),
+                             [](const auto& a, const auto& b) { return std::stoi(a) < std::stoi(b); }));
+  EXPECT_TRUE(knob_effect(space, {}, 0).values.empty());
+}
+
+TEST(StudyReport, ChartsHaveIntegerTrialTicksUnitsAndParse) {
+  const auto space = SearchSpace::parse(kSpace, "report.yaml");
+  const auto dir = fs::temp_directory_path() / fmt::format("collscope-study-report-{}", ::getpid());
+  fs::remove_all(dir);
+  write_report(space, trials(space), dir.string(), "test study");
+  for (const char* f : {"index.html", "convergence.svg", "effect-x.svg", "effect-mode.svg", "effect-batch.svg"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  std::ifstream in(dir / "convergence.svg");
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto ticks_at = svg.find("<g class=\"ticks\"");
+  ASSERT_NE(ticks_at, std::string::npos);
+  const std::string ticks = svg.substr(ticks_at, svg.find("</g>", ticks_at) - ticks_at);
+  static const std::regex x_tick(R"(text-anchor="middle">([^<]*)<)");
+  int count = 0;
+  for (std::sregex_iterator it(ticks.begin(), ticks.end(), x_tick), end; it != end; ++it, ++count)
+    EXPECT_TRUE(std::regex_match((*it)[1].str(), std::regex("[0-9]+"))) << (*it)[1].str();  // whole trials only
+  EXPECT_GE(count, 2);
+  EXPECT_NE(svg.find("failed (no score"), std::string::npos);
+  EXPECT_NE(svg.find("trial 13 failed: out of memory"), std::string::npos);
+  std::ifstream page(dir / "index.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("95 % band"), std::string::npos);
+  EXPECT_EQ(html.find("e+0"), std::string::npos);  // no scientific notation anywhere
+  const int rc = std::system(fmt::format("python3 -c \"import re,sys,xml.etree.ElementTree as E; "
+                                         "t=open(sys.argv[1],encoding='utf-8').read(); "
+                                         "s=re.findall(r'<svg.*?</svg>',t,re.S); [E.fromstring(x) for x in s]; "
+                                         "sys.exit(0 if len(s)==4 else 3)\" {}",
+                                         (dir / "index.html").string())
+                                 .c_str());
+  EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);  // kept to look at when a check failed
+}

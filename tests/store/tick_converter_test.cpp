@@ -1,0 +1,78 @@
+// The writer converts ticks to CLOCK_MONOTONIC ns through the segment it used last (events come in time order):
+// a conversion must not depend on what was converted before it, and must stay on the clock.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "clock.hpp"
+
+using namespace collscope::tracer;
+
+TEST(TickConverter, EachTickUsesItsOwnSegmentWhateverCameBefore) {
+  // Segments of very different slopes, so that using a neighbour's shows.
+  const bool saved = g_use_tsc;
+  g_use_tsc = true;
+  TickConverter clock;
+  const std::vector<std::pair<std::uint64_t, std::int64_t>> pairs = {
+      {1'000'000, 1'000'000}, {2'000'000, 3'000'000}, {3'000'000, 4'200'000}, {4'000'000, 7'000'000}, {5'000'000, 8'500'000}};
+  for (const auto& [t, ns] : pairs) clock.add_pair(t, ns);
+  // The line through the two pairs around t (the first or last segment outside them).
+  auto expected = [&](std::uint64_t t) {
+    std::size_t i = 1;
+    while (i + 1 < pairs.size() && t >= pairs[i].first) ++i;
+    const auto& [t0, n0] = pairs[i - 1];
+    const auto& [t1, n1] = pairs[i];
+    return n0 + std::int64_t((double(t) - double(t0)) * double(n1 - n0) / double(t1 - t0));
+  };
+  std::vector<std::uint64_t> ts;
+  for (std::uint64_t t = 0; t <= 6'000'000; t += 250'000) ts.push_back(t);
+  std::mt19937 rng(11);
+  for (int round = 0; round < 10; ++round) {
+    std::shuffle(ts.begin(), ts.end(), rng);
+    for (std::uint64_t t : ts) ASSERT_EQ(clock.to_ns(t), expected(t)) << "t = " << t << ", round " << round;
+  }
+  // A new pair changes the last segment: conversions follow at once.
+  clock.add_pair(6'000'000, 12'500'000);
+  EXPECT_EQ(clock.to_ns(5'500'000), 8'500'000 + 2'000'000);
+  g_use_tsc = saved;
+}
+
+TEST(TickConverter, SameAnswerInAnyOrderAndOnTheClock) {
+  if (!g_use_tsc) GTEST_SKIP() << "no invariant TSC here: ticks are CLOCK_MONOTONIC ns already";
+  TickConverter clock;
+  struct Sample {
+    std::uint64_t ticks;
+    std::int64_t ns;
+  };
+  std::vector<Sample> samples;
+  for (int i = 0; i < 12; ++i) {  // calibration pairs ~2 ms apart, samples between them
+    clock.calibrate();
+    for (int k = 0; k < 5; ++k) {
+      const std::uint64_t a = ticks();
+      const std::int64_t ns = monotonic_ns();
+      const std::uint64_t b = ticks();
+      samples.push_back({a + (b - a) / 2, ns});
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  clock.calibrate();
+  // Outside the calibrated range too: extrapolated with the nearest segment.
+  samples.push_back({samples.front().ticks / 2, 0});
+  samples.push_back({samples.back().ticks * 2, 0});
+
+  std::vector<std::int64_t> in_order;
+  for (const Sample& s : samples) in_order.push_back(clock.to_ns(s.ticks));
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::size_t> order(samples.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i : order) ASSERT_EQ(clock.to_ns(samples[i].ticks), in_order[i]) << "sample " << i;
+  }
+  for (std::size_t i = 0; i + 2 < samples.size(); ++i)
+    EXPECT_NEAR(double(in_order[i]), double(samples[i].ns), 20'000.0) << "sample " << i;  // within 20 us
+}
