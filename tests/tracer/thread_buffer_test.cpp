@@ -57,7 +57,7 @@ TEST(ThreadBuffer, DrainSeesEveryRecordedEventWholeAndInOrder) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   std::int64_t recorded = 0;
   for (std::int64_t v = 1;
-       v <= kEvents || (drained_count.load() < 8 * std::int64_t{ThreadBuffer::kCapacity} &&
+       v <= kEvents || (drained_count.load() < 8 * static_cast<std::int64_t>(ring.capacity()) &&
                         std::chrono::steady_clock::now() < deadline);
        ++v) {
     ++recorded;
@@ -74,7 +74,7 @@ TEST(ThreadBuffer, DrainSeesEveryRecordedEventWholeAndInOrder) {
   EXPECT_EQ(torn, 0);
   EXPECT_EQ(out_of_order, 0);
   EXPECT_EQ(drained + static_cast<std::int64_t>(ring.dropped()), recorded);
-  EXPECT_GE(drained, 8 * std::int64_t{ThreadBuffer::kCapacity});  // the writer drained while the thread recorded
+  EXPECT_GE(drained, 8 * static_cast<std::int64_t>(ring.capacity()));  // the writer drained while the thread recorded
   EXPECT_TRUE(ring.empty());
 }
 
