@@ -61,18 +61,9 @@ double parse_fraction(const std::string& text) {
   return v;
 }
 
-// One run read and analysed; whatever fails below names the run: out of memory, an error from a library that does
-// not know the file (a bare bad_alloc or stoll had reached the user).
+// One run read and analysed; whatever fails below names the run.
 Analysis analyze_named(const std::string& run_dir, const AnalysisOptions& options) {
-  try {
-    return analyze_run(run_dir, options);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw InputError(fmt::format("{}: out of memory while analysing this run", run_dir));
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("{}: internal error while analysing this run: {}", run_dir, e.what()));
-  }
+  return naming_input(run_dir, "analysing this run", [&] { return analyze_run(run_dir, options); });
 }
 
 int run_analyze(const AnalyzeArgs& args) {

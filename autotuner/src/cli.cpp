@@ -65,7 +65,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   show_cmd->add_option("--export-nccl-rules", *show_rules, "Also write the best settings as NCCL tuner rules to FILE")->type_name("FILE");
   show_cmd->callback([&action, show_study, show_report, show_rules] {
     action = [show_study, show_report, show_rules] {
-      try {
+      naming_input(*show_study, "reading the study", [&] {
         print_study(*show_study, std::cout);
         if (!show_rules->empty()) {
           const Study study = Study::open(*show_study);
@@ -81,13 +81,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
           write_report(space, trials, *show_report, std::filesystem::path(*show_study).filename().string(),
                        study_notes(study, space, trials));
         }
-      } catch (const Error&) {
-        throw;
-      } catch (const std::bad_alloc&) {
-        throw InputError(fmt::format("{}: out of memory while reading the study", *show_study));
-      } catch (const std::exception& e) {
-        throw Error(fmt::format("{}: internal error while reading the study: {}", *show_study, e.what()));
-      }
+      });
       return 0;
     };
   });
@@ -113,7 +107,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
       if (tune_cmd->count("--trials") && options->trials < 1) throw InputError("--trials: must be at least 1");
       std::error_code ec;
       options->collscope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-      return tune(*options);
+      return naming_input(options->space_path, "tuning with this search space", [&] { return tune(*options); });
     };
   });
 }

@@ -2,6 +2,7 @@
 // only the flow points (32 B per collective) are kept until the end, to chain each collective across ranks.
 #include <collscope/plugins/chrome_trace.hpp>
 #include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/physical_limits.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
@@ -72,7 +73,8 @@ class RankExporter {
   // offset_ns: what turns this file's CLOCK_MONOTONIC into run time (run::ClockAlignment's offset − origin).
   RankExporter(const std::string& path, std::int64_t offset_ns, const ChromeExportOptions& options, EventStream& out,
                std::vector<FlowPoint>* flows, ChromeExportCounts& counts)
-      : reader_(path), out_(out), flows_(flows), counts_(counts), from_(options.from_ns), to_(options.to_ns) {
+      : reader_(path), screen_(path, run::read_anchors(reader_, anchor_warnings_)), out_(out), flows_(flows),
+        counts_(counts), from_(options.from_ns), to_(options.to_ns) {
     offset_ = offset_ns;
     pid_ = static_cast<std::int32_t>(reader_.meta_int(store::meta_key::kWorldRank).value_or(counts.ranks));
     strings_ = reader_.strings();
@@ -96,6 +98,9 @@ class RankExporter {
     for (const auto& r : reader_.calls_in_flight()) in_flight(r);
     ++counts_.ranks;
   }
+
+  // One line per table with rows out of physical range (left out, as the run loader leaves them out).
+  std::vector<std::string> warnings() const { return screen_.warnings(); }
 
  private:
   std::string str(std::int64_t id) const {
@@ -126,7 +131,14 @@ class RankExporter {
   }
 
   void collective(const store::CollectiveRow& r) {
-    if (!visible(r.start_ns, r.end_ns)) return;
+    using L = run::PhysicalLimits;
+    std::int64_t end_ns = r.end_ns;
+    if (!screen_.within("collectives", r.id, "seq", r.seq, std::numeric_limits<std::int32_t>::max()) ||
+        !screen_.span("collectives", r.id, r.start_ns, end_ns) ||
+        !screen_.within("collectives", r.id, "bytes", r.bytes, L::kMaxCallBytes) ||
+        !screen_.within("collectives", r.id, "count", r.count, L::kMaxCallCount))
+      return;
+    if (!visible(r.start_ns, end_ns)) return;
     const std::string op(store::op_name(r.op));
     std::string args = fmt::format(R"("communicator":{},"seq":{},"bytes":{},"count":{},"datatype":{},"status":{})",
                                    json_quote(comm_name(r.comm)), r.seq, r.bytes, r.count, json_quote(str(r.datatype)),
@@ -138,12 +150,12 @@ class RankExporter {
     if (r.recvbuf) args += fmt::format(R"(,"recvbuf":"{:#x}")", r.recvbuf);
     const std::int64_t thread_tid = tid(r.thread);
     out_.event(R"({{"ph":"X","cat":"collective","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
-               json_quote(op), pid_, thread_tid, ts(r.start_ns), micros(std::max<std::int64_t>(0, r.end_ns - r.start_ns)),
-               args);
-    if (r.gpu_start_ns && r.gpu_end_ns && r.stream)
+               json_quote(op), pid_, thread_tid, ts(r.start_ns), micros(end_ns - r.start_ns), args);
+    std::int64_t gpu_end_ns = r.gpu_end_ns.value_or(0);
+    if (r.gpu_start_ns && r.gpu_end_ns && r.stream && screen_.span("collectives (gpu_start_ns)", r.id, *r.gpu_start_ns, gpu_end_ns))
       out_.event(R"({{"ph":"X","cat":"collective_gpu","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"seq":{}}}}})",
                  json_quote(op), pid_, gpu_lane(std::nullopt, *r.stream), ts(*r.gpu_start_ns),
-                 micros(std::max<std::int64_t>(0, *r.gpu_end_ns - *r.gpu_start_ns)), r.seq);
+                 micros(gpu_end_ns - *r.gpu_start_ns), r.seq);
     if (flows_) {
       auto c = comms_.find(r.comm);
       if (c != comms_.end() && c->second.size > 1)
@@ -153,7 +165,8 @@ class RankExporter {
   }
 
   void nvtx(const store::NvtxRangeRow& r) {
-    if (!visible(r.start_ns, r.end_ns.value_or(r.start_ns))) return;
+    std::int64_t end_ns = r.end_ns.value_or(r.start_ns);
+    if (!screen_.span("nvtx_ranges", r.id, r.start_ns, end_ns) || !visible(r.start_ns, end_ns)) return;
     const std::string name = json_quote(str(r.name));
     const std::string domain = json_quote(str(r.domain));
     if (r.kind == store::NvtxKind::Mark || !r.end_ns) {
@@ -161,30 +174,37 @@ class RankExporter {
                  pid_, tid(r.thread), ts(r.start_ns), domain);
     } else {
       out_.event(R"({{"ph":"X","cat":"nvtx","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"domain":{}}}}})", name,
-                 pid_, tid(r.thread), ts(r.start_ns), micros(std::max<std::int64_t>(0, *r.end_ns - r.start_ns)), domain);
+                 pid_, tid(r.thread), ts(r.start_ns), micros(end_ns - r.start_ns), domain);
     }
     ++counts_.nvtx_ranges;
   }
 
   void gpu(const store::GpuActivityRow& r) {
-    if (!visible(r.start_ns, r.end_ns)) return;
+    std::int64_t end_ns = r.end_ns;
+    if (!screen_.span("gpu_activities", r.id, r.start_ns, end_ns) ||
+        !screen_.within("gpu_activities", r.id, "bytes", r.bytes, run::PhysicalLimits::kMaxCallBytes) ||
+        !visible(r.start_ns, end_ns))
+      return;
     out_.event(
         R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"bytes":{},"correlation":{}}}}})",
         json_quote(store::gpu_activity_kind_name(r.kind)), json_quote(str(r.name)), pid_, gpu_lane(r.device, r.stream),
-        ts(r.start_ns), micros(std::max<std::int64_t>(0, r.end_ns - r.start_ns)), r.bytes, r.correlation);
+        ts(r.start_ns), micros(end_ns - r.start_ns), r.bytes, r.correlation);
     ++counts_.gpu_activities;
   }
 
   void in_flight(const store::CallInFlightRow& r) {
-    if (!visible(r.start_ns, r.seen_ns)) return;
+    std::int64_t seen_ns = r.seen_ns;
+    if (!screen_.span("calls_in_flight", r.thread, r.start_ns, seen_ns) || !visible(r.start_ns, seen_ns)) return;
     out_.event(
         R"({{"ph":"X","cat":"in_flight","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"communicator":{},"seq":{},"bytes":{},"state":"still inside the call when last written"}}}})",
         json_quote(fmt::format("{} (in flight)", store::op_name(r.op))), pid_, tid(r.thread), ts(r.start_ns),
-        micros(std::max<std::int64_t>(0, r.seen_ns - r.start_ns)), json_quote(comm_name(r.comm)), r.seq, r.bytes);
+        micros(seen_ns - r.start_ns), json_quote(comm_name(r.comm)), r.seq, r.bytes);
     ++counts_.calls_in_flight;
   }
 
   store::TraceReader reader_;
+  std::vector<std::string> anchor_warnings_;  // the run loader reports these
+  run::RowScreen screen_;
   EventStream& out_;
   std::vector<FlowPoint>* flows_;
   ChromeExportCounts& counts_;
@@ -237,6 +257,7 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
       throw InputError(fmt::format("{}: no rank {} (the run has {} rank files)", run_dir, r, run.ranks.size()));
 
   ChromeExportCounts counts;
+  counts.problems = run.problems;
   std::vector<FlowPoint> flows;
   {
     EventStream events(out);
@@ -246,8 +267,12 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
       const auto& rank = run.ranks[i];
       if (!options.ranks.empty() && std::find(options.ranks.begin(), options.ranks.end(), rank.world_rank) == options.ranks.end())
         continue;
-      RankExporter(rank.path, clocks.offset_ns[i] - clocks.origin_ns, options, events, options.flows ? &flows : nullptr,
-                   counts).run();
+      RankExporter exporter(rank.path, clocks.offset_ns[i] - clocks.origin_ns, options, events,
+                            options.flows ? &flows : nullptr, counts);
+      exporter.run();
+      for (auto& w : exporter.warnings())
+        if (std::find(counts.problems.begin(), counts.problems.end(), w) == counts.problems.end())
+          counts.problems.push_back(std::move(w));
     }
     write_flows(flows, events, counts);
     events.raw("\n]}\n");

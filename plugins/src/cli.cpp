@@ -2,6 +2,7 @@
 #include <collscope/plugins/cli.hpp>
 #include <collscope/plugins/horovod_timeline.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/schema.hpp>
 
 #include <fmt/format.h>
 
@@ -58,20 +59,6 @@ std::vector<int> parse_ranks(const std::string& text) {
   return out;
 }
 
-// Runs `work` on one input; whatever fails below names it (out of memory, an error from code that does not know the file).
-template <typename Work>
-auto naming(const std::string& input, Work work) {
-  try {
-    return work();
-  } catch (const Error&) {
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw InputError(fmt::format("{}: out of memory while reading it", input));
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("{}: internal error while reading it: {}", input, e.what()));
-  }
-}
-
 int run_export(const ExportArgs& args) {
   if (args.format != "chrome" && args.format != "perfetto")
     throw InputError(fmt::format("--format {}: unknown (chrome)", args.format));
@@ -85,14 +72,15 @@ int run_export(const ExportArgs& args) {
   if (args.to_ms >= 0) options.to_ns = static_cast<std::int64_t>(args.to_ms * 1e6);
   ChromeExportCounts counts;
   if (args.output.empty() || args.output == "-") {
-    counts = naming(args.run_dir, [&] { return export_chrome_trace(args.run_dir, std::cout, options); });
+    counts = naming_input(args.run_dir, "exporting this run",
+                          [&] { return export_chrome_trace(args.run_dir, std::cout, options); });
   } else {
     // Written next to the target and renamed: a failed export never leaves half a file under the name asked for.
     const std::string partial = args.output + ".partial";
     try {
       std::ofstream out(partial, std::ios::binary);
       if (!out) throw InputError(fmt::format("{}: cannot write", args.output));
-      counts = naming(args.run_dir, [&] { return export_chrome_trace(args.run_dir, out, options); });
+      counts = naming_input(args.run_dir, "exporting this run", [&] { return export_chrome_trace(args.run_dir, out, options); });
       out.close();
       if (!out) throw InputError(fmt::format("{}: write failed", args.output));
     } catch (...) {
@@ -102,6 +90,7 @@ int run_export(const ExportArgs& args) {
     }
     std::filesystem::rename(partial, args.output);
   }
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope export: %s\n", p.c_str());
   std::fprintf(stderr,
                "collscope export: %lld ranks, %lld collectives (%lld matched across ranks), %lld NVTX ranges, %lld GPU "
                "activities, %lld calls in flight -> %s (open in ui.perfetto.dev or chrome://tracing)\n",
@@ -115,7 +104,9 @@ int run_export(const ExportArgs& args) {
 int run_import(const ImportArgs& args) {
   if (args.format != "horovod-timeline")
     throw InputError(fmt::format("--format {}: unknown (horovod-timeline)", args.format));
-  const auto counts = naming(args.input, [&] { return import_horovod_timeline(args.input, args.run_dir, args.world_size); });
+  const auto counts = naming_input(args.input, "importing this timeline",
+                                   [&] { return import_horovod_timeline(args.input, args.run_dir, args.world_size); });
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope import: %s\n", p.c_str());
   std::fprintf(stderr,
                "collscope import: %s: %lld ranks, %lld tensors, %lld tensor operations fused into %lld collectives, "
                "%lld negotiation ticks, %lld steps%s%s -> %s\n",
@@ -151,7 +142,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   imp->add_option("-o,--output", i->run_dir, "Run directory to write (rank-*.sqlite)")->required()->type_name("DIR");
   imp->add_option("--format", i->format, "horovod-timeline")->capture_default_str()->type_name("FORMAT");
   imp->add_option("--world-size", i->world_size, "Ranks of the job (default: highest rank in the negotiation + 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, store::kMaxWorldSize));
   imp->footer("Example: collscope import timeline.json -o run1 && collscope analyze run1");
   imp->callback([&action, i] { action = [i] { return run_import(*i); }; });
 }

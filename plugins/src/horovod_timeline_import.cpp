@@ -5,6 +5,7 @@
 // ran together into one fused collective, and writes the run with the store's TraceWriter.
 #include <collscope/plugins/horovod_timeline.hpp>
 #include <collscope/run/format.hpp>
+#include <collscope/run/physical_limits.hpp>
 
 #include "horovod_timeline_model.hpp"
 #include <collscope/store/error.hpp>
@@ -16,11 +17,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <streambuf>
 #include <vector>
 
@@ -67,27 +70,63 @@ std::optional<store::Op> op_of(const std::string& type) {
   return it == ops.end() ? std::nullopt : std::optional(it->second);
 }
 
-// "[1000, 2048]" -> 2048000; "[]" -> 1 (a scalar); nullopt when not a shape.
-std::optional<std::int64_t> elements_of(const std::string& shape) {
+// "[1000, 2048]" -> 2048000; "[]" -> 1 (a scalar); nullopt when not a shape. A shape of more than
+// PhysicalLimits::kMaxCallCount elements is `impossible` (its product would overflow long before any real tensor).
+std::optional<std::int64_t> elements_of(const std::string& shape, bool& impossible) {
   if (shape.size() < 2 || shape.front() != '[' || shape.back() != ']') return std::nullopt;
-  std::int64_t n = 1;
-  std::string digits;
+  constexpr std::int64_t kMax = run::PhysicalLimits::kMaxCallCount;
+  std::int64_t n = 1, dim = 0;
+  bool digits = false;
+  impossible = false;
   for (char c : shape.substr(1)) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
-      digits += c;
+      dim = dim > kMax ? dim : dim * 10 + (c - '0');  // stops growing once beyond the limit
+      digits = true;
     } else if (c == ',' || c == ']') {
-      if (!digits.empty()) n *= std::stoll(digits);
-      digits.clear();
+      if (digits) {
+        if (dim > kMax || (dim > 0 && n > kMax / dim)) impossible = true;
+        else n *= dim;
+      }
+      dim = 0;
+      digits = false;
     }
   }
-  return n;
+  return impossible ? 0 : n;
 }
 
-std::int64_t micros_of(const json& e, const std::string& path) {
+// The event's "ts" in microseconds; nullopt when it is not a time a timeline can hold (0 to 2^52 ns after the
+// timeline's start): the event is then left out, with a warning.
+std::optional<std::int64_t> micros_of(const json& e, const std::string& path) {
   auto it = e.find("ts");
   if (it == e.end() || !it->is_number()) throw InputError(fmt::format("{}: an event has no numeric \"ts\"", path));
-  return static_cast<std::int64_t>(it->get<double>());
+  const double us = it->get<double>();
+  if (!(us >= 0 && us <= double(run::PhysicalLimits::kMaxSpanNs / 1000))) return std::nullopt;
+  return static_cast<std::int64_t>(us);
 }
+
+// One warning per kind of impossible value, naming the first event; each such event or operation is left out.
+class LeftOut {
+ public:
+  explicit LeftOut(std::string path) : path_(std::move(path)) {}
+  void add(std::string_view what, std::int64_t event, std::string detail) {
+    auto& k = kinds_[std::string(what)];
+    if (k.count++ == 0) k.first = fmt::format("event {}: {}", event, std::move(detail));
+  }
+  std::vector<std::string> warnings() const {
+    std::vector<std::string> out;
+    for (const auto& [what, k] : kinds_)
+      out.push_back(fmt::format("{}: {}; out of physical range, left out ({} {})", path_, k.first, k.count, what));
+    return out;
+  }
+
+ private:
+  struct Kind {
+    std::int64_t count = 0;
+    std::string first;
+  };
+  std::string path_;
+  std::map<std::string, Kind> kinds_;
+};
 
 // The timeline as valid UTF-8 for the JSON parser, read 64 KiB at a time: each ill-formed sequence becomes U+FFFD,
 // so a Latin-1 byte in a tensor name imports as that character instead of stopping the parser at the first event.
@@ -169,6 +208,7 @@ Timeline read_timeline(const std::string& path, bool& truncated) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open", path));
   Timeline t;
+  LeftOut left_out(path);
   std::map<std::int64_t, TensorState> states;
   std::int64_t seen = 0;
   auto handle = [&](const json& e) {
@@ -179,14 +219,25 @@ Timeline read_timeline(const std::string& path, bool& truncated) {
     if (ph == "M") {
       if (name == "process_name" && e.contains("args") && e["args"].is_object()) {
         const auto& args = e["args"];
-        if (args.contains("start_time_since_epoch_in_micros") && args["start_time_since_epoch_in_micros"].is_number())
-          t.origin_us = args["start_time_since_epoch_in_micros"].get<std::int64_t>();
+        if (args.contains("start_time_since_epoch_in_micros") && args["start_time_since_epoch_in_micros"].is_number()) {
+          const double origin_us = args["start_time_since_epoch_in_micros"].get<double>();
+          if (origin_us >= 0 && origin_us <= double(run::PhysicalLimits::kMaxRealtimeNs / 1000))
+            t.origin_us = static_cast<std::int64_t>(origin_us);
+          else
+            left_out.add("start times", seen, fmt::format("start_time_since_epoch_in_micros {} is not a time since 1970",
+                                                          origin_us));
+        }
         if (args.contains("name") && args["name"].is_string()) t.tensor_names[pid] = args["name"].get<std::string>();
       }
       return;
     }
     if (ph.empty()) return;
-    const std::int64_t ts = micros_of(e, path);
+    const auto micros = micros_of(e, path);
+    if (!micros) {
+      left_out.add("events", seen, fmt::format("ts {} us is outside 0 to 2^52 ns", e["ts"].get<double>()));
+      return;
+    }
+    const std::int64_t ts = *micros;
     t.last_us = std::max(t.last_us, ts);
     if (ph == "i" || ph == "I") {
       if (name == "CYCLE_START") t.cycle_starts_us.push_back(ts);
@@ -224,8 +275,13 @@ Timeline read_timeline(const std::string& path, bool& truncated) {
       } catch (const std::exception&) {
       }
       if (rank < 0) return;
+      if (rank >= store::kMaxWorldSize) {
+        left_out.add("ticks", seen, fmt::format("a tick names rank {}, beyond any job", rank));
+        return;
+      }
       s.ticks.try_emplace(rank, ts);  // the first report counts, as in Horovod
       t.max_rank = std::max(t.max_rank, rank);
+      t.ticking_ranks.insert(rank);
       ++t.ticks;
     } else if (ph == "E") {
       if (!s.open_op) {
@@ -242,8 +298,13 @@ Timeline read_timeline(const std::string& path, bool& truncated) {
       if (e.contains("args") && e["args"].is_object()) {
         const auto& args = e["args"];
         if (args.contains("dtype") && args["dtype"].is_string()) op.dtype = args["dtype"].get<std::string>();
-        if (args.contains("shape") && args["shape"].is_string())
-          if (auto n = elements_of(args["shape"].get<std::string>())) op.elements = *n;
+        if (args.contains("shape") && args["shape"].is_string()) {
+          const std::string shape = args["shape"].get<std::string>();
+          if (auto n = elements_of(shape, op.impossible_shape)) op.elements = *n;
+          if (op.impossible_shape)
+            left_out.add("tensor operations", seen,
+                         fmt::format("shape {} has more than 2^48 elements", shape.size() > 60 ? shape.substr(0, 60) + "..." : shape));
+        }
         op.element_bytes = element_size(op.dtype);
       }
       s.open_op.reset();
@@ -286,6 +347,7 @@ Timeline read_timeline(const std::string& path, bool& truncated) {
     truncated = true;  // the parser ran out of file mid-event: the job was killed while writing it
   }
   t.replaced_sequences = text.replaced();
+  t.warnings = left_out.warnings();
   if (event_depth < 0)
     throw InputError(fmt::format("{}: not a Horovod timeline (expected a JSON array of trace events)", path));
   // Operations still open when the file ends (a hung or killed job) end at the last event.
@@ -318,7 +380,7 @@ struct FusedCollective {
 std::vector<FusedCollective> fuse(const Timeline& t) {
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < t.operations.size(); ++i)
-    if (op_of(t.operations[i].type)) order.push_back(i);
+    if (op_of(t.operations[i].type) && !t.operations[i].impossible_shape) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
     return t.operations[a].comm_start_us < t.operations[b].comm_start_us;
   });
@@ -339,8 +401,11 @@ std::vector<FusedCollective> fuse(const Timeline& t) {
     auto& c = out.back();
     c.members.push_back(i);
     c.comm_end_us = std::max(c.comm_end_us, op.comm_end_us);
-    c.elements += op.elements;
-    c.bytes += op.elements * op.element_bytes;
+    // Each term is at most 2^48 x 8; the sums stop just past the limit, so the run loader leaves such a fused
+    // collective out with its warning instead of reading a wrapped-around negative size.
+    constexpr std::int64_t kPast = run::PhysicalLimits::kMaxCallCount * 16;
+    c.elements = std::min(kPast, c.elements + op.elements);
+    c.bytes = std::min(kPast, c.bytes + op.elements * op.element_bytes);
   }
   return out;
 }
@@ -368,6 +433,12 @@ HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, co
   const int ranks = world_size > 0 ? world_size : std::max(1, t.max_rank + 1);
   if (t.max_rank >= ranks)
     throw InputError(fmt::format("{}: ticks of rank {} but --world-size {}", timeline_path, t.max_rank, ranks));
+  // Every rank reports each tensor it submits during negotiation, so a real timeline has ticks of every rank up to
+  // the highest: a tick naming rank 100000 among ranks 0-1 is a corrupt name, not 99 998 silent ranks (a file each).
+  if (world_size <= 0 && static_cast<int>(t.ticking_ranks.size()) < ranks)
+    throw InputError(fmt::format("{}: a negotiation tick names rank {}, but only {} of ranks 0-{} ever tick; give "
+                                 "--world-size if the job really had {} ranks",
+                                 timeline_path, t.max_rank, t.ticking_ranks.size(), t.max_rank, ranks));
   counts.ranks = ranks;
   counts.tensors = static_cast<std::int64_t>(t.tensor_names.size());
   counts.tensor_operations = static_cast<std::int64_t>(t.operations.size());
@@ -378,6 +449,7 @@ HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, co
   counts.steps_without_ticks = ticks.rounds_without_ticks;
   counts.lateness_unknown = ticks.unusable;
   counts.replaced_utf8 = static_cast<std::int64_t>(t.replaced_sequences);
+  counts.problems = t.warnings;
 
   std::error_code ec;
   fs::create_directories(run_dir, ec);

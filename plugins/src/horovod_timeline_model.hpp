@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,7 @@ struct TensorOperation {
   std::int64_t start_us = 0, end_us = kNone;
   std::vector<Activity> activities;
   std::int64_t elements = 0, element_bytes = 0;
+  bool impossible_shape = false;  // more elements than PhysicalLimits allow: the operation is left out
   std::string dtype;
   std::int64_t comm_start_us = 0, comm_end_us = 0;  // the communication activity, else the whole operation
   bool has_comm_activity = false;
@@ -42,7 +44,9 @@ struct Timeline {
   std::int64_t last_us = 0;
   std::int64_t ticks = 0;
   int max_rank = -1;
+  std::set<int> ticking_ranks;  // every rank named by a negotiation tick
   std::uint64_t replaced_sequences = 0;  // ill-formed UTF-8 sequences read as U+FFFD
+  std::vector<std::string> warnings;     // impossible values left out (LeftOut)
 };
 
 // Training steps, one window per round of the gradients (µs, rank 0's clock): round k runs from its first

@@ -72,7 +72,7 @@ std::int64_t size_from_names(Timeline& t) {
   }
   std::int64_t count = 0;
   for (auto& op : t.operations) {
-    if (op.elements > 0 && op.element_bytes > 0) continue;
+    if (op.impossible_shape || (op.elements > 0 && op.element_bytes > 0)) continue;
     auto name = t.tensor_names.find(op.tensor_pid);
     if (name == t.tensor_names.end()) continue;
     auto twin = sized.find(base(name->second));

@@ -1,5 +1,6 @@
 // Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
 #include <collscope/run/parallel.hpp>
+#include <collscope/run/physical_limits.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cctype>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -103,6 +105,11 @@ struct SharedTables {
     return out;
   }
 
+  std::size_t communicator_count() {
+    std::lock_guard lock(mutex);
+    return communicators.size();
+  }
+
   int map_comm(const store::CommunicatorRow& row) {
     std::lock_guard lock(mutex);
     auto [it, added] = comm_ids.emplace(row.key, static_cast<int>(communicators.size()));
@@ -122,10 +129,60 @@ struct SharedTables {
 
 struct LoadedFile {
   std::optional<RankTrace> trace;
-  std::string problem;
+  std::string error;                  // why the file was not read at all
+  std::vector<std::string> problems;  // what was left out of a file that was read
 };
 
+// A communicator row names each member once, as a possible world rank.
+std::optional<std::string> impossible_members(const store::CommunicatorRow& c) {
+  if (c.members.size() > static_cast<std::size_t>(store::kMaxWorldSize))
+    return fmt::format("{} members, more than any job has", c.members.size());
+  std::vector<std::int32_t> sorted(c.members.begin(), c.members.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (!sorted.empty() && (sorted.front() < 0 || sorted.back() >= store::kMaxWorldSize))
+    return fmt::format("member {} is not a world rank", sorted.front() < 0 ? sorted.front() : sorted.back());
+  if (auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end())
+    return fmt::format("member {} is listed twice", *dup);
+  return std::nullopt;
+}
+
+// Leaves out the collectives whose seq no rank could have reached (PhysicalLimits::kSeqsPerRecordedCall): per
+// communicator, more calls than the file records on it plus the events it dropped. Keeps the matcher's call
+// index (4 bytes per seq) proportional to the file. Rows left out for their values still count as recorded calls.
+void screen_seqs(RankTrace& t, const std::vector<std::int64_t>& row_ids, std::size_t communicators, RowScreen& screen) {
+  using L = PhysicalLimits;
+  std::vector<std::int64_t> recorded(communicators, 0);
+  for (const auto& c : t.collectives) ++recorded[static_cast<std::size_t>(c.comm)];
+  for (const auto& f : t.calls_in_flight) ++recorded[static_cast<std::size_t>(f.call.comm)];
+  for (const auto& l : t.left_out_calls) ++recorded[static_cast<std::size_t>(l.comm)];
+  auto beyond = [&](std::int32_t comm, std::int32_t seq) {
+    const std::int64_t n = recorded[static_cast<std::size_t>(comm)];
+    return seq >= n + std::min(t.events_dropped, (L::kSeqsPerRecordedCall - 1) * n + L::kSeqSlack);
+  };
+  auto why = [&](std::int32_t comm, std::int32_t seq) {
+    return fmt::format("seq {} beyond the {} calls the file records on its communicator and the {} events it dropped",
+                       seq, recorded[static_cast<std::size_t>(comm)], t.events_dropped);
+  };
+  std::size_t kept = 0;
+  for (std::size_t j = 0; j < t.collectives.size(); ++j) {
+    const auto& c = t.collectives[j];
+    if (beyond(c.comm, c.seq)) {
+      screen.reject("collectives", row_ids[j], why(c.comm, c.seq));
+      continue;
+    }
+    t.collectives[kept++] = c;
+  }
+  t.collectives.resize(kept);
+  std::erase_if(t.calls_in_flight, [&](const CallInFlight& f) {
+    if (!beyond(f.call.comm, f.call.seq)) return false;
+    screen.reject("calls_in_flight", f.thread, why(f.call.comm, f.call.seq));
+    return true;
+  });
+  std::erase_if(t.left_out_calls, [&](const LeftOutCall& l) { return beyond(l.comm, l.seq); });
+}
+
 void load_file(const std::string& path, const LoadOptions& options, SharedTables& shared, LoadedFile& out) {
+  using L = PhysicalLimits;
   RankTrace t;
   t.path = path;
   try {
@@ -141,14 +198,22 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       } catch (const std::exception&) {
         throw InputError(fmt::format("{}: no world_rank in meta and none in the file name", path));
       }
+      if (*wr < 0 || *wr >= store::kMaxWorldSize)
+        throw InputError(fmt::format("{}: world rank {} (from the file name) is not a possible rank", path, *wr));
     }
     t.world_rank = static_cast<int>(*wr);
     t.host = reader.meta_value(store::meta_key::kHost).value_or("");
-    t.monotonic_start_ns = reader.meta_int(store::meta_key::kMonotonicStart).value_or(0);
-    t.realtime_start_ns = reader.meta_int(store::meta_key::kRealtimeStart).value_or(0);
-    t.monotonic_end_ns = reader.meta_int(store::meta_key::kMonotonicEnd).value_or(0);
-    t.realtime_end_ns = reader.meta_int(store::meta_key::kRealtimeEnd).value_or(0);
+    const RankAnchors anchors = read_anchors(reader, out.problems);
+    t.monotonic_start_ns = anchors.monotonic_start_ns.value_or(0);
+    t.realtime_start_ns = anchors.realtime_start_ns.value_or(0);
+    t.monotonic_end_ns = anchors.monotonic_end_ns.value_or(0);
+    t.realtime_end_ns = anchors.realtime_end_ns.value_or(0);
     t.events_dropped = reader.meta_int(store::meta_key::kEventsDropped).value_or(0);
+    if (t.events_dropped < 0) {
+      out.problems.push_back(fmt::format("{}: meta events_dropped = {} is negative; read as 0", path, t.events_dropped));
+      t.events_dropped = 0;
+    }
+    RowScreen screen(path, anchors);
     const auto local_strings = reader.strings();
     const auto string_map = shared.map_strings(local_strings);
     auto reduction = [&](std::int64_t local) {
@@ -159,32 +224,58 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       return (local >= 0 && static_cast<std::size_t>(local) < string_map.size()) ? string_map[local] : 0;
     };
     std::unordered_map<std::int64_t, int> comm_map;  // file-local id -> run-wide index
-    for (const auto& c : reader.communicators()) comm_map[c.id] = shared.map_comm(c);
+    for (const auto& c : reader.communicators()) {
+      if (auto why = impossible_members(c)) screen.reject("communicators", c.id, *why);
+      else comm_map[c.id] = shared.map_comm(c);
+    }
     t.threads = reader.threads();
-    t.buffers = reader.buffers();
+    for (const auto& b : reader.buffers()) {
+      std::int64_t last = b.last_ns;
+      const auto row = static_cast<std::int64_t>(b.address);
+      if (screen.within("buffers", row, "bytes_max", b.bytes_max, L::kMaxCallBytes) &&
+          screen.within("buffers", row, "bytes_min", b.bytes_min, L::kMaxCallBytes) &&
+          screen.within("buffers", row, "bytes_total", b.bytes_total, L::kMaxBufferBytes) &&
+          screen.within("buffers", row, "uses", b.uses, L::kMaxBufferBytes) && screen.span("buffers", row, b.first_ns, last))
+        t.buffers.push_back(b);
+    }
     // Fusion buffers: one address reused for different sizes. Capacity: the job's HOROVOD_FUSION_THRESHOLD
-    // when it set one (bytes), else the largest use seen.
-    const std::int64_t threshold =
+    // when it set one (bytes, read only within physical range), else the largest use seen.
+    std::int64_t threshold =
         t.meta_int(std::string(store::meta_key::kEnvPrefix) + "HOROVOD_FUSION_THRESHOLD").value_or(0);
+    if (threshold < 0 || threshold > L::kMaxCallBytes) threshold = 0;
     std::unordered_map<std::uint64_t, std::int64_t> fusion_capacity;
     for (const auto& b : t.buffers)
       if (b.uses >= 2 && b.bytes_min < b.bytes_max)
         fusion_capacity[b.address] = threshold > 0 ? std::max(threshold, b.bytes_max) : b.bytes_max;
-    t.collectives.reserve(static_cast<std::size_t>(reader.row_count("collectives")));
+    const std::int64_t rows = reader.row_count("collectives");
+    t.collectives.reserve(static_cast<std::size_t>(std::max<std::int64_t>(rows, 0)));
+    std::vector<std::int64_t> row_ids;  // collectives.id of each kept call, to name it in a warning
+    row_ids.reserve(t.collectives.capacity());
     std::int64_t unknown_comm = 0;
     // A row of collectives or calls_in_flight (they share these columns) as a call on a run-wide communicator;
-    // false when the file does not define the row's communicator.
+    // false when the file does not define the row's communicator or a value is out of physical range. A call
+    // left out for its values keeps its place in its communicator's sequence when `keeps_place`.
     std::int64_t last_comm = 0;  // consecutive calls mostly share a communicator: its lookup is kept
     int last_comm_index = -1;
-    auto to_call = [&](const auto& r, std::int64_t end_ns, std::int32_t root, CollectiveCall& c) {
+    auto to_call = [&](std::string_view table, std::int64_t row, const auto& r, std::int64_t end_ns, std::int32_t root,
+                       CollectiveCall& c, bool keeps_place) {
       if (last_comm_index < 0 || r.comm != last_comm) {
         auto it = comm_map.find(r.comm);
-        if (it == comm_map.end()) return false;
+        if (it == comm_map.end()) {
+          ++unknown_comm;
+          return false;
+        }
         last_comm = r.comm;
         last_comm_index = it->second;
       }
+      if (!screen.within(table, row, "seq", r.seq, std::numeric_limits<std::int32_t>::max())) return false;
+      if (!screen.span(table, row, r.start_ns, end_ns) || !screen.within(table, row, "bytes", r.bytes, L::kMaxCallBytes) ||
+          !screen.within(table, row, "count", r.count, L::kMaxCallCount)) {
+        if (keeps_place) t.left_out_calls.push_back({last_comm_index, static_cast<std::int32_t>(r.seq)});
+        return false;
+      }
       c.start_ns = r.start_ns;
-      c.end_ns = std::max(end_ns, r.start_ns);
+      c.end_ns = end_ns;
       c.bytes = r.bytes;
       c.count = r.count;
       c.seq = static_cast<std::int32_t>(r.seq);
@@ -198,62 +289,90 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
     };
     reader.for_each<store::CollectiveRow>(store::kCollectiveSummaryColumns, [&](const store::CollectiveRow& r) {
       CollectiveCall c;
-      if (!to_call(r, r.end_ns, r.root ? *r.root : (r.peer ? *r.peer : -1), c)) {
-        ++unknown_comm;
-        return;
-      }
+      if (!to_call("collectives", r.id, r, r.end_ns, r.root ? *r.root : (r.peer ? *r.peer : -1), c, true)) return;
       c.status = r.status;
       if (!fusion_capacity.empty())
         if (auto it = fusion_capacity.find(r.sendbuf); it != fusion_capacity.end() && it->second > 0)
           c.fusion_fill_pct = static_cast<std::uint8_t>(
               std::clamp<std::int64_t>((r.bytes * 100 + it->second - 1) / it->second, 1, 100));
       t.collectives.push_back(c);
+      row_ids.push_back(r.id);
     });
     for (const auto& r : reader.calls_in_flight()) {
       CallInFlight f;
       f.thread = r.thread;
-      if (to_call(r, r.seen_ns, r.root ? *r.root : -1, f.call)) t.calls_in_flight.push_back(f);
+      if (to_call("calls_in_flight", r.thread, r, r.seen_ns, r.root ? *r.root : -1, f.call, false))
+        t.calls_in_flight.push_back(f);
     }
-    if (options.nvtx_ranges) t.nvtx_ranges.reserve(static_cast<std::size_t>(reader.row_count("nvtx_ranges")));
+    screen_seqs(t, row_ids, shared.communicator_count(), screen);
+    if (options.nvtx_ranges) t.nvtx_ranges.reserve(static_cast<std::size_t>(std::max<std::int64_t>(reader.row_count("nvtx_ranges"), 0)));
     if (options.gpu_activities)
-      t.gpu_activities.reserve(static_cast<std::size_t>(reader.row_count("gpu_activities")));
-    // Only the columns the run keeps (a third of the decoding work of whole rows, at 1 M+ rows).
+      t.gpu_activities.reserve(static_cast<std::size_t>(std::max<std::int64_t>(reader.row_count("gpu_activities"), 0)));
+    // Only the columns the run keeps (a third of the decoding work of whole rows, at 1 M+ rows), and the row id
+    // to name a row out of physical range.
     using store::columns;
     using store::GpuActivityRow;
     using store::NvtxRangeRow;
-    constexpr auto nvtx_columns = columns<&NvtxRangeRow::name, &NvtxRangeRow::start_ns, &NvtxRangeRow::end_ns,
-                                          &NvtxRangeRow::thread, &NvtxRangeRow::depth>();
+    constexpr auto nvtx_columns = columns<&NvtxRangeRow::id, &NvtxRangeRow::name, &NvtxRangeRow::start_ns,
+                                          &NvtxRangeRow::end_ns, &NvtxRangeRow::thread, &NvtxRangeRow::depth>();
     constexpr auto gpu_columns =
-        columns<&GpuActivityRow::kind, &GpuActivityRow::name, &GpuActivityRow::device, &GpuActivityRow::start_ns,
-                &GpuActivityRow::end_ns, &GpuActivityRow::bytes, &GpuActivityRow::stream>();
+        columns<&GpuActivityRow::id, &GpuActivityRow::kind, &GpuActivityRow::name, &GpuActivityRow::device,
+                &GpuActivityRow::start_ns, &GpuActivityRow::end_ns, &GpuActivityRow::bytes, &GpuActivityRow::stream>();
     if (options.nvtx_ranges) reader.for_each<NvtxRangeRow>(nvtx_columns, [&](const NvtxRangeRow& r) {
       NvtxRange n;
+      n.end_ns = r.end_ns.value_or(r.start_ns);
+      if (!screen.span("nvtx_ranges", r.id, r.start_ns, n.end_ns)) return;
       n.name = global_string(r.name);
       n.start_ns = r.start_ns;
-      n.end_ns = r.end_ns.value_or(r.start_ns);
       n.thread = r.thread;
       n.depth = r.depth;
       t.nvtx_ranges.push_back(n);
     });
     if (options.gpu_activities) reader.for_each<GpuActivityRow>(gpu_columns, [&](const GpuActivityRow& r) {
       GpuActivity g;
+      g.end_ns = r.end_ns;
+      if (!screen.span("gpu_activities", r.id, r.start_ns, g.end_ns) ||
+          !screen.within("gpu_activities", r.id, "bytes", r.bytes, L::kMaxCallBytes))
+        return;
       g.kind = r.kind;
       g.device = static_cast<std::int16_t>(std::clamp<std::int32_t>(r.device, INT16_MIN, INT16_MAX));
       g.name = global_string(r.name);
       g.start_ns = r.start_ns;
-      g.end_ns = r.end_ns;
       g.bytes = r.bytes;
       g.stream = r.stream;
       t.gpu_activities.push_back(g);
     });
     if (unknown_comm > 0)
-      out.problem = fmt::format("{}: {} collectives name a communicator the file does not define (ignored)", path,
-                                unknown_comm);
+      out.problems.push_back(fmt::format("{}: {} collectives name a communicator the file does not define (ignored)",
+                                         path, unknown_comm));
+    for (auto& w : screen.warnings()) out.problems.push_back(std::move(w));
     out.trace = std::move(t);
   } catch (const Error& e) {
-    out.problem = e.what();
+    out.error = e.what();
+  } catch (const std::bad_alloc&) {
+    out.error = fmt::format("{}: out of memory while reading it", path);
   } catch (const std::exception& e) {
-    out.problem = fmt::format("{}: unreadable ({})", path, e.what());
+    out.error = fmt::format("{}: unreadable ({})", path, e.what());
+  }
+}
+
+// The ranks of one run start within PhysicalLimits::kMaxLaunchSpreadNs of each other: a realtime anchor that far
+// from the ranks' median is from another clock (or not a time) and would shift its host by days; it is not used.
+void drop_distant_realtime_anchors(Run& run) {
+  std::vector<std::int64_t> starts;
+  for (const auto& r : run.ranks)
+    if (r.realtime_start_ns != 0) starts.push_back(r.realtime_start_ns);
+  if (starts.size() < 2) return;
+  std::nth_element(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(starts.size() / 2), starts.end());
+  const std::int64_t median = starts[starts.size() / 2];
+  for (auto& r : run.ranks) {
+    if (r.realtime_start_ns == 0) continue;
+    // Both anchors are within 0..2^62 (checked_anchors): the difference cannot overflow.
+    const std::int64_t apart = r.realtime_start_ns > median ? r.realtime_start_ns - median : median - r.realtime_start_ns;
+    if (apart <= PhysicalLimits::kMaxLaunchSpreadNs) continue;
+    run.problems.push_back(fmt::format("{}: meta clock_realtime_start_ns = {} is {:.1f} days from the other ranks' "
+                                       "start; not used", r.path, r.realtime_start_ns, double(apart) / 86'400e9));
+    r.realtime_start_ns = r.realtime_end_ns = 0;
   }
 }
 
@@ -311,8 +430,13 @@ Run RunLoader::load(const std::string& run_dir) const {
   Run run;
   run.dir = run_dir;
   std::map<int, std::string> seen;  // world rank -> path
+  std::string first_error;
   for (auto& f : loaded) {
-    if (!f.problem.empty()) run.problems.push_back(f.problem);
+    if (!f.error.empty()) {
+      if (first_error.empty()) first_error = f.error;
+      run.problems.push_back(std::move(f.error));
+    }
+    for (auto& p : f.problems) run.problems.push_back(std::move(p));
     if (!f.trace) continue;
     auto& t = *f.trace;
     if (auto [it, added] = seen.emplace(t.world_rank, t.path); !added) {
@@ -324,8 +448,7 @@ Run RunLoader::load(const std::string& run_dir) const {
     run.ranks.push_back(std::move(t));
   }
   if (run.ranks.empty())
-    throw InputError(fmt::format("{}: no readable rank file ({})", run_dir,
-                                 run.problems.empty() ? "none found" : run.problems.front()));
+    throw InputError(fmt::format("{}: no readable rank file ({})", run_dir, first_error.empty() ? "none found" : first_error));
   std::sort(run.ranks.begin(), run.ranks.end(), [](const auto& a, const auto& b) { return a.world_rank < b.world_rank; });
   std::map<std::string, int> versions;
   for (const auto& r : run.ranks) ++versions[r.schema_version];
@@ -334,10 +457,19 @@ Run RunLoader::load(const std::string& run_dir) const {
     for (const auto& [v, n] : versions) list += fmt::format("{}{} ({} files)", list.empty() ? "" : ", ", v, n);
     run.problems.push_back(fmt::format("{}: mixed schema versions: {}", run_dir, list));
   }
-  for (int r = 0; r < run.world_size; ++r)
-    if (!seen.count(r))
+  drop_distant_realtime_anchors(run);
+  // One line per missing file, the first few of them: a file claiming a world of millions is one more line.
+  constexpr int kMissingNamed = 8;
+  int missing = 0;
+  for (int r = 0; r < run.world_size; ++r) {
+    if (seen.count(r)) continue;
+    if (++missing <= kMissingNamed)
       run.problems.push_back(fmt::format("{}: missing (world size {})",
                                          (fs::path(run_dir) / store::rank_file_name(r)).string(), run.world_size));
+  }
+  if (missing > kMissingNamed)
+    run.problems.push_back(fmt::format("{}: {} more rank files missing (world size {}, {} files read)", run_dir,
+                                       missing - kMissingNamed, run.world_size, run.ranks.size()));
   for (const auto& r : run.ranks)
     if (r.events_dropped > 0)
       run.problems.push_back(fmt::format("{}: the tracer dropped {} events", r.path, r.events_dropped));

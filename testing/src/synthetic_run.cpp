@@ -38,11 +38,14 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   const std::uint64_t set_key[2] = {0x5eed000000000002ULL, 0x5eed000000000003ULL};
   auto shift = [&](int r) { return r < static_cast<int>(spec.clock_shift_ns.size()) ? spec.clock_shift_ns[r] : 0; };
   for (int r = 0; r < n; ++r) {
+    // A shifted clock shifts everything the host's CLOCK_MONOTONIC gave, anchors too; its CLOCK_REALTIME anchor is
+    // off by as much (NTP error), so the anchors alone place the host wrong by the shift and the collectives must
+    // recover it.
     auto w = detail::open_rank_file(dir, {.rank = r,
                                           .world_size = n,
                                           .host = fmt::format("node{}", r / std::max(1, spec.ranks_per_host)),
-                                          .monotonic_start_ns = kMonotonicBase,
-                                          .realtime_start_ns = kRealtimeBase,
+                                          .monotonic_start_ns = kMonotonicBase + shift(r),
+                                          .realtime_start_ns = kRealtimeBase + shift(r),
                                           .fusion_threshold = spec.fusion_threshold});
     w->set_meta(store::meta_key::kCommandLine, fmt::format("{} --batch-size {}", spec.program, spec.batch_size));
     w->set_meta("env.HOROVOD_CYCLE_TIME", fmt::format("{}", spec.cycle_time_ms));
@@ -179,8 +182,8 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   std::int64_t end = 0;
   for (int r = 0; r < n; ++r) end = std::max(end, ready[r]);
   for (int r = 0; r < n; ++r) {
-    writers[r]->set_meta(store::meta_key::kMonotonicEnd, std::to_string(end));
-    writers[r]->set_meta(store::meta_key::kRealtimeEnd, std::to_string(kRealtimeBase + end - kMonotonicBase));
+    writers[r]->set_meta(store::meta_key::kMonotonicEnd, std::to_string(end + shift(r)));
+    writers[r]->set_meta(store::meta_key::kRealtimeEnd, std::to_string(kRealtimeBase + end - kMonotonicBase + shift(r)));
     writers[r]->commit();
   }
   return rows;

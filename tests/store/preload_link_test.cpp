@@ -17,18 +17,12 @@ namespace fs = std::filesystem;
 using collscope::testing::env_or;
 using collscope::testing::mpirun;
 using collscope::testing::run_process;
+using collscope::test::lines_of;
 
 namespace {
 
 const std::string kBin = collscope::test::bin_dir();
 const std::string kPreload = env_or("COLLSCOPE_PRELOAD", kBin + "/../lib/libcollscope-preload.so");
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 }  // namespace
 

@@ -25,6 +25,9 @@ struct ChromeExportCounts {
   std::int64_t gpu_activities = 0;
   std::int64_t calls_in_flight = 0;
   std::int64_t flows = 0;  // collectives seen on two or more ranks, each one arrow chain
+  // One line each, naming the file: rows left out for values out of physical range (run/physical_limits.hpp),
+  // anchors not used, missing ranks.
+  std::vector<std::string> problems;
 };
 
 // Writes the run in `run_dir` as one JSON object {"traceEvents": [...], ...}. Times are microseconds from the

@@ -20,6 +20,7 @@
 //   domain "horovod", one per fused operation, and CYCLE_START marks.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace collscope::plugins {
 
@@ -35,6 +36,9 @@ struct HorovodImportCounts {
   std::string lateness_unknown;        // "" when the ticks can show who is late, else why not (meta arrivals_unknown)
   bool truncated = false;              // the file ended mid-event (the job was killed); what was complete is kept
   std::int64_t replaced_utf8 = 0;      // ill-formed UTF-8 sequences (Latin-1 names, corrupt bytes) read as U+FFFD
+  // One line each, naming the file and the first event: values out of physical range (a ts or start time no clock
+  // holds, a shape of more than 2^48 elements, a tick naming an impossible rank), left out of the import.
+  std::vector<std::string> problems;
 };
 
 // Reads `timeline_path`, writes `run_dir` (created; existing rank files in it are replaced). `world_size` 0: the

@@ -1,5 +1,6 @@
 #pragma once
-// Per rank, per communicator, the index of each seq's call in RankTrace::collectives (−1 missing).
+// Per rank, per communicator, the index of each seq's call in RankTrace::collectives (−1 missing, or left out of
+// the figures: RankTrace::left_out_calls).
 #include <collscope/run/run.hpp>
 
 #include <algorithm>
@@ -20,6 +21,11 @@ inline CallIndex build_call_index(const Run& run) {
       auto& v = index[r][c.comm];
       if (static_cast<std::size_t>(c.seq) >= v.size()) v.resize(static_cast<std::size_t>(c.seq) + 1, -1);
       v[c.seq] = static_cast<std::int32_t>(j);
+    }
+    // Calls made but left out of the figures: the rank got that far on the communicator.
+    for (const auto& l : run.ranks[r].left_out_calls) {
+      auto& v = index[r][l.comm];
+      if (static_cast<std::size_t>(l.seq) >= v.size()) v.resize(static_cast<std::size_t>(l.seq) + 1, -1);
     }
   }
   return index;

@@ -85,6 +85,13 @@ struct CallInFlight {
   std::int64_t thread = 0;
 };
 
+// A collectives row left out of the figures for an impossible value (PhysicalLimits): the rank made the call, so
+// it keeps its place in the communicator's sequence (the call index has −1 there), and nothing else of it is used.
+struct LeftOutCall {
+  std::int32_t comm = 0;  // index into Run::communicators
+  std::int32_t seq = 0;
+};
+
 struct RankTrace {
   int world_rank = 0;
   std::string path;
@@ -96,6 +103,7 @@ struct RankTrace {
   std::int64_t events_dropped = 0;
   std::vector<CollectiveCall> collectives;  // in call order (file id order)
   std::vector<CallInFlight> calls_in_flight;  // at most one per thread
+  std::vector<LeftOutCall> left_out_calls;    // rows of collectives out of physical range
   std::vector<NvtxRange> nvtx_ranges;
   std::vector<GpuActivity> gpu_activities;
   std::vector<store::ThreadRow> threads;
@@ -111,7 +119,8 @@ struct Run {
   std::vector<RankTrace> ranks;       // readable ranks, sorted by world rank
   std::vector<Communicator> communicators;
   std::vector<std::string> strings;   // run-wide; strings[0] == ""
-  std::vector<std::string> problems;  // one line each: missing/duplicate/truncated ranks, mixed versions
+  std::vector<std::string> problems;  // one line each: missing/duplicate/truncated ranks, mixed versions, rows
+                                      // left out for values out of physical range (run/physical_limits.hpp)
 
   std::size_t collective_count() const;
   // Index into ranks of world rank r, or -1.

@@ -21,12 +21,12 @@ struct SchemaVersion {
   int minor = 0;
 };
 
-// What analysis keeps of a collectives row: comm, seq, op, count, datatype, bytes, root, peer, start_ns, end_ns,
-// status, thread, sendbuf (fusion buffers: one address reused for many sizes); the other members stay at their
-// defaults.
+// What analysis keeps of a collectives row: id (to name it in warnings), comm, seq, op, count, datatype, bytes,
+// reduce_op, root, peer, start_ns, end_ns, status, thread, sendbuf (fusion buffers: one address reused for many
+// sizes); the other members stay at their defaults.
 using CollectiveSummary = CollectiveRow;
 inline constexpr ColumnSet<CollectiveRow> kCollectiveSummaryColumns =
-    columns<&CollectiveRow::comm, &CollectiveRow::seq, &CollectiveRow::op, &CollectiveRow::count,
+    columns<&CollectiveRow::id, &CollectiveRow::comm, &CollectiveRow::seq, &CollectiveRow::op, &CollectiveRow::count,
             &CollectiveRow::datatype, &CollectiveRow::bytes, &CollectiveRow::reduce_op, &CollectiveRow::root,
             &CollectiveRow::peer, &CollectiveRow::start_ns, &CollectiveRow::end_ns, &CollectiveRow::status,
             &CollectiveRow::thread, &CollectiveRow::sendbuf>();

@@ -23,7 +23,8 @@ struct SyntheticRunSpec {
   int skip_rank = -1;              // this rank skips the process-set allreduce of `skip_step` (and stops after)
   int skip_step = -1;
   bool nvtx_steps = true;          // write NVTX "step" ranges
-  std::vector<std::int64_t> clock_shift_ns;  // per rank: added to every row's times (anchors unchanged)
+  std::vector<std::int64_t> clock_shift_ns;  // per rank: its clock's error, added to every time of its file (rows
+                                             // and anchors alike: the anchors do not reveal it)
   int ranks_per_host = 8;          // host "nodeK" holds world ranks [8K, 8K+8); ranks of one host share a clock,
                                    // so clock_shift_ns models different hosts only with ranks_per_host = 1
   double jitter_us = 5;            // arrival noise, deterministic per (rank, call)
