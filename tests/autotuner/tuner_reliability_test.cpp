@@ -147,8 +147,8 @@ TEST(TuneResume, NeverSignalsAProcessGroupItCannotProveIsItsTrial) {
   EXPECT_TRUE(survived) << "the tuner killed an unrelated process group";
   const auto trials = Study::open(study.string()).trials();
   ASSERT_GE(trials.size(), 2u);
-  EXPECT_EQ(trials[0].status, "interrupted");
-  EXPECT_EQ(trials[1].status, "ok");
+  EXPECT_EQ(trials[0].status, TrialStatus::Interrupted);
+  EXPECT_EQ(trials[1].status, TrialStatus::Ok);
 }
 
 // Issue 12.1: pgid 1 in the record would be kill(-1, SIGKILL): every process the user may signal. Run inside a
@@ -203,7 +203,7 @@ trial: {timeout_s: 60, confirm_top: 0}
   EXPECT_FALSE(left) << read_file(dir / "resume.log");
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   ASSERT_EQ(trials.size(), 2u);
-  EXPECT_EQ(trials[0].status, "interrupted");
+  EXPECT_EQ(trials[0].status, TrialStatus::Interrupted);
 }
 
 // Issue 12.1: two tuners on one study: the second is refused with one line; the first one's trial is untouched.
@@ -222,7 +222,7 @@ trial: {timeout_s: 30, confirm_top: 0}
     if (!fs::exists(dir / "s.sqlite")) continue;
     try {
       const auto t = Study::open((dir / "s.sqlite").string()).trials();
-      running = !t.empty() && t[0].status == "running" && t[0].pgid > 0;
+      running = !t.empty() && t[0].status == TrialStatus::Running && t[0].pgid > 0;
     } catch (const std::exception&) {
     }
   }
@@ -235,7 +235,7 @@ trial: {timeout_s: 30, confirm_top: 0}
   EXPECT_NE(second_log.find("s.sqlite: another collscope tune"), std::string::npos) << second_log;
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   ASSERT_EQ(trials.size(), 1u);
-  EXPECT_EQ(trials[0].status, "ok") << trials[0].reason;
+  EXPECT_EQ(trials[0].status, TrialStatus::Ok) << trials[0].reason;
   EXPECT_EQ(trials[0].score, 5.0);
 }
 
@@ -312,12 +312,12 @@ trial: {timeout_s: 20, confirm_top: 0, early_stopping: false}
   int non_finite = 0, ok = 0;
   for (const auto& t : study.trials()) {
     if (t.values[1] == "num") {
-      EXPECT_EQ(t.status, "ok") << t.id;
+      EXPECT_EQ(t.status, TrialStatus::Ok) << t.id;
       ++ok;
       continue;
     }
     ++non_finite;
-    EXPECT_EQ(t.status, "failed") << t.id;
+    EXPECT_EQ(t.status, TrialStatus::Failed) << t.id;
     EXPECT_FALSE(t.score.has_value()) << t.id;
     EXPECT_NE(t.reason.find("not a finite number"), std::string::npos) << t.reason;
     // The model that chose this trial or any later one saw no inf/nan: its log likelihood is a number.
