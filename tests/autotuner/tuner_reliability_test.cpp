@@ -3,6 +3,7 @@
 // it cannot represent, crash or name no file on a corrupt study, or hold a job's whole output or an O(n^2) model of
 // a huge study in memory.
 #include <collscope/autotuner/study.hpp>
+#include <collscope/autotuner/tuner.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -435,4 +437,41 @@ TEST(TuneStudy, ShowReadsAFinishedStudyWithoutWritingIt) {
   EXPECT_FALSE(fs::exists(dir / "s.sqlite-wal"));
   EXPECT_FALSE(fs::exists(dir / "s.sqlite-shm"));
   EXPECT_EQ(fs::last_write_time(study), before);
+}
+
+// The study file keeps status words; one no collscope wrote is one line naming the study and the trial, exit 2.
+TEST(TuneStudy, UnknownStatusIsOneLineNamingTheStudyAndTrial) {
+  const fs::path dir = fresh_dir("status");
+  const fs::path study = quick_study(dir, 2);
+  sql(study, "UPDATE trials SET status='okay' WHERE id=2;");
+  const int rc = shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune show s.sqlite > show.log 2>&1");
+  const std::string log = read_file(dir / "show.log");
+  EXPECT_EQ(rc, 2) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+  EXPECT_NE(log.find("collscope: s.sqlite: trial 2: unknown status 'okay'"), std::string::npos) << log;
+}
+
+// tune() is a library call that stops on its flag (the CLI sets it from SIGINT/SIGTERM): a stop asked for before the
+// first trial runs none and says Interrupted (the CLI exits 130 on it).
+TEST(TuneStudy, StopBeforeTheFirstTrialRunsNothing) {
+  const fs::path dir = fresh_dir("stop");
+  write(dir / "space.yaml", R"Y(knobs:
+  - {name: v, type: categorical, values: ["3", "5"]}
+objective: {kind: regex, regex: 'score ([0-9]+)'}
+trial: {timeout_s: 20, confirm_top: 0}
+)Y");
+  TuneOptions options;
+  options.space_path = (dir / "space.yaml").string();
+  options.study_path = (dir / "s.sqlite").string();
+  options.strategy = StrategyKind::Grid;
+  options.trials = 2;
+  options.progress = false;
+  options.command = {"/usr/bin/printf", "score {v}\\n"};
+  options.collscope_exe = bin_dir() + "/collscope";
+  const std::atomic<bool> stop{true};
+  const TuneResult result = tune(options, stop);
+  EXPECT_EQ(result.outcome, TuneOutcome::Interrupted);
+  EXPECT_FALSE(result.best);
+  EXPECT_EQ(result.study_path, options.study_path);
+  EXPECT_TRUE(Study::open(options.study_path).trials().empty());
 }
