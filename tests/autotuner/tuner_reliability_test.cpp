@@ -102,13 +102,18 @@ std::string boot_id() {
   return id;
 }
 
-// A quick regex-scored study: one knob, `printf` as the job. Returns the study path.
-fs::path quick_study(const fs::path& dir, int trials = 1) {
+// The quick study's space: one categorical knob, scored by a regex on the job's output.
+void write_quick_space(const fs::path& dir) {
   write(dir / "space.yaml", R"Y(knobs:
   - {name: v, type: categorical, values: ["3", "5"]}
 objective: {kind: regex, regex: 'score ([0-9]+)'}
 trial: {timeout_s: 20, confirm_top: 0}
 )Y");
+}
+
+// A quick regex-scored study: one knob, `printf` as the job. Returns the study path.
+fs::path quick_study(const fs::path& dir, int trials = 1) {
+  write_quick_space(dir);
   const std::string cmd = "cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune space.yaml --study s.sqlite --strategy grid --trials " +
                           std::to_string(trials) + " --no-progress -- /usr/bin/printf 'score %s\\n' '{v}' > first.log 2>&1";
   EXPECT_EQ(shell(cmd), 0) << read_file(dir / "first.log");
@@ -355,15 +360,17 @@ trial: {timeout_s: 20, confirm_top: 0, early_stopping: false}
 TEST(TuneStudy, CorruptRowsAreOneLineNamingTheStudy) {
   const fs::path dir = fresh_dir("corrupt");
   const fs::path study = quick_study(dir, 2);
-  for (const auto& [params, expect] : {std::pair<std::string, std::string>{"[]", "trial 1: 0 knob value(s)"},
-                                       {"not json", "trial 1: params is not a JSON list"},
-                                       {"[1, 2]", "trial 1: params is not a JSON list"}}) {
+  // The study file keeps status words: one no collscope wrote is corrupt too.
+  for (const auto& [corruption, expect] : {std::pair<std::string, std::string>{"params='[]'", "trial 1: 0 knob value(s)"},
+                                       {"params='not json'", "trial 1: params is not a JSON list"},
+                                       {"params='[1, 2]'", "trial 1: params is not a JSON list"},
+                                       {"status='okay'", "trial 1: unknown status 'okay'"}}) {
     fs::copy_file(study, dir / "c.sqlite", fs::copy_options::overwrite_existing);
-    sql(dir / "c.sqlite", "UPDATE trials SET params='" + params + "' WHERE id=1;");
+    sql(dir / "c.sqlite", "UPDATE trials SET " + corruption + " WHERE id=1;");
     const int rc = shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune show c.sqlite --report rep > show.log 2>&1");
     const std::string log = read_file(dir / "show.log");
-    EXPECT_EQ(rc, 2) << params << ": " << log;
-    EXPECT_NE(log.find("collscope: c.sqlite: " + expect), std::string::npos) << params << ": " << log;
+    EXPECT_EQ(rc, 2) << corruption << ": " << log;
+    EXPECT_NE(log.find("collscope: c.sqlite: " + expect), std::string::npos) << corruption << ": " << log;
     EXPECT_EQ(log.find("internal error"), std::string::npos) << log;
   }
   sql(study, "UPDATE meta SET value='abc' WHERE key='seed';");
@@ -439,27 +446,11 @@ TEST(TuneStudy, ShowReadsAFinishedStudyWithoutWritingIt) {
   EXPECT_EQ(fs::last_write_time(study), before);
 }
 
-// The study file keeps status words; one no collscope wrote is one line naming the study and the trial, exit 2.
-TEST(TuneStudy, UnknownStatusIsOneLineNamingTheStudyAndTrial) {
-  const fs::path dir = fresh_dir("status");
-  const fs::path study = quick_study(dir, 2);
-  sql(study, "UPDATE trials SET status='okay' WHERE id=2;");
-  const int rc = shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune show s.sqlite > show.log 2>&1");
-  const std::string log = read_file(dir / "show.log");
-  EXPECT_EQ(rc, 2) << log;
-  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
-  EXPECT_NE(log.find("collscope: s.sqlite: trial 2: unknown status 'okay'"), std::string::npos) << log;
-}
-
 // tune() is a library call that stops on its flag (the CLI sets it from SIGINT/SIGTERM): a stop asked for before the
 // first trial runs none and says Interrupted (the CLI exits 130 on it).
 TEST(TuneStudy, StopBeforeTheFirstTrialRunsNothing) {
   const fs::path dir = fresh_dir("stop");
-  write(dir / "space.yaml", R"Y(knobs:
-  - {name: v, type: categorical, values: ["3", "5"]}
-objective: {kind: regex, regex: 'score ([0-9]+)'}
-trial: {timeout_s: 20, confirm_top: 0}
-)Y");
+  write_quick_space(dir);
   TuneOptions options;
   options.space_path = (dir / "space.yaml").string();
   options.study_path = (dir / "s.sqlite").string();
