@@ -1,16 +1,57 @@
-// CLI registration only: options into TuneOptions; the work runs after parsing (see cli/src/main.cpp).
+// CLI registration: options into TuneOptions, signals into tune()'s stop flag, its outcome into an exit code; the
+// work runs after parsing (see cli/src/main.cpp).
 #include <collscope/autotuner/cli.hpp>
 #include <collscope/autotuner/report.hpp>
 #include <collscope/autotuner/tuner.hpp>
 #include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
+#include <signal.h>
 
+#include <atomic>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 
 namespace collscope::autotuner {
+namespace {
+// The first SIGINT/SIGTERM asks the study to stop: the running trial is killed and recorded as interrupted, the study
+// stays resumable. Set from the handler, read by tune().
+std::atomic<bool> g_stop_requested{false};
+extern "C" void request_stop(int) { g_stop_requested.store(true); }
+
+// SIGINT and SIGTERM set g_stop_requested while it lives; the previous handlers come back however tune() ends.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    g_stop_requested.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = request_stop;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopOnSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// The process's exit code for a study's outcome: 0 found, 1 every trial failed, 130 interrupted (128 + SIGINT).
+int exit_code(TuneOutcome outcome) {
+  switch (outcome) {
+    case TuneOutcome::Found: return 0;
+    case TuneOutcome::NoTrialSucceeded: return 1;
+    case TuneOutcome::Interrupted: return 130;
+  }
+  return 1;
+}
+}  // namespace
 
 void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto* tune_cmd = app.add_subcommand("tune", "Find the knob settings that make a job fastest, by running it under the tracer");
@@ -107,7 +148,9 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
       if (tune_cmd->count("--trials") && options->trials < 1) throw InputError("--trials: must be at least 1");
       std::error_code ec;
       options->collscope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-      return naming_input(options->space_path, "tuning with this search space", [&] { return tune(*options); });
+      const StopOnSignals stop_on_signals;
+      return naming_input(options->space_path, "tuning with this search space",
+                          [&] { return exit_code(tune(*options, g_stop_requested).outcome); });
     };
   });
 }

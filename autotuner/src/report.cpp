@@ -61,17 +61,17 @@ std::string convergence_chart(const SearchSpace& space, const std::vector<TrialR
   for (const auto& t : trials)
     if (t.score) worst = !worst ? *t.score : (o.maximize ? std::min(*worst, *t.score) : std::max(*worst, *t.score));
   for (const auto& t : trials) {
-    if (t.status == "interrupted" || t.status == "running") continue;
+    if (!is_finished(t.status)) continue;
     const double x = t.id;
-    if ((t.status == "ok" || t.status == "stopped") && t.score) {
+    if (keeps_score(t.status) && t.score) {
       chart::Point p{.x = x, .y = *t.score,
-                     .tip = fmt::format("trial {} ({}{}): {}; {}", t.id, t.kind, t.status == "stopped" ? ", stopped early" : "",
+                     .tip = fmt::format("trial {} ({}{}): {}; {}", t.id, t.kind, t.status == TrialStatus::Stopped ? ", stopped early" : "",
                                         score_text(*t.score, o), settings_text(space, t.values))};
       (t.kind == "confirm" ? confirm : scored).points.push_back(p);
-      if (t.status == "ok") best = !best ? *t.score : (o.maximize ? std::max(*best, *t.score) : std::min(*best, *t.score));
+      if (t.status == TrialStatus::Ok) best = !best ? *t.score : (o.maximize ? std::max(*best, *t.score) : std::min(*best, *t.score));
     } else if (worst) {
       failed.points.push_back({.x = x, .y = *worst,
-                               .tip = fmt::format("trial {} {}: {}; {}", t.id, t.status, t.reason.empty() ? "no score" : t.reason,
+                               .tip = fmt::format("trial {} {}: {}; {}", t.id, trial_status_name(t.status), t.reason.empty() ? "no score" : t.reason,
                                                   settings_text(space, t.values))});
     }
     if (best) best_line.points.push_back({.x = x, .y = *best, .tip = fmt::format("after trial {}: {}", t.id, score_text(*best, o))});
@@ -150,7 +150,7 @@ std::string effect_chart(const SearchSpace& space, const std::vector<TrialRecord
   }
   chart::Series seen{.name = "trials (other knobs as they ran)", .colour = palette::kTrial, .mark = chart::Mark::Points};
   for (const auto& t : trials)
-    if ((t.status == "ok" || t.status == "stopped") && t.score && knob < t.values.size())
+    if (keeps_score(t.status) && t.score && knob < t.values.size())
       seen.points.push_back({.x = x_of(t.values[knob]), .y = *t.score,
                              .tip = fmt::format("trial {}: {}; {}", t.id, score_text(*t.score, o), settings_text(space, t.values))});
   if (!categories) c.series.push_back(band);
@@ -184,8 +184,9 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& reco
   for (const auto& t : trials) {
     std::string cells;
     for (const auto& v : t.values) cells += "<td>" + xml_escape(v) + "</td>";
-    rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>\n", xml_escape(t.status), t.id,
-                        xml_escape(t.kind), xml_escape(t.status), t.score ? xml_escape(score_text(*t.score, o)) : "–", cells, xml_escape(t.reason));
+    const std::string_view status = trial_status_name(t.status);  // a fixed word: nothing to escape
+    rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>\n", status, t.id,
+                        xml_escape(t.kind), status, t.score ? xml_escape(score_text(*t.score, o)) : "–", cells, xml_escape(t.reason));
   }
   std::string knob_headers;
   for (const auto& k : space.knobs()) knob_headers += "<th>" + xml_escape(k.name) + "</th>";

@@ -17,7 +17,7 @@ bool is_strategy_kind(const std::string& kind) {
 std::optional<NoiseEstimate> estimate_noise(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
   std::map<Assignment, std::vector<double>> by_values;
   for (const auto& t : trials)
-    if (t.status == "ok" && t.kind != kKindWarmup && t.score && std::isfinite(*t.score) &&
+    if (t.status == TrialStatus::Ok && t.kind != kKindWarmup && t.score && std::isfinite(*t.score) &&
         t.values.size() == space.knobs().size())
       by_values[t.values].push_back(*t.score);
   double squares = 0, mean_sum = 0;
@@ -101,8 +101,8 @@ BatchLimit batch_limit(const SearchSpace& space, const std::vector<TrialRecord>&
     if (t.values.size() != space.knobs().size()) continue;
     const auto b = as_int(t.values[static_cast<std::size_t>(limit.knob)]);
     if (!b) continue;
-    if (t.status == "ok" || t.status == "stopped") limit.fits_max = std::max(limit.fits_max.value_or(*b), *b);
-    else if (t.status == "failed" && is_out_of_memory(t.reason)) limit.oom_min = std::min(limit.oom_min.value_or(*b), *b);
+    if (keeps_score(t.status)) limit.fits_max = std::max(limit.fits_max.value_or(*b), *b);
+    else if (t.status == TrialStatus::Failed && is_out_of_memory(t.reason)) limit.oom_min = std::min(limit.oom_min.value_or(*b), *b);
   }
   // A batch that ran is below the limit whatever a noisy failure said: the limit lies above it.
   if (limit.fits_max && limit.oom_min && *limit.oom_min <= *limit.fits_max) limit.oom_min.reset();

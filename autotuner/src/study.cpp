@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <string_view>
+#include <utility>
 
 namespace collscope::autotuner {
 
@@ -138,6 +140,25 @@ Study Study::open(const std::string& path, Access access) {
   return s;
 }
 
+namespace {
+constexpr std::pair<TrialStatus, std::string_view> kTrialStatusNames[] = {
+    {TrialStatus::Running, "running"}, {TrialStatus::Ok, "ok"},           {TrialStatus::Failed, "failed"},
+    {TrialStatus::Timeout, "timeout"}, {TrialStatus::Stopped, "stopped"}, {TrialStatus::Interrupted, "interrupted"},
+};
+}  // namespace
+
+std::string_view trial_status_name(TrialStatus status) {
+  for (const auto& [s, name] : kTrialStatusNames)
+    if (s == status) return name;
+  return "unknown";
+}
+
+std::optional<TrialStatus> parse_trial_status(std::string_view name) {
+  for (const auto& [s, n] : kTrialStatusNames)
+    if (n == name) return s;
+  return std::nullopt;
+}
+
 std::optional<std::string> Study::meta(const std::string& key) const {
   auto q = db_.prepare("SELECT value FROM meta WHERE key=?1");
   q.bind(1, key);
@@ -159,7 +180,12 @@ std::vector<TrialRecord> Study::trials() const {
     TrialRecord r;
     r.id = static_cast<int>(q.int64(0));
     r.kind = q.text(1);
-    r.status = q.text(2);
+    const std::string status = q.text(2);
+    const auto parsed = parse_trial_status(status);
+    if (!parsed)
+      throw InputError(fmt::format("{}: trial {}: unknown status '{}'", path_, r.id,
+                                   status.size() > 40 ? status.substr(0, 40) + "..." : status));
+    r.status = *parsed;
     r.values = json_list<Assignment>(q.text(3), path_, r.id, "params");
     r.unit = json_list<std::vector<double>>(q.text(4), path_, r.id, "unit");
     if (!q.is_null(5)) r.score = q.real(5);
@@ -181,7 +207,7 @@ std::vector<TrialRecord> Study::trials() const {
 int Study::add_trial(TrialRecord& r) {
   db_.prepare("INSERT INTO trials(kind, status, params, unit, dir, started_unix_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6)")
       .bind(1, r.kind)
-      .bind(2, r.status)
+      .bind(2, trial_status_name(r.status))
       .bind(3, nlohmann::json(r.values).dump())
       .bind(4, nlohmann::json(r.unit).dump())
       .bind(5, r.dir)
@@ -196,7 +222,7 @@ void Study::update_trial(const TrialRecord& r) {
               "wall_s=?9, dir=?10, pgid=?11, started_unix_ms=?12, source=?13, step_s=?14 WHERE id=?1")
       .bind(1, r.id)
       .bind(2, r.kind)
-      .bind(3, r.status)
+      .bind(3, trial_status_name(r.status))
       .bind(4, nlohmann::json(r.values).dump())
       .bind(5, nlohmann::json(r.unit).dump())
       .bind(6, r.score)

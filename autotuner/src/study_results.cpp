@@ -33,7 +33,7 @@ std::vector<BestSettings> ranked_settings(const SearchSpace& space, const std::v
   for (const auto& t : trials) {
     // A row whose values do not fit the space, or a score that is no number, is no candidate (older or edited studies).
     // Horovod's warm-up samples are discarded, as Horovod discards them.
-    if (t.status != "ok" || t.kind == kKindWarmup || !t.score || !std::isfinite(*t.score) ||
+    if (t.status != TrialStatus::Ok || t.kind == kKindWarmup || !t.score || !std::isfinite(*t.score) ||
         t.values.size() != space.knobs().size())
       continue;
     auto& b = by_values[t.values];
@@ -76,10 +76,9 @@ std::optional<BestSettings> best_settings(const SearchSpace& space, const std::v
 std::vector<Observation> observations(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
   std::vector<Observation> out;
   for (const auto& t : trials) {
-    const bool finished = t.status == "ok" || t.status == "stopped" || t.status == "failed" || t.status == "timeout";
-    if (!finished || t.kind == kKindWarmup || t.unit.size() != space.dimensions()) continue;
+    if (!is_finished(t.status) || t.kind == kKindWarmup || t.unit.size() != space.dimensions()) continue;
     Observation o{t.unit, std::nullopt, t.values};
-    if ((t.status == "ok" || t.status == "stopped") && t.score && std::isfinite(*t.score))
+    if (keeps_score(t.status) && t.score && std::isfinite(*t.score))
       o.value = oriented(space.objective(), *t.score);
     out.push_back(std::move(o));
   }
@@ -154,7 +153,7 @@ void print_study(const std::string& study_path, std::ostream& out) {
   for (const auto& k : space.knobs()) header += fmt::format("  {:>12}", k.name);
   out << header << "  reason\n";
   for (const auto& t : trials) {
-    std::string line = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7.2f}", t.id, t.kind.substr(0, 20), t.status.substr(0, 11),
+    std::string line = fmt::format("{:>4}  {:<20}  {:<11}  {:>14}  {:>7.2f}", t.id, t.kind.substr(0, 20), trial_status_name(t.status),
                                    t.score ? fmt::format("{:.6g}", *t.score) : "-", t.wall_s);
     for (const auto& v : t.values) line += fmt::format("  {:>12}", v);
     out << line << "  " << t.reason << "\n";

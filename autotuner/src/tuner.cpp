@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,9 +30,6 @@ namespace fs = std::filesystem;
 using namespace detail;
 
 namespace {
-std::atomic<bool> g_interrupt{false};
-extern "C" void request_interrupt(int) { g_interrupt.store(true); }
-
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -153,7 +149,7 @@ std::optional<double> mean_of(const std::vector<double>& v) {
 }
 }  // namespace
 
-int tune(const TuneOptions& options) {
+TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
   const SearchSpace file_space = SearchSpace::load(options.space_path);
   std::error_code ec;
   if (const auto parent = fs::path(options.study_path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
@@ -216,31 +212,28 @@ int tune(const TuneOptions& options) {
   // may belong to anyone by now.
   const std::string study_id = study.id();
   for (auto t : checked_trials(study, space)) {
-    if (t.status != "running") continue;
+    if (t.status != TrialStatus::Running) continue;
     std::string why_not;
     const auto processes = study.trial_processes(t.id);
     const int killed = processes ? kill_leftover_trial(*processes, &why_not) : 0;
     if (!processes) why_not = "no record of its processes";
     if (killed == 0 && options.progress)
       fmt::print(stderr, "collscope tune: trial {} was running; nothing of it stopped ({})\n", t.id, why_not);
-    t.status = "interrupted";
+    t.status = TrialStatus::Interrupted;
     t.reason = "interrupted: the tuner stopped while this trial ran; it is run again";
     t.pgid = 0;
     study.update_trial(t);
   }
 
-  g_interrupt.store(false);
-  struct sigaction sa {};
-  sa.sa_handler = request_interrupt;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-
   const auto session_start = std::chrono::steady_clock::now();
   int session_trials = 0;
   bool interrupted = false;
   while (!interrupted) {
+    // Asked to stop between trials: nothing runs, nothing to kill.
+    if (stop.load()) {
+      interrupted = true;
+      break;
+    }
     const std::vector<TrialRecord> history = study.trials();
     std::vector<Observation> obs = warm.observations;
     for (auto& o : observations(space, history)) obs.push_back(std::move(o));
@@ -248,7 +241,7 @@ int tune(const TuneOptions& options) {
     bool default_done = false, warm_best_done = false, noise_done = false;
     std::vector<double> walls;
     for (const auto& t : history) {
-      if (t.status == "interrupted" || t.status == "running") continue;
+      if (!is_finished(t.status)) continue;
       ++done;
       walls.push_back(t.wall_s);
       if (is_strategy_kind(t.kind)) ++strategy_trials;
@@ -437,36 +430,36 @@ int tune(const TuneOptions& options) {
       study.save_trial_processes(record.id, processes);
       record.pgid = processes.pgid;
       study.update_trial(record);
-    }, &g_interrupt);
+    }, &stop);
     record.wall_s = outcome.wall_s;
     record.exit_code = outcome.exit_code;
     record.pgid = 0;
     if (outcome.interrupted) {
-      record.status = "interrupted";
+      record.status = TrialStatus::Interrupted;
       record.reason = outcome.stop_reason;
       interrupted = true;
     } else if (outcome.timed_out) {
-      record.status = "timeout";
+      record.status = TrialStatus::Timeout;
       const std::string hang = hang_summary(run_dir);
       record.reason = outcome.stop_reason + (hang.empty() ? "" : "; " + hang);
     } else if (outcome.stopped) {
-      record.status = "stopped";
+      record.status = TrialStatus::Stopped;
       record.reason = outcome.stop_reason;
       record.score = partial_score && std::isfinite(*partial_score) ? partial_score : std::nullopt;
     } else if (outcome.exit_code != 0) {
-      record.status = "failed";
+      record.status = TrialStatus::Failed;
       const std::string why = failure_line(log_path);
       record.reason = why.empty() ? fmt::format("exit code {}", outcome.exit_code)
                                   : fmt::format("exit code {}: {}", outcome.exit_code, why);
     } else if (horovod) {
       record.score = bytes_per_microsecond(run_dir);
-      record.status = record.score ? "ok" : "failed";
+      record.status = record.score ? TrialStatus::Ok : TrialStatus::Failed;
       record.reason = record.score ? "" : "objective: no float-sum allreduces in the trace (Horovod's score)";
       record.source = "bytes all-reduced per microsecond (HOROVOD_AUTOTUNE's score)";
     } else {
       const Score score = score_trial(objective, batch_size, run_dir, log_path, source);
       record.score = score.value;
-      record.status = score.value ? "ok" : "failed";
+      record.status = score.value ? TrialStatus::Ok : TrialStatus::Failed;
       record.reason = score.problem;
       record.source = score.source_text;
       record.step_s = score.step_s;
@@ -489,41 +482,47 @@ int tune(const TuneOptions& options) {
       constexpr int kBarWidth = 20;
       const int filled = std::min(kBarWidth, planned > 0 ? kBarWidth * (done + 1) / planned : kBarWidth);
       const std::string u = score_unit(study, objective);
-      const std::string result = record.score && record.status == "ok"
+      const std::string result = record.score && record.status == TrialStatus::Ok
                                      ? format_score(*record.score, u)
-                                     : record.status + (record.reason.empty() ? "" : ": " + record.reason);
+                                     : std::string(trial_status_name(record.status)) + (record.reason.empty() ? "" : ": " + record.reason);
       fmt::print(stderr, "collscope tune: [{}{}] {}: {} | best {} | ETA {}\n", std::string(filled, '#'),
                  std::string(kBarWidth - filled, '.'), counter, result, best ? format_score(best->mean_score, u) : "-",
                  format_eta(eta));
     }
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-
   const auto all = study.trials();
   const auto best = best_settings(space, all);
   const auto notes = study_notes(study, space, all);
   study.close_for_readers();
   if (!options.report_dir.empty())
     write_report(space, all, options.report_dir, fs::path(options.study_path).filename().string(), notes);
+  TuneResult result;
+  result.study_path = options.study_path;
+  if (!options.report_dir.empty()) result.report_path = (fs::path(options.report_dir) / "index.html").string();
+  result.stop_rule = study.meta("stop_rule");
+  if (result.stop_rule && result.stop_rule->empty()) result.stop_rule.reset();
   if (interrupted) {
     fmt::print(stderr, "collscope tune: interrupted; continue with --resume --study {}\n", options.study_path);
-    return 130;
+    result.outcome = TuneOutcome::Interrupted;
+    return result;
   }
   if (!best) {
     fmt::print(stderr, "collscope tune: no trial succeeded ({} trials); see {}\n", all.size(), trials_root.string());
     for (const auto& note : notes) fmt::print(stderr, "collscope tune: {}\n", note);
-    return 1;
+    result.outcome = TuneOutcome::NoTrialSucceeded;
+    return result;
   }
   fmt::print("best: {} (mean of {} run(s): {})\n", describe(space, best->values), best->runs,
              format_score(best->mean_score, score_unit(study, objective)));
   for (const auto& note : notes) fmt::print("{}\n", note);
-  if (!options.report_dir.empty()) fmt::print("report: {}\n", (fs::path(options.report_dir) / "index.html").string());
+  if (!result.report_path.empty()) fmt::print("report: {}\n", result.report_path);
   fmt::print("study: {} (collscope tune show {})\n", options.study_path, options.study_path);
   if (!options.export_env_path.empty()) write_export_env(space, *best, options.export_env_path);
   if (!options.export_nccl_rules_path.empty())
     write_nccl_rules(space, *best, options.study_path, options.export_nccl_rules_path);
-  return 0;
+  result.outcome = TuneOutcome::Found;
+  result.best = best;
+  return result;
 }
 
 }  // namespace collscope::autotuner

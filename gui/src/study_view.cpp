@@ -89,14 +89,14 @@ StudyData load_study(const std::string& path) {
   out.columns.push_back(objective.unit.empty() ? "score" : fmt::format("score ({})", objective.unit));
   out.columns.insert(out.columns.end(), {"wall time", "why"});
   for (const auto& t : trials) {
-    std::vector<std::string> row{std::to_string(t.id), t.kind, t.status};
+    std::vector<std::string> row{std::to_string(t.id), t.kind, std::string(at::trial_status_name(t.status))};
     row.insert(row.end(), t.values.begin(), t.values.end());
     row.push_back(t.score ? format_score(*t.score, {}) : "-");
     row.push_back(t.wall_s > 0 ? run::format_duration(t.wall_s * 1e9) : "-");
     row.push_back(t.reason);
     out.rows.push_back(std::move(row));
     // A stopped trial keeps its partial score for the optimiser; the plot shows what the tuner ranks.
-    out.scores.push_back(t.status == "ok" || t.status == "stopped" ? t.score : std::nullopt);
+    out.scores.push_back(at::keeps_score(t.status) ? t.score : std::nullopt);
     std::error_code ec;
     const auto trace = std::filesystem::path(t.dir) / "trace";
     out.trace_dirs.push_back(!t.dir.empty() && std::filesystem::is_directory(trace, ec) ? trace.string() : std::string());

@@ -41,7 +41,7 @@ TEST(RealJobs, ShippedHorovodSpaceRunsWithoutNvtx) {
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   ASSERT_GE(trials.size(), 3u);
   EXPECT_EQ(trials[0].kind, "default");
-  EXPECT_EQ(trials[0].status, "ok") << trials[0].reason;  // batch 64 <= --max-batch-size 96
+  EXPECT_EQ(trials[0].status, TrialStatus::Ok) << trials[0].reason;  // batch 64 <= --max-batch-size 96
   EXPECT_NE(err.find("trial 1/"), std::string::npos) << err;
   EXPECT_NE(err.find("objective: samples/s from "), std::string::npos) << err;
   EXPECT_TRUE(trials[0].source.starts_with("inferred steps") || trials[0].source.starts_with("printed")) << trials[0].source;
@@ -49,7 +49,7 @@ TEST(RealJobs, ShippedHorovodSpaceRunsWithoutNvtx) {
   EXPECT_NE(out.find("report: rep/index.html"), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(dir / "rep" / "index.html"));
   for (const auto& t : trials) {
-    if (t.status == "failed") {
+    if (t.status == TrialStatus::Failed) {
       EXPECT_NE(t.reason.find("out of memory"), std::string::npos) << t.reason;  // only batch > 96
     }
   }

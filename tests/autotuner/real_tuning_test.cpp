@@ -86,7 +86,7 @@ trial: {timeout_s: 30, confirm_top: 0}
   EXPECT_EQ(read(fs::path(trials[0].dir) / "output.log").find("score 7 arg=[$(touch PWNED)]") != std::string::npos, true)
       << read(fs::path(trials[0].dir) / "output.log");
   EXPECT_NE(read(fs::path(trials[1].dir) / "output.log").find("arg=[a;b|c `touch PWNED2` && echo x > PWNED3]"), std::string::npos);
-  EXPECT_EQ(trials[0].status, "ok");
+  EXPECT_EQ(trials[0].status, TrialStatus::Ok);
   EXPECT_DOUBLE_EQ(*trials[0].score, 7.0);
   // The env file quotes the value so that sourcing it cannot run it either.
   EXPECT_NE(read(dir / "best.env").find("export COLLSCOPE_TEST_KNOB='$(touch PWNED)'"), std::string::npos) << read(dir / "best.env");
@@ -116,7 +116,7 @@ trial: {timeout_s: 8, confirm_top: 1, confirm_repeats: 1, early_stopping: false}
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (!fs::exists(dir / "s.sqlite")) continue;
     const auto t = Study::open((dir / "s.sqlite").string()).trials();
-    second_running = t.size() >= 2 && t[1].status == "running" && t[1].pgid > 0;
+    second_running = t.size() >= 2 && t[1].status == TrialStatus::Running && t[1].pgid > 0;
   }
   ASSERT_TRUE(second_running) << read(dir / "tune1.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -130,15 +130,15 @@ trial: {timeout_s: 8, confirm_top: 1, confirm_repeats: 1, early_stopping: false}
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   // 1 ok, 1 interrupted (killed with the tuner), then on resume: hang again -> timeout, 2 out-of-memory, 1 confirm.
   std::map<std::string, int> by_status;
-  for (const auto& t : trials) ++by_status[t.status];
+  for (const auto& t : trials) ++by_status[std::string(trial_status_name(t.status))];
   EXPECT_EQ(by_status["interrupted"], 1);
   EXPECT_EQ(by_status["timeout"], 1);
   EXPECT_EQ(by_status["failed"], 2);
   EXPECT_EQ(by_status["ok"], 2);  // the one good setting and its confirmation run
   ASSERT_EQ(trials.size(), 6u);
-  EXPECT_EQ(trials[1].status, "interrupted");
+  EXPECT_EQ(trials[1].status, TrialStatus::Interrupted);
   EXPECT_EQ(trials[2].values, trials[1].values);  // re-run of the interrupted point
-  EXPECT_EQ(trials[2].status, "timeout");
+  EXPECT_EQ(trials[2].status, TrialStatus::Timeout);
   EXPECT_NE(trials[3].reason.find("out of memory"), std::string::npos) << trials[3].reason;
   EXPECT_EQ(trials[5].kind, "confirm");
   EXPECT_GT(*trials[0].score, 0.0);

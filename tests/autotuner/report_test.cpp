@@ -37,7 +37,7 @@ std::vector<TrialRecord> trials(const SearchSpace& space) {
     TrialRecord t;
     t.id = i + 1;
     t.kind = i < 5 ? "design" : "expected-improvement";
-    t.status = "ok";
+    t.status = TrialStatus::Ok;
     const std::string mode = i % 2 ? "b" : "a";
     t.values = {fmt::format("{}", xs[i]), mode, std::to_string(8 + 4 * i)};
     t.unit = space.to_unit(t.values);
@@ -47,7 +47,7 @@ std::vector<TrialRecord> trials(const SearchSpace& space) {
   TrialRecord failed;
   failed.id = 13;
   failed.kind = "expected-improvement";
-  failed.status = "failed";
+  failed.status = TrialStatus::Failed;
   failed.reason = "out of memory";
   failed.values = {"0.55", "a", "64"};
   failed.unit = space.to_unit(failed.values);

@@ -22,7 +22,7 @@ std::string log_with(const std::string& text) {
   return p.string();
 }
 
-TrialRecord trial(int id, const std::string& status, Assignment values, std::optional<double> score,
+TrialRecord trial(int id, TrialStatus status, Assignment values, std::optional<double> score,
                   const std::string& reason = "") {
   TrialRecord t;
   t.id = id;
@@ -91,8 +91,8 @@ TEST(StopRules, NoisePaybackAndTimeBudget) {
 
 TEST(NoiseEstimate, PooledOverRepeatedSettings) {
   const auto space = SearchSpace::parse("knobs:\n  - {name: a, type: categorical, values: [x, y, z]}\n", "n.yaml");
-  const std::vector<TrialRecord> trials{trial(1, "ok", {"x"}, 100), trial(2, "ok", {"x"}, 110), trial(3, "ok", {"y"}, 50),
-                                        trial(4, "ok", {"y"}, 40), trial(5, "ok", {"z"}, 70)};
+  const std::vector<TrialRecord> trials{trial(1, TrialStatus::Ok, {"x"}, 100), trial(2, TrialStatus::Ok, {"x"}, 110), trial(3, TrialStatus::Ok, {"y"}, 50),
+                                        trial(4, TrialStatus::Ok, {"y"}, 40), trial(5, TrialStatus::Ok, {"z"}, 70)};
   const auto n = estimate_noise(space, trials);
   ASSERT_TRUE(n);
   EXPECT_NEAR(n->sd, std::sqrt((50.0 + 50.0) / 2), 1e-9);  // each pair: 2 x 5^2 = 50, one dof
@@ -105,8 +105,8 @@ TEST(BatchLimit, ProbesBetweenWhatRanAndWhatRanOutOfMemory) {
       "knobs:\n  - {name: t, type: real, min: 1, max: 2}\n  - {name: batch, type: integer, min: 8, max: 128, default: 32}\n"
       "objective: {kind: throughput, batch_size: batch}\n",
       "b.yaml");
-  std::vector<TrialRecord> trials{trial(1, "ok", {"1", "32"}, 100),
-                                  trial(2, "failed", {"1", "118"}, std::nullopt,
+  std::vector<TrialRecord> trials{trial(1, TrialStatus::Ok, {"1", "32"}, 100),
+                                  trial(2, TrialStatus::Failed, {"1", "118"}, std::nullopt,
                                         "exit code 1: fusion_trainer: out of memory: batch size 118 exceeds 96")};
   auto limit = batch_limit(space, trials);
   EXPECT_EQ(limit.fits_max, 32);
@@ -116,8 +116,8 @@ TEST(BatchLimit, ProbesBetweenWhatRanAndWhatRanOutOfMemory) {
   EXPECT_EQ(v[1], "75");
   Assignment small{"1.5", "64"};
   EXPECT_EQ(keep_batch_below_limit(space, limit, small), "");  // below the limit: untouched
-  trials.push_back(trial(3, "ok", {"1", "96"}, 300));
-  trials.push_back(trial(4, "failed", {"1", "97"}, std::nullopt, "CUDA out of memory. Tried to allocate 2.00 GiB"));
+  trials.push_back(trial(3, TrialStatus::Ok, {"1", "96"}, 300));
+  trials.push_back(trial(4, TrialStatus::Failed, {"1", "97"}, std::nullopt, "CUDA out of memory. Tried to allocate 2.00 GiB"));
   limit = batch_limit(space, trials);
   Assignment big{"1.5", "128"};
   keep_batch_below_limit(space, limit, big);

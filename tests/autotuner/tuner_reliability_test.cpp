@@ -3,6 +3,7 @@
 // it cannot represent, crash or name no file on a corrupt study, or hold a job's whole output or an O(n^2) model of
 // a huge study in memory.
 #include <collscope/autotuner/study.hpp>
+#include <collscope/autotuner/tuner.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -100,13 +102,18 @@ std::string boot_id() {
   return id;
 }
 
-// A quick regex-scored study: one knob, `printf` as the job. Returns the study path.
-fs::path quick_study(const fs::path& dir, int trials = 1) {
+// The quick study's space: one categorical knob, scored by a regex on the job's output.
+void write_quick_space(const fs::path& dir) {
   write(dir / "space.yaml", R"Y(knobs:
   - {name: v, type: categorical, values: ["3", "5"]}
 objective: {kind: regex, regex: 'score ([0-9]+)'}
 trial: {timeout_s: 20, confirm_top: 0}
 )Y");
+}
+
+// A quick regex-scored study: one knob, `printf` as the job. Returns the study path.
+fs::path quick_study(const fs::path& dir, int trials = 1) {
+  write_quick_space(dir);
   const std::string cmd = "cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune space.yaml --study s.sqlite --strategy grid --trials " +
                           std::to_string(trials) + " --no-progress -- /usr/bin/printf 'score %s\\n' '{v}' > first.log 2>&1";
   EXPECT_EQ(shell(cmd), 0) << read_file(dir / "first.log");
@@ -147,8 +154,8 @@ TEST(TuneResume, NeverSignalsAProcessGroupItCannotProveIsItsTrial) {
   EXPECT_TRUE(survived) << "the tuner killed an unrelated process group";
   const auto trials = Study::open(study.string()).trials();
   ASSERT_GE(trials.size(), 2u);
-  EXPECT_EQ(trials[0].status, "interrupted");
-  EXPECT_EQ(trials[1].status, "ok");
+  EXPECT_EQ(trials[0].status, TrialStatus::Interrupted);
+  EXPECT_EQ(trials[1].status, TrialStatus::Ok);
 }
 
 // Issue 12.1: pgid 1 in the record would be kill(-1, SIGKILL): every process the user may signal. Run inside a
@@ -203,7 +210,7 @@ trial: {timeout_s: 60, confirm_top: 0}
   EXPECT_FALSE(left) << read_file(dir / "resume.log");
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   ASSERT_EQ(trials.size(), 2u);
-  EXPECT_EQ(trials[0].status, "interrupted");
+  EXPECT_EQ(trials[0].status, TrialStatus::Interrupted);
 }
 
 // Issue 12.1: two tuners on one study: the second is refused with one line; the first one's trial is untouched.
@@ -222,7 +229,7 @@ trial: {timeout_s: 30, confirm_top: 0}
     if (!fs::exists(dir / "s.sqlite")) continue;
     try {
       const auto t = Study::open((dir / "s.sqlite").string()).trials();
-      running = !t.empty() && t[0].status == "running" && t[0].pgid > 0;
+      running = !t.empty() && t[0].status == TrialStatus::Running && t[0].pgid > 0;
     } catch (const std::exception&) {
     }
   }
@@ -235,7 +242,7 @@ trial: {timeout_s: 30, confirm_top: 0}
   EXPECT_NE(second_log.find("s.sqlite: another collscope tune"), std::string::npos) << second_log;
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   ASSERT_EQ(trials.size(), 1u);
-  EXPECT_EQ(trials[0].status, "ok") << trials[0].reason;
+  EXPECT_EQ(trials[0].status, TrialStatus::Ok) << trials[0].reason;
   EXPECT_EQ(trials[0].score, 5.0);
 }
 
@@ -312,12 +319,12 @@ trial: {timeout_s: 20, confirm_top: 0, early_stopping: false}
   int non_finite = 0, ok = 0;
   for (const auto& t : study.trials()) {
     if (t.values[1] == "num") {
-      EXPECT_EQ(t.status, "ok") << t.id;
+      EXPECT_EQ(t.status, TrialStatus::Ok) << t.id;
       ++ok;
       continue;
     }
     ++non_finite;
-    EXPECT_EQ(t.status, "failed") << t.id;
+    EXPECT_EQ(t.status, TrialStatus::Failed) << t.id;
     EXPECT_FALSE(t.score.has_value()) << t.id;
     EXPECT_NE(t.reason.find("not a finite number"), std::string::npos) << t.reason;
     // The model that chose this trial or any later one saw no inf/nan: its log likelihood is a number.
@@ -353,15 +360,17 @@ trial: {timeout_s: 20, confirm_top: 0, early_stopping: false}
 TEST(TuneStudy, CorruptRowsAreOneLineNamingTheStudy) {
   const fs::path dir = fresh_dir("corrupt");
   const fs::path study = quick_study(dir, 2);
-  for (const auto& [params, expect] : {std::pair<std::string, std::string>{"[]", "trial 1: 0 knob value(s)"},
-                                       {"not json", "trial 1: params is not a JSON list"},
-                                       {"[1, 2]", "trial 1: params is not a JSON list"}}) {
+  // The study file keeps status words: one no collscope wrote is corrupt too.
+  for (const auto& [corruption, expect] : {std::pair<std::string, std::string>{"params='[]'", "trial 1: 0 knob value(s)"},
+                                       {"params='not json'", "trial 1: params is not a JSON list"},
+                                       {"params='[1, 2]'", "trial 1: params is not a JSON list"},
+                                       {"status='okay'", "trial 1: unknown status 'okay'"}}) {
     fs::copy_file(study, dir / "c.sqlite", fs::copy_options::overwrite_existing);
-    sql(dir / "c.sqlite", "UPDATE trials SET params='" + params + "' WHERE id=1;");
+    sql(dir / "c.sqlite", "UPDATE trials SET " + corruption + " WHERE id=1;");
     const int rc = shell("cd " + shell_quote(dir.string()) + " && " + collscope_exe() + " tune show c.sqlite --report rep > show.log 2>&1");
     const std::string log = read_file(dir / "show.log");
-    EXPECT_EQ(rc, 2) << params << ": " << log;
-    EXPECT_NE(log.find("collscope: c.sqlite: " + expect), std::string::npos) << params << ": " << log;
+    EXPECT_EQ(rc, 2) << corruption << ": " << log;
+    EXPECT_NE(log.find("collscope: c.sqlite: " + expect), std::string::npos) << corruption << ": " << log;
     EXPECT_EQ(log.find("internal error"), std::string::npos) << log;
   }
   sql(study, "UPDATE meta SET value='abc' WHERE key='seed';");
@@ -435,4 +444,25 @@ TEST(TuneStudy, ShowReadsAFinishedStudyWithoutWritingIt) {
   EXPECT_FALSE(fs::exists(dir / "s.sqlite-wal"));
   EXPECT_FALSE(fs::exists(dir / "s.sqlite-shm"));
   EXPECT_EQ(fs::last_write_time(study), before);
+}
+
+// tune() is a library call that stops on its flag (the CLI sets it from SIGINT/SIGTERM): a stop asked for before the
+// first trial runs none and says Interrupted (the CLI exits 130 on it).
+TEST(TuneStudy, StopBeforeTheFirstTrialRunsNothing) {
+  const fs::path dir = fresh_dir("stop");
+  write_quick_space(dir);
+  TuneOptions options;
+  options.space_path = (dir / "space.yaml").string();
+  options.study_path = (dir / "s.sqlite").string();
+  options.strategy = StrategyKind::Grid;
+  options.trials = 2;
+  options.progress = false;
+  options.command = {"/usr/bin/printf", "score {v}\\n"};
+  options.collscope_exe = bin_dir() + "/collscope";
+  const std::atomic<bool> stop{true};
+  const TuneResult result = tune(options, stop);
+  EXPECT_EQ(result.outcome, TuneOutcome::Interrupted);
+  EXPECT_FALSE(result.best);
+  EXPECT_EQ(result.study_path, options.study_path);
+  EXPECT_TRUE(Study::open(options.study_path).trials().empty());
 }

@@ -461,24 +461,24 @@ class ViewerTest : public QObject {
     {
       auto study = at::Study::create(path.string(), {{"space", space}});
       const at::SearchSpace parsed = at::SearchSpace::parse(space, "test");
-      auto add = [&](std::string kind, std::string status, std::string value, std::optional<double> score, std::string trial_dir) {
+      auto add = [&](std::string kind, at::TrialStatus status, std::string value, std::optional<double> score, std::string trial_dir) {
         at::TrialRecord t;
         t.kind = std::move(kind);
         t.values = {std::move(value)};
         t.unit = parsed.to_unit(t.values);
         t.dir = std::move(trial_dir);
         study.add_trial(t);
-        t.status = std::move(status);
+        t.status = status;
         t.score = score;
         t.wall_s = 3.25;
         if (!score) t.reason = "exit code 1";
         study.update_trial(t);
       };
-      add("design", "ok", "1048576", 10.0, "");
-      add("design", "failed", "65536", std::nullopt, "");
-      add("expected-improvement", "ok", "67108864", 7.0, (dir / "trial-3").string());
-      add("expected-improvement", "ok", "33554432", 8.0, "");
-      add("confirm", "ok", "67108864", 8.6, "");
+      add("design", at::TrialStatus::Ok, "1048576", 10.0, "");
+      add("design", at::TrialStatus::Failed, "65536", std::nullopt, "");
+      add("expected-improvement", at::TrialStatus::Ok, "67108864", 7.0, (dir / "trial-3").string());
+      add("expected-improvement", at::TrialStatus::Ok, "33554432", 8.0, "");
+      add("confirm", at::TrialStatus::Ok, "67108864", 8.6, "");
       study.close_for_readers();
     }
     MainWindow window;

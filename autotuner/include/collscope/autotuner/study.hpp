@@ -10,17 +10,33 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collscope::autotuner {
 
-// Trial status: "running" (in flight, or the tuner died), "ok", "failed" (non-zero exit, no score),
-// "timeout" (killed at the wall-clock limit), "stopped" (early-stopped: its partial score is kept),
-// "interrupted" (the tuner was killed or stopped mid-trial; re-run on resume, never scored).
+// Where a trial stands. The study file keeps the names trial_status_name() gives (its format is unchanged).
+enum class TrialStatus {
+  Running,      // "running": in flight, or the tuner died
+  Ok,           // "ok": scored
+  Failed,       // "failed": non-zero exit, or no score
+  Timeout,      // "timeout": killed at the wall-clock limit
+  Stopped,      // "stopped": early-stopped; its partial score is kept
+  Interrupted,  // "interrupted": the tuner was killed or stopped mid-trial; re-run on resume, never scored
+};
+// The status's name in the study file and in tables for people.
+std::string_view trial_status_name(TrialStatus status);
+// The status a study file names; nullopt for a name no collscope wrote.
+std::optional<TrialStatus> parse_trial_status(std::string_view name);
+// Whether the trial ran to an end the tuner counts (not running, not interrupted).
+inline bool is_finished(TrialStatus s) { return s != TrialStatus::Running && s != TrialStatus::Interrupted; }
+// Whether the trial's score (when it has one) is a measurement: ok, or early-stopped with its partial score.
+inline bool keeps_score(TrialStatus s) { return s == TrialStatus::Ok || s == TrialStatus::Stopped; }
+
 struct TrialRecord {
   int id = 0;                 // 1-based, in launch order
   std::string kind;           // "design", "expected-improvement", "random", "grid", "confirm"
-  std::string status = "running";
+  TrialStatus status = TrialStatus::Running;
   Assignment values;          // knob values, in knob order
   std::vector<double> unit;   // the point on the unit cube
   std::optional<double> score;  // the objective in its own units and direction (not oriented)
@@ -63,7 +79,7 @@ class Study {
   void set_meta(const std::string& key, const std::string& value);
 
   std::vector<TrialRecord> trials() const;
-  int add_trial(TrialRecord& record);       // assigns record.id; status "running"
+  int add_trial(TrialRecord& record);       // assigns record.id; status Running
   void update_trial(const TrialRecord& record);
   // Who runs trial `trial_id` (host, boot, process group, marker): what --resume checks before it kills anything.
   void save_trial_processes(int trial_id, const TrialProcesses& processes);

@@ -5,6 +5,7 @@
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/autotuner/study.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -48,9 +49,24 @@ std::optional<BestSettings> best_settings(const SearchSpace& space, const std::v
 // samples left out).
 std::vector<Observation> observations(const SearchSpace& space, const std::vector<TrialRecord>& trials);
 
-// Runs (or resumes) a study; returns the exit code: 0 when a best setting was found, 1 when every trial failed,
-// 130 when interrupted. Throws InputError on bad input.
-int tune(const TuneOptions& options);
+enum class TuneOutcome {
+  Found,             // a best setting was found (and exported where asked)
+  NoTrialSucceeded,  // every trial failed: nothing to export
+  Interrupted,       // `stop` was set: the running trial was killed and recorded as interrupted (--resume re-runs it)
+};
+
+// What a study run ended with. The caller decides what it means to the process (the CLI: exit codes 0, 1, 130).
+struct TuneResult {
+  TuneOutcome outcome = TuneOutcome::NoTrialSucceeded;
+  std::optional<BestSettings> best;      // absent unless Found
+  std::string study_path;
+  std::string report_path;               // the report's index.html; empty without --report
+  std::optional<std::string> stop_rule;  // the rule that ended exploration early, when one did
+};
+
+// Runs (or resumes) a study until it is done or `stop` becomes true; `stop` may be set from a signal handler (the
+// tuner installs none: the CLI owns signal handling). Throws InputError on bad input.
+TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop);
 
 // The study's trials, checked against its space: a trial whose values or cube point do not have one entry per knob
 // (a corrupt or hand-edited study) is one line naming the study and the trial (InputError).
