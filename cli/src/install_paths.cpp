@@ -23,6 +23,15 @@ std::optional<std::string> first_existing(std::initializer_list<fs::path> candid
   return std::nullopt;
 }
 
+// The file an environment variable names instead of the installed one ($COLLSCOPE_PRELOAD,
+// $COLLSCOPE_NCCL_PROFILER): its absolute path, nullopt when unset or empty; InputError when it names no file.
+std::optional<std::string> from_environment(const char* variable) {
+  const char* env = std::getenv(variable);
+  if (!env || !*env) return std::nullopt;
+  if (!fs::exists(env)) throw InputError(fmt::format("{}: {} names no such file", env, variable));
+  return fs::absolute(env).string();
+}
+
 }  // namespace
 
 std::string self_dir() {
@@ -32,10 +41,7 @@ std::string self_dir() {
 }
 
 std::string find_preload() {
-  if (const char* env = std::getenv("COLLSCOPE_PRELOAD"); env && *env) {
-    if (!fs::exists(env)) throw InputError(fmt::format("{}: COLLSCOPE_PRELOAD names no such file", env));
-    return fs::absolute(env).string();
-  }
+  if (auto p = from_environment("COLLSCOPE_PRELOAD")) return *p;
   const fs::path dir = self_dir();
   const char* name = "libcollscope-preload.so";
   if (auto p = first_existing({dir / COLLSCOPE_BIN_TO_LIB / name, dir / ".." / "lib" / name, dir / name})) return *p;
@@ -44,10 +50,7 @@ std::string find_preload() {
 }
 
 std::string find_nccl_profiler() {
-  if (const char* env = std::getenv("COLLSCOPE_NCCL_PROFILER"); env && *env) {
-    if (!fs::exists(env)) throw InputError(fmt::format("{}: COLLSCOPE_NCCL_PROFILER names no such file", env));
-    return fs::absolute(env).string();
-  }
+  if (auto p = from_environment("COLLSCOPE_NCCL_PROFILER")) return *p;
   // Installed beside the preload (LIBDIR/collscope), and so is it in the build tree (lib/).
   const fs::path dir = fs::path(find_preload()).parent_path();
   const char* name = "libcollscope-nccl-profiler.so";
