@@ -125,7 +125,7 @@ std::string text_report(const Analysis& a) {
                          sizes[i].total_duration_ns / 1e6, sizes[i].median_busbw_gbps, sizes[i].best_busbw_gbps);
     out += wrap_text("busbw: bus bandwidth as nccl-tests defines it (the message size over the transfer time, times "
                      "2(n-1)/n for allreduce, (n-1)/n for allgather and reduce-scatter), comparable with the link's "
-                     "bandwidth; size: the lower end of a power-of-two bucket.",
+                     "bandwidth; size: the smallest and largest message seen in each power-of-two size class.",
                      kTextWidth, 0) +
            "\n";
   }
