@@ -10,6 +10,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   mpich libmpich-dev gfortran python3-mpi4py
   qt6-base-dev xvfb xauth
+  chromium  # renders the HTML reports in the tests (headless)
   python3 python3-torch
 )
 missing=()

@@ -21,10 +21,11 @@ struct DurationUnit {
   double ns = 1;
   const char* name = "ns";
 };
+// The largest unit the maximum reaches at least 1 of: a 7 ms step reads 0-8 ms, not 0-8000 µs.
 DurationUnit duration_unit(double max_ns) {
-  if (max_ns >= 10e9) return {1e9, "s"};
-  if (max_ns >= 10e6) return {1e6, "ms"};
-  if (max_ns >= 10e3) return {1e3, "µs"};
+  if (max_ns >= 1e9) return {1e9, "s"};
+  if (max_ns >= 1e6) return {1e6, "ms"};
+  if (max_ns >= 1e3) return {1e3, "µs"};
   return {};
 }
 
@@ -268,7 +269,7 @@ h2{margin-top:1.6em;border-bottom:1px solid #ddd}
 .cost{color:#555}.note{color:#444;font-size:90%;max-width:760px}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;font-size:90%}td.n{text-align:right}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
-svg{display:block;margin:.5em 0}</style></head><body>
+svg{display:block;margin:.5em 0;max-width:100%;height:auto}</style></head><body>
 )";
   out += fmt::format("<h1>collscope analysis</h1>\n<p><code>{}</code></p>\n<p>{}</p>\n", xml_escape(a.run.dir), xml_escape(summary_html(a)));
   if (!a.steps.basis.empty())

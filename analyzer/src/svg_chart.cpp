@@ -313,7 +313,9 @@ std::string render(const HeatMap& m) {
     }
   double widest = 0;
   for (const auto& g : row_groups) widest = std::max(widest, text_width(row_name(g)));
-  const double W = m.width, top = kTitleHeight + 8, left = 10 + widest + 6, bar_w = 14;
+  // top leaves room for the colour bar's label between the title and the bar's top tick (which sits at the top when
+  // the maximum is a round value): neither touches the other.
+  const double W = m.width, top = kTitleHeight + 16, left = 10 + widest + 6, bar_w = 14;
   std::vector<double> bar_ticks = linear_ticks(0, vmax > 0 ? vmax : 1, 4);
   std::erase_if(bar_ticks, [&](double t) { return t > (vmax > 0 ? vmax : 1) * (1 + 1e-9); });
   double bar_label_w = 0;
@@ -370,7 +372,7 @@ std::string render(const HeatMap& m) {
   const double span = vmax > 0 ? vmax : 1;
   for (double t : bar_ticks)
     svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}">{}</text>)", bx + bar_w + 5, top + bar_h * (1 - t / span) + 4, xml_escape(fmt_value(t)));
-  svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text></g>)" "\n", W - 8, top - 6, xml_escape(m.value_label));
+  svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text></g>)" "\n", W - 8, top - 10, xml_escape(m.value_label));
   return svg + "</svg>\n";
 }
 

@@ -203,13 +203,14 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& reco
       "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>collscope tune: {0}</title>\n"
       "<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;"
       "padding:2px 6px;font-size:12px}} tr.failed,tr.timeout{{background:#fee}} tr.stopped{{background:#ffe}} "
-      ".chart{{display:inline-block;margin:4px;vertical-align:top}} .note{{color:#444;font-size:90%;max-width:900px}}</style></head><body>\n"
+      ".chart{{display:inline-block;margin:4px;vertical-align:top;max-width:100%}} .chart svg{{max-width:100%;height:auto}} "
+      ".trials{{overflow-x:auto}} .note{{color:#444;font-size:90%;max-width:900px}}</style></head><body>\n"
       "<h1>collscope tune: {0}</h1>\n<p>{1}</p>\n<h2>Convergence</h2>\n<div class=\"chart\">{2}</div>\n"
       "<h2>Per-knob effect</h2>\n<p class=\"note\">What the tuner's model (a Gaussian process fitted to every trial; "
       "failed trials count as the worst score) expects when one knob changes and the others stay at the best settings: "
       "its mean and a 95 % band (±2 standard deviations; wide where no trial ran). Grey dots are the trials' scores at "
       "their own settings of the other knobs.</p>\n{3}\n"
-      "<h2>Trials</h2>\n<table><tr><th>id</th><th>kind</th><th>status</th><th>score</th>{4}<th>reason</th></tr>\n{5}</table>\n"
+      "<h2>Trials</h2>\n<div class=\"trials\"><table><tr><th>id</th><th>kind</th><th>status</th><th>score</th>{4}<th>reason</th></tr>\n{5}</table></div>\n"
       "</body></html>\n",
       xml_escape(title), best_text, convergence, effects, knob_headers, rows);
   write_text(fs::path(dir) / "index.html", html);
