@@ -157,7 +157,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Step "), this));
   step_box_ = new QSpinBox(this);
+  step_box_->setObjectName("step");
   step_box_->setRange(0, 0);
+  step_box_->setToolTip(tr("The step at the centre of the view; type another and Go to frame it"));
   bar->addWidget(step_box_);
   bar->addAction(tr("Go"), this, [this] { jumpToStep(step_box_->value()); });
 
@@ -214,6 +216,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (b > a) statusBar()->showMessage(tr("Range of %1 selected: Z zooms to it, Esc clears it").arg(QString::fromStdString(format_duration(double(b - a)))), 6000);
   });
   connect(timeline_, &TimelineView::historyChanged, this, &MainWindow::updateHistoryActions);
+  // The step field follows the view as it pans and zooms: the step at its centre (the last one started by then).
+  connect(timeline_, &TimelineView::visibleRangeChanged, this, &MainWindow::showStepInView);
   connect(timeline_, &TimelineView::helpRequested, this, &MainWindow::showHelp);
   connect(findings_, &FindingsPanel::findingActivated, this, &MainWindow::activateFinding);
   connect(statistics_, &StatisticsPanel::collectiveActivated, this, [this](std::uint32_t id) {
@@ -365,6 +369,7 @@ void MainWindow::showRun(std::shared_ptr<const RunData> run, bool keep_range) {
   statistics_->setRun(run_);
   rank_views_->setRun(run_);
   step_box_->setRange(0, std::max<int>(0, static_cast<int>(run_->steps.size()) - 1));
+  showStepInView();
   setWindowTitle(QString::fromStdString(fmt::format("collscope view — {}", run_->dir)));
   if (!run_->warnings.empty()) {
     std::string text;
@@ -456,6 +461,15 @@ void MainWindow::showHit(const SearchHit& hit) {
   const auto span = run_->model().span(hit.kind, hit.id);
   statusBar()->showMessage(QString::fromStdString(fmt::format("{} ({})", run_->model().names()[span.name],
                                                               format_duration(double(hit.end_ns - hit.start_ns)))), 4000);
+}
+
+void MainWindow::showStepInView() {
+  if (!run_ || run_->steps.empty() || step_box_->hasFocus()) return;  // not while the user types a step
+  const auto& steps = run_->steps;
+  const std::int64_t start = timeline_->visibleStart(), centre = start + (timeline_->visibleEnd() - start) / 2;
+  const auto after = std::upper_bound(steps.begin(), steps.end(), centre,
+                                      [](std::int64_t t, const Step& s) { return t < s.start_ns; });
+  step_box_->setValue(static_cast<int>(std::max<std::ptrdiff_t>(0, after - steps.begin() - 1)));
 }
 
 void MainWindow::jumpToStep(int step) {

@@ -61,6 +61,19 @@ QString fitting(const QFontMetrics& fm, const QString& text, const QString& shor
   return {};
 }
 
+// Text that fits `width` px: whole, else its longest run of whole words followed by "…", else nothing. Never
+// "step 14" for "step 148" (Qt's elidedText cuts inside a word: "forwa…").
+QString elided_at_word(const QFontMetrics& fm, const QString& text, double width) {
+  if (fm.horizontalAdvance(text) <= width) return text;
+  for (qsizetype cut = text.lastIndexOf(' '); cut > 0; cut = text.lastIndexOf(' ', cut - 1)) {
+    const QString head = text.left(cut).trimmed();
+    if (head.isEmpty()) break;
+    const QString candidate = head + QChar(0x2026);
+    if (fm.horizontalAdvance(candidate) <= width) return candidate;
+  }
+  return {};
+}
+
 
 }  // namespace
 
@@ -75,9 +88,16 @@ QColor op_color(store::Op op) {
   return i >= 0 && i < store::kOpCount ? colors[i] : QColor(QRgb(run::palette::op_colour(store::Op::Unknown)));
 }
 
+void TimelineView::drawLabel(QPainter& p, const QRectF& rect, int flags, const QString& shown, const QString& full) {
+  if (shown.isEmpty()) return;
+  p.drawText(rect, flags, shown);
+  if (record_labels_) last_labels_.push_back({shown, full, rect, double(p.fontMetrics().horizontalAdvance(shown))});
+}
+
 void TimelineView::paintEvent(QPaintEvent*) {
   QElapsedTimer timer;
   timer.start();
+  last_labels_.clear();
   last_primitives_ = 0;
   QPainter p(this);
   p.fillRect(rect(), QColor(250, 250, 250));
@@ -124,10 +144,12 @@ void TimelineView::paintEvent(QPaintEvent*) {
   paintSteps(p, QRect(kLabelWidth, kRulerHeight, width() - kLabelWidth, kStepBandHeight));
   p.setPen(QColor(60, 60, 60));
   p.setFont(small);
-  p.drawText(QRect(6, 0, kLabelWidth - 10, kRulerHeight), Qt::AlignVCenter | Qt::AlignLeft,
-             QString::fromStdString("visible " + format_duration(t1_ - t0_)));
-  p.drawText(QRect(6, kRulerHeight, kLabelWidth - 10, kStepBandHeight), Qt::AlignVCenter | Qt::AlignLeft,
-             run_->steps.empty() ? tr("steps (none found)") : tr("steps (%1)").arg(run_->steps.size()));
+  const QString visible = QString::fromStdString("visible " + format_duration(t1_ - t0_));
+  drawLabel(p, QRect(6, 0, kLabelWidth - 10, kRulerHeight), Qt::AlignVCenter | Qt::AlignLeft,
+            elided_at_word(p.fontMetrics(), visible, kLabelWidth - 10), visible);
+  const QString steps = run_->steps.empty() ? tr("steps (none found)") : tr("steps (%1)").arg(run_->steps.size());
+  drawLabel(p, QRect(6, kRulerHeight, kLabelWidth - 10, kStepBandHeight), Qt::AlignVCenter | Qt::AlignLeft,
+            elided_at_word(p.fontMetrics(), steps, kLabelWidth - 10), steps);
   paintLegend(p);
   p.setPen(QColor(160, 160, 170));
   p.drawLine(kLabelWidth - 1, 0, kLabelWidth - 1, bottom);
@@ -142,7 +164,7 @@ void TimelineView::paintRow(QPainter& p, const Row& row, int top) {
     QFont f = p.font();
     f.setBold(bold);
     p.setFont(f);
-    p.drawText(label, Qt::AlignVCenter | Qt::AlignLeft, p.fontMetrics().elidedText(text, Qt::ElideRight, label.width()));
+    drawLabel(p, label, Qt::AlignVCenter | Qt::AlignLeft, elided_at_word(p.fontMetrics(), text, label.width()), text);
     f.setBold(false);
     p.setFont(f);
   };
@@ -218,8 +240,10 @@ void TimelineView::paintRuler(QPainter& p, const QRect& r) {
   for (double t = first; t <= t1_; t += step) {
     const double x = timeToX(t);
     p.drawLine(QPointF(x, r.bottom() - 6), QPointF(x, r.bottom()));
-    p.drawText(QRectF(x + 3, r.top(), 120, r.height() - 4), Qt::AlignVCenter | Qt::AlignLeft,
-               QString::fromStdString(format_duration(std::abs(t) < step / 2 ? 0.0 : std::round(t))));
+    // A tick's time whole or not at all: the last one is not cut by the window's edge.
+    const QString text = QString::fromStdString(format_duration(std::abs(t) < step / 2 ? 0.0 : std::round(t)));
+    if (x + 3 + p.fontMetrics().horizontalAdvance(text) <= r.right())
+      drawLabel(p, QRectF(x + 3, r.top(), 120, r.height() - 4), Qt::AlignVCenter | Qt::AlignLeft, text, text);
     ++last_primitives_;
   }
 }
@@ -241,10 +265,11 @@ void TimelineView::paintSteps(QPainter& p, const QRect& r) {
       ++last_primitives_;
       continue;
     }
-    const QString text = fitting(p.fontMetrics(), QString("step %1").arg(it->number), QString::number(it->number), box.width() - 4);
+    const QString whole = QString("step %1").arg(it->number);
+    const QString text = fitting(p.fontMetrics(), whole, QString::number(it->number), box.width() - 4);
     if (!text.isEmpty()) {
       p.setPen(QColor(20, 50, 20));
-      p.drawText(box, Qt::AlignCenter, text);
+      drawLabel(p, box, Qt::AlignCenter, text, whole);
     }
     ++last_primitives_;
   }
@@ -368,16 +393,16 @@ void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, i
         p.setPen(QPen(kSearchColor.darker(130), 2));
         p.drawRect(QRectF(x0 - 1, box_top - 2, std::max(2.0, x1 - x0 + 2), box_h + 4));
       }
-      const double left = std::max<double>(wait_x, kLabelWidth) + 2, room = x1 - left - 2;
+      // The label's room is the box's visible part: a box running past the right edge keeps its text in view.
+      const double left = std::max<double>(wait_x, kLabelWidth) + 2, room = std::min<double>(x1, width()) - left - 2;
       if (room > 20) {
         const std::string op(store::op_name(e.op));
-        const QString text = fitting(p.fontMetrics(),
-                                     QString::fromStdString(fmt::format("{}{} {}", in_flight ? "in flight: " : "", op,
-                                                                        format_bytes(double(e.bytes)))),
-                                     QString::fromStdString(op), room);
+        const QString whole = QString::fromStdString(
+            fmt::format("{}{} {}", in_flight ? "in flight: " : "", op, format_bytes(double(e.bytes))));
+        const QString text = fitting(p.fontMetrics(), whole, QString::fromStdString(op), room);
         if (!text.isEmpty()) {
           p.setPen(Qt::white);
-          p.drawText(QRectF(left, box_top, room, box_h - 3), Qt::AlignVCenter | Qt::AlignLeft, text);
+          drawLabel(p, QRectF(left, box_top, room, box_h - 3), Qt::AlignVCenter | Qt::AlignLeft, text, whole);
         }
       }
       ++last_primitives_;
@@ -417,10 +442,10 @@ void TimelineView::paintSpanLane(QPainter& p, const Lane& lane, int top, int h) 
       }
       if (x1 - x0 > 24) {
         p.setPen(QColor(20, 20, 20));
-        const double left = std::max<double>(x0, kLabelWidth);
-        p.drawText(QRectF(left + 2, box_top, x1 - left - 4, box_h), Qt::AlignVCenter | Qt::AlignLeft,
-                   p.fontMetrics().elidedText(QString::fromStdString(m.names()[name]), Qt::ElideRight,
-                                              static_cast<int>(x1 - left - 4)));
+        const double left = std::max<double>(x0, kLabelWidth), right = std::min<double>(x1, width());
+        const QString whole = QString::fromStdString(m.names()[name]);
+        drawLabel(p, QRectF(left + 2, box_top, right - left - 4, box_h), Qt::AlignVCenter | Qt::AlignLeft,
+                  elided_at_word(p.fontMetrics(), whole, right - left - 4), whole);
       }
       ++last_primitives_;
       ++i;

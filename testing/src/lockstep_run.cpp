@@ -23,9 +23,13 @@ void write_lockstep_run(const std::string& dir, const LockstepSpec& s) {
               .fusion_threshold = s.fusion_buffer_bytes});
     w->add_thread({1, 1000 + r, "main"});
     w->add_thread({2, 2000 + r, "comm"});
-    w->add_communicator(detail::world_communicator(world_key, r, s.ranks, 0));
-    const auto float_type = w->intern("MPI_FLOAT");
-    const auto sum = w->intern("MPI_SUM");
+    const bool nccl = s.backend == store::Backend::Nccl;
+    auto world = detail::world_communicator(world_key, r, s.ranks, 0);
+    world.backend = s.backend;
+    if (nccl) world.name = "nccl";  // as the tracer names a communicator made by ncclCommInitRank
+    w->add_communicator(world);
+    const auto float_type = w->intern(nccl ? "ncclFloat32" : "MPI_FLOAT");
+    const auto sum = w->intern(nccl ? "ncclSum" : "MPI_SUM");
     const auto step_name = w->intern("step");
     const auto kernel_names =
         std::array{w->intern("gemm_fwd"), w->intern("gemm_bwd"), w->intern("ncclDevKernel_AllReduce")};

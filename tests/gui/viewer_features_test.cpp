@@ -8,7 +8,12 @@
 #include <collscope/gui/timeline_view.hpp>
 #include <collscope/testing/lockstep_run.hpp>
 
+#include <QAbstractItemModel>
 #include <QDialog>
+#include <QLabel>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QTreeWidget>
 #include <QHeaderView>
 #include <QMenu>
 #include <QScrollBar>
@@ -37,6 +42,31 @@ std::uint32_t call_of(const TimelineModel& m, int rank_index, std::int32_t seq) 
   for (std::uint32_t id = 0; id < m.collective_count(); ++id)
     if (m.rank_of_collective(id) == rank_index && m.call(id).seq == seq) return id;
   return kNoInstance;
+}
+
+// Every text a person can read in the window: labels, tables' cells and headers, trees, the timeline's drawn
+// labels and its tooltips over every collective in view.
+QStringList visible_texts(MainWindow& window) {
+  QStringList out;
+  for (auto* label : window.findChildren<QLabel*>()) out << label->text();
+  for (auto* view : window.findChildren<QAbstractItemView*>()) {
+    const auto* model = view->model();
+    if (!model) continue;
+    for (int c = 0; c < model->columnCount(); ++c) out << model->headerData(c, Qt::Horizontal).toString();
+    for (int r = 0; r < model->rowCount(); ++r)
+      for (int c = 0; c < model->columnCount(); ++c)
+        for (int role : {int(Qt::DisplayRole), int(Qt::ToolTipRole)}) out << model->index(r, c).data(role).toString();
+  }
+  for (auto* tree : window.findChildren<QTreeWidget*>())
+    for (QTreeWidgetItemIterator it(tree); *it; ++it)
+      for (int c = 0; c < tree->columnCount(); ++c) out << (*it)->text(c) << (*it)->toolTip(c);
+  auto* timeline = window.timeline();
+  timeline->setRecordLabels(true);
+  timeline->grab();
+  for (const auto& l : timeline->lastLabels()) out << l.shown;
+  for (int y = 0; y < timeline->height(); y += 4)
+    for (int x = TimelineView::kLabelWidth; x < timeline->width(); x += 8) out << timeline->toolTipAt(QPointF(x, y));
+  return out;
 }
 
 int count_pixels(const QImage& image, int y, int x0, int x1, bool (*pick)(QColor)) {
@@ -330,6 +360,138 @@ class ViewerFeaturesTest : public QObject {
     }
     QCOMPARE(bcast, spec_.steps);  // one bcast of four collectives per step
     QCOMPARE(allreduce, spec_.steps * 3);
+  }
+
+  void labelsAreWholeOrCutAtAWord() {
+    // 160 steps, so that three-digit step numbers ("step 148") meet boxes too narrow for them; NVTX "step" boxes
+    // and lane names meet narrow boxes and a narrow window.
+    testing::LockstepSpec many;
+    many.steps = 160;
+    const auto dir = dir_.string() + "-labels";
+    testing::write_lockstep_run(dir, many);
+    const auto run = load_run(dir);
+    fs::remove_all(dir);
+    TimelineView view;
+    view.setRecordLabels(true);
+    view.setRun(run);
+    const double step = double(testing::step_ns(many));
+    int frames = 0, labels = 0, shortened = 0;
+    for (const int width : {1400, 700, 420})
+      for (const double steps_in_view : {160.0, 40.0, 12.0, 6.0, 2.5, 1.0, 0.3, 0.02}) {
+        view.resize(width, 700);
+        view.setVisibleRange(run->steps[148].start_ns + step / 2 - steps_in_view * step / 2,
+                             run->steps[148].start_ns + step / 2 + steps_in_view * step / 2);
+        view.grab();
+        ++frames;
+        for (const auto& l : view.lastLabels()) {
+          ++labels;
+          const QString why = QString("\"%1\" for \"%2\" in %3 px at width %4, %5 steps in view")
+                                  .arg(l.shown, l.full).arg(l.rect.width()).arg(width).arg(steps_in_view);
+          QVERIFY2(l.text_width <= l.rect.width() + 0.5, qPrintable("wider than its room: " + why));
+          QVERIFY2(l.rect.left() >= -0.5 && l.rect.left() + l.text_width <= width + 0.5, qPrintable("off the view: " + why));
+          if (l.shown == l.full) continue;
+          ++shortened;
+          // Shortened only to whole words: a run of leading words and "…", or one of its words ("148", "allreduce").
+          const bool words_then_ellipsis = l.shown.endsWith(QChar(0x2026)) && l.full.startsWith(l.shown.chopped(1)) &&
+                                           l.full.at(l.shown.size() - 1) == ' ';
+          const bool one_word = l.full.split(' ', Qt::SkipEmptyParts).contains(l.shown);
+          QVERIFY2(words_then_ellipsis || one_word, qPrintable("cut mid-word: " + why));
+        }
+      }
+    QCOMPARE(frames, 24);
+    QVERIFY(labels > 200);
+    QVERIFY(shortened > 0);  // the narrow frames did shorten some
+    // The step band at 12 steps in a 700 px view: step 148's number is there whole, never "step 14" or "14".
+    view.resize(700, 700);
+    view.setVisibleRange(run->steps[142].start_ns, run->steps[154].start_ns);
+    view.grab();
+    QStringList band;
+    for (const auto& l : view.lastLabels())
+      if (l.full.startsWith("step ") && l.full.mid(5).toInt() > 0) band << l.shown;
+    QVERIFY2(band.contains("148") || band.contains("step 148"), qPrintable(band.join(", ")));
+  }
+
+  void theStepFieldFollowsTheView() {
+    MainWindow window;
+    window.resize(1200, 800);
+    window.show();
+    QVERIFY(open_and_wait(window, dir_));
+    auto* field = window.findChild<QSpinBox*>("step");
+    QVERIFY(field);
+    const auto& steps = window.run()->steps;
+    QVERIFY(steps.size() >= 8);
+    auto* timeline = window.timeline();
+    window.jumpToStep(5);
+    QCOMPARE(field->value(), 5);
+    // Panning right by one step's width moves the field to the next step; zooming around the centre keeps it.
+    const double step_px = double(steps[6].start_ns - steps[5].start_ns) /
+                           double(timeline->visibleEnd() - timeline->visibleStart()) *
+                           (timeline->width() - TimelineView::kLabelWidth);
+    timeline->panByPixels(step_px);
+    QCOMPARE(field->value(), 6);
+    timeline->zoomAround(0.5, TimelineView::kLabelWidth + (timeline->width() - TimelineView::kLabelWidth) / 2.0);
+    QCOMPARE(field->value(), 6);
+    timeline->setVisibleRange(double(steps[2].start_ns), double(steps[3].end_ns));  // steps 2-3: centre in 3
+    QCOMPARE(field->value(), 3);
+    timeline->zoomToFit();
+    const auto centre = (timeline->visibleStart() + timeline->visibleEnd()) / 2;
+    const int expect = int(std::upper_bound(steps.begin(), steps.end(), centre,
+                                            [](std::int64_t t, const Step& s) { return t < s.start_ns; }) - steps.begin()) - 1;
+    QCOMPARE(field->value(), std::max(0, expect));
+  }
+
+  void laneNamesSayTheBackend() {
+    // The same lockstep job on NCCL: its collectives lanes say NCCL, never MPI (the MPI run says MPI: below).
+    testing::LockstepSpec nccl;
+    nccl.backend = collscope::store::Backend::Nccl;
+    const auto dir = dir_.string() + "-nccl";
+    testing::write_lockstep_run(dir, nccl);
+    const auto run = load_run(dir);
+    fs::remove_all(dir);
+    int lanes = 0;
+    for (const auto& lane : run->model().lanes())
+      if (lane.kind == LaneKind::Collectives) {
+        ++lanes;
+        QVERIFY2(QString::fromStdString(lane.label).startsWith("NCCL ") && !QString::fromStdString(lane.label).contains("MPI"),
+                 lane.label.c_str());
+      }
+    QCOMPARE(lanes, nccl.ranks);
+    for (const auto& lane : run_->model().lanes())
+      if (lane.kind == LaneKind::Collectives) QVERIFY2(lane.label.rfind("MPI ", 0) == 0, lane.label.c_str());
+    // And as drawn: the label at the left of each collectives lane.
+    TimelineView view;
+    view.resize(1200, 700);
+    view.setRecordLabels(true);
+    view.setRun(run);
+    view.grab();
+    int drawn = 0;
+    for (const auto& l : view.lastLabels()) drawn += l.shown.trimmed().startsWith("NCCL ");
+    QCOMPARE(drawn, nccl.ranks);
+  }
+
+  void tinyCallsShowTheirBandwidthInUnitsThatFit() {
+    // 8-byte allreduces taking 200 µs after the last arrival: 8 B / 200 µs × 4/3 = 53.3 kB/s, never "5.33e-05 GB/s".
+    testing::LockstepSpec tiny;
+    tiny.bytes = 8;
+    const auto dir = dir_.string() + "-tiny";
+    testing::write_lockstep_run(dir, tiny);
+    MainWindow window;
+    window.resize(1200, 800);
+    window.show();
+    QVERIFY(open_and_wait(window, dir));
+    const auto& m = window.run()->model();
+    window.details()->showCollective(call_of(m, 0, 1));
+    QCOMPARE(window.details()->fieldValue("busbw"), QString("53.3 kB/s"));
+    window.timeline()->setVisibleRange(0, 3 * double(testing::step_ns(tiny)));
+    const QRegularExpression scientific(R"(\d(\.\d+)?e[+-]?\d)");
+    int bandwidths = 0;
+    for (const QString& text : visible_texts(window)) {
+      QVERIFY2(!text.contains(scientific), qPrintable(text));
+      QVERIFY2(!text.contains("0.00 GB/s") && !text.contains("0 GB/s"), qPrintable(text));
+      bandwidths += text.contains("B/s");
+    }
+    QVERIFY(bandwidths >= 2);  // at least the counter track's label and the statistics' busbw column
+    fs::remove_all(dir);
   }
 
   void heatMapAndLensPointAtTheLateRank() {

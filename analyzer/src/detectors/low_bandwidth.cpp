@@ -1,6 +1,7 @@
 // Low bandwidth: a size of a collective on a communicator reaching far less bus bandwidth than the link or its own best.
 #include "detector_support.hpp"
 
+#include <collscope/run/format.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,16 +66,17 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
     // The sizes seen, never the bucket's power-of-two bounds.
     const std::string size = b.min_bytes == b.bytes ? format_bytes(double(b.bytes))
                                                     : format_bytes(double(b.min_bytes)) + "–" + format_bytes(double(b.bytes));
-    f.title = fmt::format("{} of {} on {} reach {:.2f} GB/s bus bandwidth (median), {} {:.2f} GB/s",
-                          store::op_name(static_cast<store::Op>(op)), size, cname.empty() ? "comm" : cname, median,
-                          below_link ? "link" : "best seen (p95)", target);
+    // Bandwidths through run::format_bandwidth, the one format (a slow small call reads "512 kB/s", not "0.00 GB/s").
+    f.title = fmt::format("{} of {} on {} reach {} bus bandwidth (median), {} {}",
+                          store::op_name(static_cast<store::Op>(op)), size, cname.empty() ? "comm" : cname,
+                          run::format_bandwidth(median), below_link ? "link" : "best seen (p95)", run::format_bandwidth(target));
     f.cost_ns = cost;
     f.evidence = {{"median_busbw_gbps", median}, {"best_busbw_gbps", best}, {"instances", double(b.busbw.size())},
                   {"time_ns", b.duration}, {"size_bucket_bytes", std::ldexp(1.0, log2bytes)}};
     if (link > 0) f.evidence["link_gbps"] = link;
-    f.evidence_text = fmt::format("{} instances, median busbw {:.2f} GB/s, p95 {:.2f} GB/s{}; {} spent in them.",
-                                  b.busbw.size(), median, best, link > 0 ? fmt::format(", link {:.1f} GB/s", link) : "",
-                                  format_ms(b.duration));
+    f.evidence_text = fmt::format("{} instances, median busbw {}, p95 {}{}; {} spent in them.", b.busbw.size(),
+                                  run::format_bandwidth(median), run::format_bandwidth(best),
+                                  link > 0 ? ", link " + run::format_bandwidth(link) : "", format_ms(b.duration));
     // Knobs of the backend the communicator uses: NCCL's for NCCL communicators, the MPI library's for MPI ones.
     const bool nccl = run.communicators[comm].backend == store::Backend::Nccl;
     const auto workload = run::describe_workload(run);

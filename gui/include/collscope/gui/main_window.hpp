@@ -76,6 +76,7 @@ class MainWindow : public QMainWindow {
   bool find(const QString& query, int direction);
   void showHit(const SearchHit& hit);
   void updateHistoryActions();
+  void showStepInView();  // the step field follows the view: the step at its centre
 
   std::shared_ptr<const RunData> run_;
   TimelineView* timeline_;

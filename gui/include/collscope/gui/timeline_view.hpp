@@ -95,6 +95,15 @@ class TimelineView : public QWidget {
   QMenu* contextMenuAt(QPointF pos);
   double lastPaintMs() const { return last_paint_ms_; }
   std::int64_t lastPaintedPrimitives() const { return last_primitives_; }
+  // Every text label of the last frame (ruler, steps, rows, boxes) when recording is on (tests): what was drawn,
+  // the whole text it stands for, the rectangle it was given and the width it takes, px.
+  struct DrawnLabel {
+    QString shown, full;
+    QRectF rect;
+    double text_width = 0;
+  };
+  void setRecordLabels(bool on) { record_labels_ = on; }
+  const std::vector<DrawnLabel>& lastLabels() const { return last_labels_; }
 
   static constexpr int kLabelWidth = 215;  // px, lane labels at the left
 
@@ -153,6 +162,8 @@ class TimelineView : public QWidget {
   void paintInstanceOutline(QPainter& p, std::uint32_t event, const QColor& color, int width, bool arrows);
   void paintRangeTotals(QPainter& p);
   void paintLegend(QPainter& p);
+  // Draws `shown` (a label for `full`, whole or cut at a word) left-aligned or centred in `rect`, and records it.
+  void drawLabel(QPainter& p, const QRectF& rect, int flags, const QString& shown, const QString& full);
 
   std::shared_ptr<const RunData> run_;
   double t0_ = 0, t1_ = 1;           // visible range, ns run time
@@ -185,6 +196,8 @@ class TimelineView : public QWidget {
   RangeTotals range_totals_;            // of the selected range
   double last_paint_ms_ = 0;
   std::int64_t last_primitives_ = 0;
+  bool record_labels_ = false;
+  std::vector<DrawnLabel> last_labels_;
 };
 
 }  // namespace collscope::gui

@@ -29,6 +29,9 @@ struct LockstepSpec {
   int late_every = 4;              // seq % late_every == 0
   std::int64_t fusion_buffer_bytes = 4 << 20;  // collectives send from one reused buffer of this capacity
   std::int64_t base_ns = 1'000'000'000;        // CLOCK_MONOTONIC of the first step (and the tracer's start)
+  // The collectives' library: MPI (MPI_COMM_WORLD, MPI_FLOAT, MPI_SUM) or NCCL (a world-sized ncclComm_t,
+  // ncclFloat32, ncclSum), as the tracer records each.
+  store::Backend backend = store::Backend::Mpi;
 };
 
 inline std::int64_t step_ns(const LockstepSpec& s) {
