@@ -157,8 +157,11 @@ void CollectiveLens::paintEvent(QPaintEvent*) {
   for (int k = 0; k <= 4; ++k) {
     const double x = plot.left() + k * w / 4.0;
     p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 3));
-    p.drawText(QRectF(x - 40, plot.bottom() + 2, 80, kBottom - 2), Qt::AlignCenter,
-               QString::fromStdString((k == 0 ? "first arrival" : "+" + format_duration(scale * k / 4))));
+    // Centred under its tick, but moved left or right to stay whole inside the widget ("+7.85" was cut at the edge).
+    const QString text = QString::fromStdString((k == 0 ? "first arrival" : "+" + format_duration(scale * k / 4)));
+    const double tw = p.fontMetrics().horizontalAdvance(text) + 2;
+    const double left = std::clamp(x - tw / 2, 0.0, std::max(0.0, width() - tw));
+    p.drawText(QRectF(left, plot.bottom() + 2, tw, kBottom - 2), Qt::AlignCenter, text);
   }
   last_paint_ms_ = timer.nsecsElapsed() / 1e6;
 }
