@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <regex>
 
 namespace collscope::autotuner {
 using analyzer::xml_escape;
@@ -198,13 +199,16 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& reco
     for (std::size_t i = 0; i < space.knobs().size(); ++i)
       best_text += fmt::format(" <code>{}={}</code>", xml_escape(space.knobs()[i].name), xml_escape(best_settings_found->values[i]));
   }
-  for (const auto& note : notes) best_text += "</p>\n<p>" + xml_escape(note);
+  // Option names as code that never wraps: a browser breaks "--fixed-batch" after its first hyphen.
+  static const std::regex option_name(R"((^|[\s(])(--[a-z][a-z0-9-]*))");
+  for (const auto& note : notes)
+    best_text += "</p>\n<p>" + std::regex_replace(xml_escape(note), option_name, "$1<code>$2</code>");
   const std::string html = fmt::format(
       "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>collscope tune: {0}</title>\n"
       "<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;"
       "padding:2px 6px;font-size:12px}} tr.failed,tr.timeout{{background:#fee}} tr.stopped{{background:#ffe}} "
       ".chart{{display:inline-block;margin:4px;vertical-align:top;max-width:100%}} .chart svg{{max-width:100%;height:auto}} "
-      ".trials{{overflow-x:auto}} .note{{color:#444;font-size:90%;max-width:900px}}</style></head><body>\n"
+      ".trials{{overflow-x:auto}} code{{white-space:nowrap}} .note{{color:#444;font-size:90%;max-width:900px}}</style></head><body>\n"
       "<h1>collscope tune: {0}</h1>\n<p>{1}</p>\n<h2>Convergence</h2>\n<div class=\"chart\">{2}</div>\n"
       "<h2>Per-knob effect</h2>\n<p class=\"note\">What the tuner's model (a Gaussian process fitted to every trial; "
       "failed trials count as the worst score) expects when one knob changes and the others stay at the best settings: "
