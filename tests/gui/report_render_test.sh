@@ -11,15 +11,16 @@ here=$(dirname "$0")
 rm -rf "$scratch" && mkdir -p "$scratch" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 command -v chromium >/dev/null || fail "chromium not installed (scripts/install-deps.sh installs it)"
-browser() { timeout 30 chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
-  --user-data-dir="$scratch/profile" "$@" 2>>"$scratch/chromium.log"; }
+# browser NAME ARGS: one Chromium run with NAME's own profile and log (the two reports are checked in parallel).
+browser() { name=$1; shift; timeout 30 chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars \
+  --no-first-run --user-data-dir="$scratch/profile-$name" "$@" 2>>"$scratch/chromium-$name.log"; }
 
 # check PAGE.html WIDTH HEIGHT UNITS_JSON: a screenshot of the page as written at WIDTH×HEIGHT, then the DOM of a
 # copy with the checks injected (error hooks first in <head>, the measuring script last in <body>) laid out in a
 # narrower window, 760 px (half a laptop screen), where overflow shows first.
 check() {
   page=$1 w=$2 h=$3 units=$4 name=$(basename "$(dirname "$1")")
-  browser --window-size="$w,$h" --screenshot="$scratch/$name.png" "file://$page" >/dev/null || fail "$page: chromium failed"
+  browser "$name" --window-size="$w,$h" --screenshot="$scratch/$name.png" "file://$page" >/dev/null || fail "$page: chromium failed"
   "$png_check" "$scratch/$name.png" "$w" "$h" || fail "$page: the screenshot shows no rendered page"
   w=760
   probe=$(dirname "$page")/render-check.html
@@ -27,13 +28,13 @@ check() {
       | sed 's|</body>.*||'
     printf '<script>const UNITS=%s;\n' "$units"; cat "$here/report_render_check.js"; printf '</script></body></html>\n'
   } >"$probe"
-  browser --window-size="$w,$h" --dump-dom "file://$probe" >"$scratch/$name.dom" || fail "$page: chromium --dump-dom failed"
+  browser "$name" --window-size="$w,$h" --dump-dom "file://$probe" >"$scratch/$name.dom" || fail "$page: chromium --dump-dom failed"
   result=$(sed -n '/<pre id="render-check">/,/<\/pre>/p' "$scratch/$name.dom" | sed 's|<[^>]*>||g')
   [ -n "$result" ] || fail "$page: the check script did not run"
   echo "$name at ${w}px: $result"
   [ "$(echo "$result" | sed -n '2,$p' | grep -c .)" -eq 0 ] || fail "$page: problems above"
   # The page's own scripts or resources reported nothing on the console.
-  ! grep -i "CONSOLE" "$scratch/chromium.log" || fail "$page: console messages above"
+  ! grep -i "CONSOLE" "$scratch/chromium-$name.log" || fail "$page: console messages above"
 }
 
 if [ "$run" = "-" ]; then
@@ -46,7 +47,8 @@ mkdir -p "$scratch/analysis"
   { cat "$scratch/analyze.log"; fail "analyze --format html"; }
 analysis_units='{"Late":["ms"],"Lateness":["ms"],"Wait":["ms"],"Step time per rank":["step","s)"],
   "Where the step time goes":["step","s)"],"Bus bandwidth vs message size":["(GB/s)","message size"]}'
-check "$scratch/analysis/index.html" 1000 2400 "$analysis_units"
+check "$scratch/analysis/index.html" 1000 2400 "$analysis_units" >"$scratch/analysis.out" 2>&1 &
+analysis_check=$!
 
 # A real study: `collscope tune` running awk as the job (a known optimum at fusion_mib 30, tree 50 better).
 cat >"$scratch/space.yaml" <<'YAML'
@@ -64,4 +66,7 @@ YAML
 tune_units='{"Convergence":["trial","objective"],"Effect of fusion_mib":["fusion_mib","objective"],
   "Effect of cycle_ms":["cycle_ms","objective"],"Effect of algo":["ring","tree","objective"]}'
 check "$scratch/tune/index.html" 1200 1400 "$tune_units"
+wait $analysis_check; rc=$?
+cat "$scratch/analysis.out"
+[ $rc -eq 0 ] || exit 1
 echo "reports render in Chromium: screenshots in $scratch"
