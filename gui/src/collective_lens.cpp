@@ -4,6 +4,7 @@
 // reads each visible row's histogram once and fills one image.
 #include <collscope/gui/rank_views.hpp>
 
+#include "text_fit.hpp"
 #include "tool_tip.hpp"
 
 #include <QElapsedTimer>
@@ -143,8 +144,10 @@ void CollectiveLens::paintEvent(QPaintEvent*) {
     const auto& inst = m.matched().instances[row.instance];
     const double y = plot.top() + (r + 0.5 - row0_) * px_per_row;
     p.setPen(QColor(50, 50, 50));
+    // Op, size and sequence number; without the number, or nothing, when that does not fit (never cut).
+    const QString label = QString::fromStdString(fmt::format("{} {}", store::op_name(inst.op), format_bytes(double(inst.bytes))));
     p.drawText(QRectF(2, y - 7, kLeft - 6, 14), Qt::AlignRight | Qt::AlignVCenter,
-               QString::fromStdString(fmt::format("{} {} #{}", store::op_name(inst.op), format_bytes(double(inst.bytes)), inst.seq)));
+               fitting(p.fontMetrics(), label + QString(" #%1").arg(inst.seq), label, kLeft - 6));
     if (px_per_row >= 12 && row.last_rank >= 0 && row.spread_ns > 0) {
       const double x = plot.left() + std::min(1.0, row.spread_ns / scale) * w;
       p.setPen(QColor(160, 20, 20));

@@ -3,6 +3,7 @@
 #include <collscope/gui/timeline_view.hpp>
 #include <collscope/run/palette.hpp>
 
+#include "text_fit.hpp"
 #include "timeline_layout.hpp"
 
 #include <QElapsedTimer>
@@ -53,27 +54,6 @@ class ColumnRun {
   int x0_ = -1, x1_ = -1;
   QRgb color_ = 0;
 };
-
-// Text that fits `width` px whole, else `shorter` whole, else nothing: never a word cut in the middle.
-QString fitting(const QFontMetrics& fm, const QString& text, const QString& shorter, double width) {
-  if (fm.horizontalAdvance(text) <= width) return text;
-  if (!shorter.isEmpty() && fm.horizontalAdvance(shorter) <= width) return shorter;
-  return {};
-}
-
-// Text that fits `width` px: whole, else its longest run of whole words followed by "…", else nothing. Never
-// "step 14" for "step 148" (Qt's elidedText cuts inside a word: "forwa…").
-QString elided_at_word(const QFontMetrics& fm, const QString& text, double width) {
-  if (fm.horizontalAdvance(text) <= width) return text;
-  for (qsizetype cut = text.lastIndexOf(' '); cut > 0; cut = text.lastIndexOf(' ', cut - 1)) {
-    const QString head = text.left(cut).trimmed();
-    if (head.isEmpty()) break;
-    const QString candidate = head + QChar(0x2026);
-    if (fm.horizontalAdvance(candidate) <= width) return candidate;
-  }
-  return {};
-}
-
 
 }  // namespace
 
