@@ -55,13 +55,19 @@ std::string convergence_chart(const SearchSpace& space, const std::vector<TrialR
   c.y = {.label = o.unit.empty() ? "objective" : fmt::format("objective ({})", o.unit)};
   chart::Series scored{.name = "trial score", .colour = palette::kTrial, .mark = chart::Mark::Points};
   chart::Series confirm{.name = "confirmation run", .colour = palette::kBest, .mark = chart::Mark::Rings};
-  chart::Series best_line{.name = o.maximize ? "best so far (highest)" : "best so far (lowest)", .colour = palette::kBest,
+  chart::Series best_line{.name = o.maximize ? "best setting so far (highest mean)" : "best setting so far (lowest mean)",
+                          .colour = palette::kBest,
                           .mark = chart::Mark::Line};
   chart::Series failed{.name = "failed (no score; drawn at the worst)", .colour = palette::kCritical, .mark = chart::Mark::Points};
-  std::optional<double> best, worst;
+  // The curve is the best setting's mean, the figure the header and `tune show` give, not the best single run
+  // (a lucky confirmation run would put the curve above the best the study reports).
+  const auto best_after = best_mean_after_each(space, trials);
+  std::optional<double> worst;
   for (const auto& t : trials)
     if (t.score) worst = !worst ? *t.score : (o.maximize ? std::min(*worst, *t.score) : std::max(*worst, *t.score));
-  for (const auto& t : trials) {
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const TrialRecord& t = trials[i];
+    const std::optional<double>& best = best_after[i];
     if (!is_finished(t.status)) continue;
     const double x = t.id;
     if (keeps_score(t.status) && t.score) {
@@ -69,7 +75,6 @@ std::string convergence_chart(const SearchSpace& space, const std::vector<TrialR
                      .tip = fmt::format("trial {} ({}{}): {}; {}", t.id, t.kind, t.status == TrialStatus::Stopped ? ", stopped early" : "",
                                         score_text(*t.score, o), settings_text(space, t.values))};
       (t.kind == "confirm" ? confirm : scored).points.push_back(p);
-      if (t.status == TrialStatus::Ok) best = !best ? *t.score : (o.maximize ? std::max(*best, *t.score) : std::min(*best, *t.score));
     } else if (worst) {
       failed.points.push_back({.x = x, .y = *worst,
                                .tip = fmt::format("trial {} {}: {}; {}", t.id, trial_status_name(t.status), t.reason.empty() ? "no score" : t.reason,

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 #include <ostream>
+#include <set>
+#include <tuple>
 
 #include "tuner_support.hpp"
 
@@ -28,14 +30,16 @@ std::string describe(const SearchSpace& space, const Assignment& values) {
   return s;
 }
 
+bool scores_its_setting(const SearchSpace& space, const TrialRecord& t) {
+  // A row whose values do not fit the space, or a score that is no number, is no candidate (older or edited studies).
+  return t.status == TrialStatus::Ok && t.kind != kKindWarmup && t.score && std::isfinite(*t.score) &&
+         t.values.size() == space.knobs().size();
+}
+
 std::vector<BestSettings> ranked_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
   std::map<Assignment, BestSettings> by_values;
   for (const auto& t : trials) {
-    // A row whose values do not fit the space, or a score that is no number, is no candidate (older or edited studies).
-    // Horovod's warm-up samples are discarded, as Horovod discards them.
-    if (t.status != TrialStatus::Ok || t.kind == kKindWarmup || !t.score || !std::isfinite(*t.score) ||
-        t.values.size() != space.knobs().size())
-      continue;
+    if (!scores_its_setting(space, t)) continue;
     auto& b = by_values[t.values];
     b.values = t.values;
     b.mean_score += *t.score;
@@ -71,6 +75,32 @@ std::optional<BestSettings> best_settings(const SearchSpace& space, const std::v
   auto ranked = ranked_settings(space, trials);
   if (ranked.empty()) return std::nullopt;
   return ranked.front();
+}
+
+std::vector<std::optional<double>> best_mean_after_each(const SearchSpace& space, const std::vector<TrialRecord>& trials) {
+  // Settings ordered as ranked_settings() orders them (higher oriented mean, then more runs); a setting's entry is
+  // replaced when another run of it changes its mean, so each trial costs a logarithm, not a re-ranking.
+  struct Sum {
+    double total = 0;  // objective units
+    int runs = 0;
+  };
+  const Objective& o = space.objective();
+  std::map<Assignment, Sum> sums;
+  std::set<std::tuple<double, int, Assignment>> ranked;  // (oriented mean, runs, values), best last
+  std::vector<std::optional<double>> out;
+  out.reserve(trials.size());
+  for (const auto& t : trials) {
+    if (scores_its_setting(space, t)) {
+      Sum& s = sums[t.values];
+      if (s.runs > 0) ranked.erase({oriented(o, s.total / s.runs), s.runs, t.values});
+      s.total += *t.score;
+      ++s.runs;
+      ranked.insert({oriented(o, s.total / s.runs), s.runs, t.values});
+    }
+    if (ranked.empty()) out.push_back(std::nullopt);
+    else out.push_back(oriented(o, std::get<0>(*ranked.rbegin())));  // oriented() is its own inverse
+  }
+  return out;
 }
 
 std::vector<Observation> observations(const SearchSpace& space, const std::vector<TrialRecord>& trials) {

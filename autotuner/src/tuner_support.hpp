@@ -21,6 +21,10 @@ std::string score_unit(const Study& study, const Objective& objective);
 
 std::string describe(const SearchSpace& space, const Assignment& values);
 
+// Whether a trial's score counts toward its setting's mean: a successful run with a finite score whose values fit
+// the space (Horovod's warm-up samples are discarded, as Horovod discards them).
+bool scores_its_setting(const SearchSpace& space, const TrialRecord& t);
+
 // Candidates for confirmation: distinct successful settings, best mean first (warm-up samples left out).
 std::vector<BestSettings> ranked_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials);
 

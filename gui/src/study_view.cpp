@@ -27,16 +27,6 @@
 
 namespace collscope::gui {
 
-std::vector<std::optional<double>> StudyData::best_so_far() const {
-  std::vector<std::optional<double>> out;
-  std::optional<double> best;
-  for (const auto& s : scores) {
-    if (s && (!best || (maximize ? *s > *best : *s < *best))) best = s;
-    out.push_back(best);
-  }
-  return out;
-}
-
 namespace {
 
 // The study file read-only through the store's SQLite wrapper; nullopt when it is no SQLite file at all.
@@ -101,6 +91,7 @@ StudyData load_study(const std::string& path) {
     const auto trace = std::filesystem::path(t.dir) / "trace";
     out.trace_dirs.push_back(!t.dir.empty() && std::filesystem::is_directory(trace, ec) ? trace.string() : std::string());
   }
+  out.best_so_far = at::best_mean_after_each(space, trials);
   if (const auto best = at::best_settings(space, trials)) {
     out.best_mean = best->mean_score;
     std::string settings;
@@ -182,11 +173,11 @@ void ConvergencePlot::paintEvent(QPaintEvent*) {
   }
   const QString score = study_->unit.empty() ? tr("score") : tr("score (%1)").arg(QString::fromStdString(study_->unit));
   p.drawText(QRectF(area.left(), area.bottom() + 4 + fm.height(), area.width(), fm.height() + 4), Qt::AlignCenter,
-             tr("trial; dots: %1, %2; line: best so far; red cross: no score")
+             tr("trial; dots: %1, %2; line: best setting so far (mean); red cross: no score")
                  .arg(score, study_->maximize ? tr("higher is better") : tr("lower is better")));
   p.setRenderHint(QPainter::Antialiasing);
   QPainterPath best_line;
-  const auto best = study_->best_so_far();
+  const auto& best = study_->best_so_far;
   bool started = false;
   for (std::size_t i = 0; i < best.size(); ++i) {
     if (!best[i]) continue;

@@ -3,6 +3,7 @@
 #include <collscope/autotuner/report.hpp>
 #include <collscope/autotuner/search_space.hpp>
 #include <collscope/autotuner/study.hpp>
+#include <collscope/autotuner/tuner.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -108,4 +109,46 @@ TEST(StudyReport, ChartsHaveIntegerTrialTicksUnitsAndParse) {
                                  .c_str());
   EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);  // kept to look at when a check failed
+}
+
+// The convergence curve's "best so far" is the tuner's best (best_settings: the best setting's mean over its runs)
+// after each trial, not the best single run: a lucky run then a worse rerun of the same setting must bring it down.
+TEST(StudyReport, BestSoFarIsTheBestSettingsMeanAfterEachTrial) {
+  const auto space = SearchSpace::parse(kSpace, "report.yaml");
+  auto trial = [&](int id, const std::string& x, double score, TrialStatus status = TrialStatus::Ok) {
+    TrialRecord t;
+    t.id = id;
+    t.kind = id > 3 ? "confirm" : "design";
+    t.status = status;
+    t.values = {x, "a", "8"};
+    t.unit = space.to_unit(t.values);
+    t.score = score;
+    return t;
+  };
+  // A: 100; B: 120 then 90 (mean 105); a failed trial changes nothing; A again at 110 (mean 105, a tie).
+  const std::vector<TrialRecord> known{trial(1, "0.1", 100), trial(2, "0.2", 120), trial(3, "0.2", 90),
+                                       trial(4, "0.3", 500, TrialStatus::Failed), trial(5, "0.1", 110)};
+  const auto best = best_mean_after_each(space, known);
+  ASSERT_EQ(best.size(), 5u);
+  EXPECT_EQ(best[0], 100.0);
+  EXPECT_EQ(best[1], 120.0);
+  EXPECT_EQ(best[2], 105.0);  // the best single run so far is 120: the curve is not that
+  EXPECT_EQ(best[3], 105.0);
+  EXPECT_EQ(best[4], 105.0);
+  // On a longer study with many reruns, every point equals best_settings() on the trials up to it.
+  std::vector<TrialRecord> many;
+  unsigned state = 12345;
+  for (int i = 0; i < 300; ++i) {
+    state = state * 1103515245u + 12345u;
+    const std::string x = fmt::format("0.{}", (state >> 16) % 7);
+    many.push_back(trial(i + 1, x, double((state >> 8) % 1000) / 10, (state >> 4) % 11 == 0 ? TrialStatus::Failed : TrialStatus::Ok));
+  }
+  const auto curve = best_mean_after_each(space, many);
+  for (std::size_t n = 1; n <= many.size(); ++n) {
+    const auto reference = best_settings(space, std::vector<TrialRecord>(many.begin(), many.begin() + long(n)));
+    ASSERT_EQ(curve[n - 1].has_value(), reference.has_value()) << n;
+    if (reference) {
+      EXPECT_DOUBLE_EQ(*curve[n - 1], reference->mean_score) << n;
+    }
+  }
 }

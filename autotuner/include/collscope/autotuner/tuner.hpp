@@ -45,6 +45,9 @@ struct BestSettings {
 };
 
 std::optional<BestSettings> best_settings(const SearchSpace& space, const std::vector<TrialRecord>& trials);
+// The best setting's mean score (objective units) after each trial in order, as best_settings() gives on the trials
+// up to it (nullopt before the first): the one "best" behind a study's header and its convergence curves. O(n log n).
+std::vector<std::optional<double>> best_mean_after_each(const SearchSpace& space, const std::vector<TrialRecord>& trials);
 // Oriented observations (larger is better) of the finished trials, for the strategies (Horovod's discarded warm-up
 // samples left out).
 std::vector<Observation> observations(const SearchSpace& space, const std::vector<TrialRecord>& trials);

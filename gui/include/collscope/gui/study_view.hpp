@@ -25,8 +25,9 @@ struct StudyData {
   // The tuner's best: the settings with the best mean score over their successful runs.
   std::optional<double> best_mean;
   std::string best_text;                   // "fusion_threshold=67108864 cycle_ms=5 (mean of 2 runs, trials 3,7)"
-  // Best single score after each trial (nullopt until the first scored trial): the plot's line.
-  std::vector<std::optional<double>> best_so_far() const;
+  // The best setting's mean after each trial (nullopt until the first scored trial), the tuner's definition of best
+  // (autotuner::best_mean_after_each): the plot's line ends at best_mean.
+  std::vector<std::optional<double>> best_so_far;
 };
 
 // True when `path` is a study file (an SQLite file with a `trials` table), without throwing.
