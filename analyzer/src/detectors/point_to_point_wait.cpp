@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -61,9 +62,10 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
   const double step_ns = per_step ? steps.median_step_ns : run_span_ns(run, in.clocks);
   if (step_ns <= 0) return out;
   const double floor_ns = std::max(limits.p2p_wait_min_share * step_ns, limits.p2p_wait_min_ns);
-  // (state, waited for, waiting rank) → wait per measured step; propagated waits per waiting rank apart.
-  using Key = std::tuple<run::WaitState, int, int>;
-  std::map<Key, std::vector<double>> direct;
+  // (waited for, waiting rank) → wait per measured step, both states together (a rank computing longer posts
+  // its sends and its receives late alike); the share of each state; propagated waits per waiting rank apart.
+  std::map<std::pair<int, int>, std::vector<double>> direct;
+  std::map<std::pair<int, int>, std::array<double, 2>> by_state;  // total ns: late sender, late receiver
   std::map<int, std::vector<double>> propagated;
   std::map<int, std::set<int>> propagated_from;
   for (const auto& w : waits.waits) {
@@ -72,54 +74,72 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
       k = step_of(steps, w.end_ns) - first;
       if (k < 0 || k >= measured) continue;
     }
-    auto& v = w.propagated ? propagated[w.waiting_rank] : direct[{w.state, w.waited_for, w.waiting_rank}];
+    auto& v = w.propagated ? propagated[w.waiting_rank] : direct[{w.waited_for, w.waiting_rank}];
     v.resize(static_cast<std::size_t>(measured), 0);
     v[static_cast<std::size_t>(k)] += double(w.wait_ns);
     if (w.propagated) propagated_from[w.waiting_rank].insert(w.waited_for);
+    else by_state[{w.waited_for, w.waiting_rank}][w.state == run::WaitState::LateSender ? 0 : 1] += double(w.wait_ns);
   }
-  // The median step's wait (one long stall is not a pattern), or the whole run's.
-  auto figure = [](std::vector<double> v) { return median_of(v); };
-  // Candidates: (state, waited for) with the ranks waiting for it by at least the floor.
+  // Candidates: each rank waited for, with the ranks waiting for it by at least the floor in the median step (one
+  // long stall is not a pattern), or over the whole run.
   struct Candidate {
     std::map<int, double> waiting;  // waiting rank → wait per step
     double strongest = 0;           // the longest any rank waits for it per step
     double total_ns = 0;            // over the measured steps, all its waiting ranks
+    std::array<double, 2> states{};  // of total_ns: late sender, late receiver
   };
-  std::map<std::pair<run::WaitState, int>, Candidate> candidates;
+  std::map<int, Candidate> candidates;
   for (const auto& [key, v] : direct) {
-    const auto& [state, waited_for, waiting] = key;
-    auto& c = candidates[{state, waited_for}];
-    const double f = figure(v);
+    const auto& [waited_for, waiting] = key;
+    auto& c = candidates[waited_for];
+    const double f = median_of(v);
     c.strongest = std::max(c.strongest, f);
     for (double x : v) c.total_ns += x;
+    for (int st = 0; st < 2; ++st) c.states[st] += by_state[key][st];
     if (f >= floor_ns) c.waiting[waiting] = f;
   }
-  for (const auto& [key, c] : candidates) {
-    const auto& [state, root] = key;
+  const std::string unit = per_step ? "per step" : "in the run";
+  // Waits passed on by ranks that were themselves waiting: said once, in the costliest finding.
+  std::string passed_on;
+  for (const auto& [r, v] : propagated) {
+    const double p = median_of(v);
+    if (p >= floor_ns)
+      passed_on += fmt::format(" Rank {} also waits {} {} for {}, which were themselves waiting (passed on, not "
+                               "their own delay).", r, format_ms(p), unit, rank_list(propagated_from[r]));
+  }
+  for (const auto& [root, c] : candidates) {
     if (c.waiting.empty()) continue;
-    double next = 0;  // the longest wait per step for any other rank
+    // The typical wait for the other ranks (the median of the longest wait for each): several ranks can each hold
+    // their neighbours up (two overloaded subdomains), but each must stand out from what waiting is usual here.
+    std::vector<double> others;
     for (const auto& [other, o] : candidates)
-      if (other.second != root) next = std::max(next, o.strongest);
-    if (c.strongest < limits.p2p_wait_dominance * next) continue;
+      if (other != root) others.push_back(o.strongest);
+    const double typical = median_of(others);
+    if (c.strongest < limits.p2p_wait_dominance * typical) continue;
     std::set<int> waiting_ranks;
     double sum = 0, longest = 0;
     for (const auto& [r, f] : c.waiting) waiting_ranks.insert(r), sum += f, longest = std::max(longest, f);
     const double mean = sum / double(c.waiting.size());
-    const bool sender = state == run::WaitState::LateSender;
-    const std::string who = rank_list(waiting_ranks);
-    const std::string unit = per_step ? "per step" : "in the run";
+    const double sender_share = c.states[0] + c.states[1] > 0 ? c.states[0] / (c.states[0] + c.states[1]) : 1;
+    const bool sender = sender_share >= 0.5;
+    const std::string states =
+        sender_share >= 0.9   ? "late sender"
+        : sender_share <= 0.1 ? "late receiver"
+                              : fmt::format("late sender {:.0f} %, late receiver {:.0f} %", 100 * sender_share,
+                                            100 * (1 - sender_share));
     Finding f;
     f.kind = FindingKind::PointToPointWait;
     f.severity = mean >= limits.p2p_wait_critical_share * step_ns ? Severity::Critical : Severity::Warning;
     f.ranks = {root};
-    f.title = fmt::format("{} wait{} for rank {} ({}) {} {}, {:.0f} % of {}", who, waiting_ranks.size() == 1 ? "s" : "",
-                          root, run::wait_state_name(state), format_ms(mean), unit, 100 * mean / step_ns,
-                          per_step ? "step time" : "the run");
+    f.title = fmt::format("{} wait{} for rank {} ({}) {} {}, {:.0f} % of {}", rank_list(waiting_ranks),
+                          waiting_ranks.size() == 1 ? "s" : "", root, states, format_ms(mean), unit,
+                          100 * mean / step_ns, per_step ? "step time" : "the run");
     f.cost_ns = longest * double(measured);
     f.evidence = {{"wait_per_step_ns", mean},
                   {"longest_wait_per_step_ns", longest},
                   {"wait_total_ns", c.total_ns},
-                  {"next_wait_per_step_ns", next},
+                  {"late_sender_share_pct", 100 * sender_share},
+                  {"typical_other_wait_per_step_ns", typical},
                   {"step_time_ns", step_ns},
                   {"share_of_step_pct", 100 * mean / step_ns},
                   {"waiting_ranks", double(waiting_ranks.size())},
@@ -128,34 +148,23 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
     for (const auto& [r, w] : c.waiting) f.evidence[fmt::format("rank_{}_wait_per_step_ns", r)] = w;
     std::string detail;
     for (const auto& [r, w] : c.waiting) detail += fmt::format("{}rank {} {}", detail.empty() ? "" : ", ", r, format_ms(w));
-    std::string passed_on;
-    for (const auto& [r, v] : propagated) {
-      const double p = figure(v);
-      if (p < floor_ns) continue;
-      std::set<int> from = propagated_from[r];
-      passed_on += fmt::format(" {} waits {} {} more for {}, which were waiting themselves (passed on, not their own "
-                               "delay).", rank_list({r}), format_ms(p), unit, rank_list(from));
-    }
     f.evidence_text = fmt::format(
-        "{} of {} matched point-to-point messages, {} {}: {} (the median {}); the next longest wait for any other rank "
-        "{}. {}{}",
-        sender ? "receives posted before the matching send" : "sends blocked until the matching receive was posted",
-        waits.messages, per_step ? "waiting per step" : "waiting in all", sender ? "for its sends" : "for its receives",
-        detail, per_step ? fmt::format("step of {} measured", measured) : std::string("run"), format_ms(next),
-        sender ? fmt::format("Rank {} posts its sends late: it reaches them after its peers do.", root)
-               : fmt::format("Rank {} posts its receives late.", root),
-        passed_on);
-    f.suggestion =
-        sender ? fmt::format("Rank {} computes longer than its neighbours between exchanges: load imbalance in its "
-                             "work, not an MPI setting. Balance the decomposition (give rank {} fewer cells, particles "
-                             "or rows) or find what slows it (its host, CPU binding, its data); balanced, its "
-                             "neighbours would save about {} {}.",
-                             root, root, format_ms(mean), unit)
-               : fmt::format("Rank {} posts its receives after its peers start sending (synchronous sends, or "
-                             "messages large enough for a rendezvous, wait for them): post receives early "
-                             "(MPI_Irecv before the computation), or balance the work before them.",
-                             root);
+        "of {} matched point-to-point messages, waiting {} for rank {}{}: {}; the median wait for any other rank "
+        "{}. Late sender: a receive posted before rank {}'s send; late receiver: a blocking or synchronous send to "
+        "rank {} that could complete only once it posted the receive.",
+        waits.messages, unit, root, per_step ? fmt::format(" (median of {} measured steps)", measured) : "", detail,
+        format_ms(typical), root, root);
+    f.suggestion = fmt::format(
+        "Rank {} spends longer than its peers between exchanges, so it reaches its {} late: load imbalance in its "
+        "work, not an MPI setting. Balance the decomposition (give rank {} fewer cells, particles or rows) or find "
+        "what slows it (its host, CPU binding, its data); balanced, the ranks waiting for it would save about {} {}.{}",
+        root, sender ? "sends" : "receives", root, format_ms(mean), unit,
+        sender_share < 0.9 ? " Posting its receives before its computation (MPI_Irecv) lets its senders go on." : "");
     out.push_back(std::move(f));
+  }
+  if (!out.empty() && !passed_on.empty()) {
+    auto top = std::max_element(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.cost_ns < b.cost_ns; });
+    top->evidence_text += passed_on;
   }
   return out;
 }

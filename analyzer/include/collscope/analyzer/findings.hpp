@@ -84,7 +84,8 @@ struct DetectorThresholds {
   double process_set_min_wall_share = 0.05;
   // Point-to-point wait states (run/wait_states.hpp): the ranks waiting for one rank, each for at least this
   // share of the median step (of the wall time without steps) and this long per step, this many times longer than
-  // any rank waits for another; critical from the critical share.
+  // the typical wait for any other rank (the median over the others of the longest wait for each); critical from
+  // the critical share.
   double p2p_wait_min_share = 0.10;
   double p2p_wait_min_ns = 200e3;
   double p2p_wait_dominance = 3;
