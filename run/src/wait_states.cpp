@@ -56,12 +56,14 @@ std::string_view wait_state_name(WaitState s) {
 namespace {
 
 // Sends that wait for their receive when it is late (see the header): blocking standard and synchronous sends,
+// the send side of a blocking MPI_Sendrecv (its wait is shared with its own receive's, see shares_of_union),
 // non-blocking synchronous ones; not buffered (never wait), ready (the receive must be there already), nor
-// MPI_Isend, whose completion an MPI_Waitall shares with receives that have their own wait state.
+// MPI_Isend / MPI_Isendrecv, whose completion an MPI_Waitall shares with receives that have their own wait state
+// (an eager send done long before would be blamed on its receiver).
 bool can_wait_for_receiver(const PointToPointCall& c) {
   using store::Op;
-  if (c.receives()) return false;
-  return c.op == Op::Send || c.op == Op::Ssend || c.op == Op::Issend || c.op == Op::SsendInit;
+  return c.op == Op::Send || c.op == Op::Ssend || c.op == Op::Issend || c.op == Op::SsendInit ||
+         c.op == Op::Sendrecv || c.op == Op::SendrecvReplace;
 }
 
 // A wait before the waiting rank's union is shared out: [start, end) on the aligned clock.

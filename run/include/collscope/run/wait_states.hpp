@@ -15,8 +15,9 @@
 //   late sender  (Scalasca's name): a receive whose blocking span starts before the matching send was posted
 //                (the sender's call entry): the receiver waited min(send start − its blocking start, its blocking
 //                span's length).
-//   late receiver: a send that waits for its receive (MPI_Send, MPI_Ssend, MPI_Issend / MPI_Ssend_init: calls
-//                that do not also receive, so their blocking span is theirs alone), whose blocking span starts
+//   late receiver: a send that waits for its receive (MPI_Send, MPI_Ssend, MPI_Issend / MPI_Ssend_init, the
+//                send side of a blocking MPI_Sendrecv; not MPI_Isend, whose completion a Waitall shares with
+//                receives, so that an eager send would be blamed on its receiver), whose blocking span starts
 //                before the matching receive was posted and ends after it (it completed only once the receive
 //                was there: synchronous mode or a rendezvous transfer; an eager send returns before):
 //                the sender waited min(receive start − its blocking start, its blocking span's length).
