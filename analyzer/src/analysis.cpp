@@ -83,8 +83,8 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
   a.wall_ns = hi > lo ? double(hi - lo) : 0;
   double comm = 0;
   for (const auto& r : run.ranks)
-    for (const auto& c : r.collectives)
-      if (!run::is_nonblocking(c.op)) comm += double(c.end_ns - c.start_ns);
+    for (std::size_t j = 0; j < r.collectives.size(); ++j)
+      if (const auto spans = run::spans_in_mpi(r, j)) comm += double(spans->total_ns());  // time in MPI
   a.comm_ns = run.ranks.empty() ? 0 : comm / double(run.ranks.size());
   a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return a;

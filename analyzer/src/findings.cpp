@@ -23,6 +23,7 @@ std::string_view finding_kind_name(FindingKind k) {
     case FindingKind::ProcessSetImbalance: return "process_set_imbalance";
     case FindingKind::Mismatch: return "mismatch";
     case FindingKind::Stall: return "stall";
+    case FindingKind::PointToPointWait: return "point_to_point_wait";
   }
   return "unknown";
 }
@@ -43,7 +44,7 @@ namespace {
 constexpr std::vector<Finding> (*kDetectors[])(const DetectorInput&) = {
     detect_mismatches,           detect_stragglers,            detect_latency_bound,
     detect_low_bandwidth,        detect_exposed_communication, detect_fusion_and_cycle_time,
-    detect_process_set_imbalance, detect_stall,
+    detect_process_set_imbalance, detect_stall,                 detect_point_to_point_waits,
 };
 
 }  // namespace

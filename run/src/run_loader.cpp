@@ -40,6 +40,18 @@ std::optional<std::int64_t> RankTrace::meta_int(const std::string& key) const {
   }
 }
 
+const NonblockingTimes* RankTrace::nonblocking_times(std::size_t call) const {
+  auto it = std::lower_bound(nonblocking_collectives.begin(), nonblocking_collectives.end(), call,
+                             [](const NonblockingCollective& n, std::size_t c) { return static_cast<std::size_t>(n.call) < c; });
+  return it != nonblocking_collectives.end() && static_cast<std::size_t>(it->call) == call ? &it->times : nullptr;
+}
+
+std::size_t Run::point_to_point_count() const {
+  std::size_t n = 0;
+  for (const auto& r : ranks) n += r.point_to_point.size();
+  return n;
+}
+
 std::size_t Run::collective_count() const {
   std::size_t n = 0;
   for (const auto& r : ranks) n += r.collectives.size();
@@ -163,22 +175,100 @@ void screen_seqs(RankTrace& t, const std::vector<std::int64_t>& row_ids, std::si
     return fmt::format("seq {} beyond the {} calls the file records on its communicator and the {} events it dropped",
                        seq, recorded[static_cast<std::size_t>(comm)], t.events_dropped);
   };
-  std::size_t kept = 0;
+  std::size_t kept = 0, nonblocking_kept = 0, n = 0;  // n: next of t.nonblocking_collectives (by call index)
   for (std::size_t j = 0; j < t.collectives.size(); ++j) {
     const auto& c = t.collectives[j];
+    const bool has_times = n < t.nonblocking_collectives.size() && t.nonblocking_collectives[n].call == static_cast<std::int32_t>(j);
     if (beyond(c.comm, c.seq)) {
       screen.reject("collectives", row_ids[j], why(c.comm, c.seq));
+      n += has_times;
       continue;
+    }
+    if (has_times) {
+      t.nonblocking_collectives[nonblocking_kept] = t.nonblocking_collectives[n++];
+      t.nonblocking_collectives[nonblocking_kept++].call = static_cast<std::int32_t>(kept);
     }
     t.collectives[kept++] = c;
   }
   t.collectives.resize(kept);
+  t.nonblocking_collectives.resize(nonblocking_kept);
   std::erase_if(t.calls_in_flight, [&](const CallInFlight& f) {
     if (!beyond(f.call.comm, f.call.seq)) return false;
     screen.reject("calls_in_flight", f.thread, why(f.call.comm, f.call.seq));
     return true;
   });
   std::erase_if(t.left_out_calls, [&](const LeftOutCall& l) { return beyond(l.comm, l.seq); });
+}
+
+// The non-blocking columns of a collectives or point_to_point row (schema 1.2), checked: posted within the call's
+// span, no more time in completion calls than from posting to completion (clock-conversion jitter of
+// PhysicalLimits::kJitterNs is read as 0). nullopt with `why` set for impossible values; a blocking call (no
+// post_end_ns) gives times with post_end_ns 0.
+std::optional<NonblockingTimes> checked_nonblocking(std::int64_t start_ns, std::int64_t end_ns,
+                                                    const std::optional<std::int64_t>& post_end_ns,
+                                                    const std::optional<std::int64_t>& wait_ns,
+                                                    const std::optional<std::int64_t>& wait_calls, std::string& why) {
+  using L = PhysicalLimits;
+  NonblockingTimes t;
+  if (!post_end_ns) return t;
+  if (*post_end_ns < start_ns - L::kJitterNs || *post_end_ns > end_ns + L::kJitterNs) {
+    why = fmt::format("post_end_ns {} outside the call's span [{}, {}]", *post_end_ns, start_ns, end_ns);
+    return std::nullopt;
+  }
+  t.post_end_ns = std::clamp(*post_end_ns, start_ns, end_ns);
+  const std::int64_t wait = wait_ns.value_or(0), room = end_ns - t.post_end_ns;
+  if (wait < 0 || wait > room + L::kJitterNs) {
+    why = fmt::format("wait_ns {} is not within the {} ns from posting to completion", wait, room);
+    return std::nullopt;
+  }
+  t.wait_ns = std::min(wait, room);
+  t.wait_calls = static_cast<std::int32_t>(std::clamp<std::int64_t>(wait_calls.value_or(0), 0, INT32_MAX));
+  if (t.post_end_ns == 0) t.post_end_ns = 1;  // 0 means "blocking"; a clock at 0 ns is never a real post
+  return t;
+}
+
+// The point_to_point table (schema 1.2; older files have none): rows on a communicator the file defines, within
+// physical range, with their non-blocking times checked.
+void load_point_to_point(const store::TraceReader& reader, const std::unordered_map<std::int64_t, int>& comm_map,
+                         RowScreen& screen, RankTrace& t) {
+  using L = PhysicalLimits;
+  using store::PointToPointRow;
+  constexpr auto columns =
+      store::columns<&PointToPointRow::id, &PointToPointRow::comm, &PointToPointRow::seq, &PointToPointRow::op,
+                     &PointToPointRow::send_peer, &PointToPointRow::send_tag, &PointToPointRow::send_bytes,
+                     &PointToPointRow::recv_peer, &PointToPointRow::recv_tag, &PointToPointRow::recv_bytes,
+                     &PointToPointRow::thread, &PointToPointRow::start_ns, &PointToPointRow::end_ns,
+                     &PointToPointRow::post_end_ns, &PointToPointRow::wait_ns, &PointToPointRow::wait_calls,
+                     &PointToPointRow::status>();
+  constexpr std::string_view table = "point_to_point";
+  // A peer is a world rank, MPI_PROC_NULL or unknown.
+  auto peer_ok = [](std::int32_t p) { return p == store::kPeerProcNull || p == store::kPeerUnknown || (p >= 0 && p < store::kMaxWorldSize); };
+  reader.for_each<PointToPointRow>(columns, [&](const PointToPointRow& r) {
+    auto it = comm_map.find(r.comm);
+    if (it == comm_map.end()) return screen.reject(table, r.id, fmt::format("communicator {} is not defined", r.comm));
+    PointToPointCall c;
+    c.end_ns = r.end_ns;
+    if (!screen.within(table, r.id, "seq", r.seq, std::numeric_limits<std::int32_t>::max()) ||
+        !screen.span(table, r.id, r.start_ns, c.end_ns) ||
+        !screen.within(table, r.id, "send_bytes", r.send_bytes.value_or(0), L::kMaxCallBytes) ||
+        !screen.within(table, r.id, "recv_bytes", r.recv_bytes.value_or(0), L::kMaxCallBytes))
+      return;
+    if ((r.send_peer && !peer_ok(*r.send_peer)) || (r.recv_peer && !peer_ok(*r.recv_peer)))
+      return screen.reject(table, r.id, fmt::format("peer {} is not a world rank", r.send_peer && !peer_ok(*r.send_peer) ? *r.send_peer : *r.recv_peer));
+    std::string why;
+    const auto nonblocking = checked_nonblocking(r.start_ns, c.end_ns, r.post_end_ns, r.wait_ns, r.wait_calls, why);
+    if (!nonblocking) return screen.reject(table, r.id, why);
+    c.start_ns = r.start_ns;
+    c.nonblocking = *nonblocking;
+    c.comm = it->second;
+    c.seq = static_cast<std::int32_t>(r.seq);
+    c.op = r.op;
+    c.status = r.status;
+    c.thread = static_cast<std::uint16_t>(std::clamp<std::int64_t>(r.thread, 0, 0xffff));
+    if (r.send_peer) c.send_peer = *r.send_peer, c.send_tag = r.send_tag.value_or(0), c.send_bytes = r.send_bytes.value_or(0);
+    if (r.recv_peer) c.recv_peer = *r.recv_peer, c.recv_tag = r.recv_tag.value_or(0), c.recv_bytes = r.recv_bytes.value_or(0);
+    t.point_to_point.push_back(c);
+  });
 }
 
 void load_file(const std::string& path, const LoadOptions& options, SharedTables& shared, LoadedFile& out) {
@@ -287,9 +377,26 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       c.thread = static_cast<std::uint16_t>(std::clamp<std::int64_t>(r.thread, 0, 0xffff));
       return true;
     };
-    reader.for_each<store::CollectiveRow>(store::kCollectiveSummaryColumns, [&](const store::CollectiveRow& r) {
+    // The summary columns and, for non-blocking calls, their posting and completion times (1.2).
+    using store::CollectiveRow;
+    constexpr auto collective_columns =
+        store::columns<&CollectiveRow::id, &CollectiveRow::comm, &CollectiveRow::seq, &CollectiveRow::op,
+                       &CollectiveRow::count, &CollectiveRow::datatype, &CollectiveRow::bytes, &CollectiveRow::reduce_op,
+                       &CollectiveRow::root, &CollectiveRow::peer, &CollectiveRow::start_ns, &CollectiveRow::end_ns,
+                       &CollectiveRow::status, &CollectiveRow::thread, &CollectiveRow::sendbuf,
+                       &CollectiveRow::post_end_ns, &CollectiveRow::wait_ns, &CollectiveRow::wait_calls>();
+    reader.for_each<CollectiveRow>(collective_columns, [&](const CollectiveRow& r) {
       CollectiveCall c;
       if (!to_call("collectives", r.id, r, r.end_ns, r.root ? *r.root : (r.peer ? *r.peer : -1), c, true)) return;
+      std::string why;
+      const auto nonblocking = checked_nonblocking(c.start_ns, c.end_ns, r.post_end_ns, r.wait_ns, r.wait_calls, why);
+      if (!nonblocking) {
+        screen.reject("collectives", r.id, why);
+        t.left_out_calls.push_back({c.comm, c.seq});
+        return;
+      }
+      if (nonblocking->post_end_ns != 0)
+        t.nonblocking_collectives.push_back({static_cast<std::int32_t>(t.collectives.size()), *nonblocking});
       c.status = r.status;
       if (!fusion_capacity.empty())
         if (auto it = fusion_capacity.find(r.sendbuf); it != fusion_capacity.end() && it->second > 0)
@@ -305,6 +412,7 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
         t.calls_in_flight.push_back(f);
     }
     screen_seqs(t, row_ids, shared.communicator_count(), screen);
+    load_point_to_point(reader, comm_map, screen, t);
     if (options.nvtx_ranges) t.nvtx_ranges.reserve(static_cast<std::size_t>(std::max<std::int64_t>(reader.row_count("nvtx_ranges"), 0)));
     if (options.gpu_activities)
       t.gpu_activities.reserve(static_cast<std::size_t>(std::max<std::int64_t>(reader.row_count("gpu_activities"), 0)));
@@ -406,6 +514,7 @@ void number_canonically(Run& run) {
   for (auto& rank : run.ranks) {
     for (auto& c : rank.collectives) c.comm = new_comm[c.comm], c.datatype = new_string[c.datatype];
     for (auto& f : rank.calls_in_flight) f.call.comm = new_comm[f.call.comm], f.call.datatype = new_string[f.call.datatype];
+    for (auto& p : rank.point_to_point) p.comm = new_comm[p.comm];
     for (auto& n : rank.nvtx_ranges) n.name = new_string[n.name];
     for (auto& g : rank.gpu_activities) g.name = new_string[g.name];
   }

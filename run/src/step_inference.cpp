@@ -5,6 +5,7 @@
 
 #include <collscope/run/format.hpp>
 #include <collscope/run/statistics.hpp>
+#include <collscope/run/wait_states.hpp>
 #include <collscope/run/workload.hpp>
 
 #include <fmt/format.h>
@@ -238,7 +239,7 @@ std::vector<std::vector<StepWindow>> windows_of(const Run& run, const MatchedRun
   return out;
 }
 
-// Median step time, and the time outside any collective that 90 % of the steps have at least (ns), over ranks
+// Median step time, and the time outside MPI that 90 % of the steps have at least (ns), over ranks
 // and steps: a step computes every time, not every other time (grouping 4 calls of a 4-call step 2 or 3 at a time
 // gives windows without compute).
 std::pair<double, double> step_and_outside(const Run& run, const std::vector<std::vector<StepWindow>>& windows,
@@ -246,9 +247,11 @@ std::pair<double, double> step_and_outside(const Run& run, const std::vector<std
   std::vector<double> outside;
   durations.clear();
   for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    // Time inside MPI (run/wait_states.hpp): a polling loop's MPI_Test calls are in MPI, not compute; point-to-point
+    // calls too.
     std::vector<std::pair<std::int64_t, std::int64_t>> sorted;
-    for (const auto& c : run.ranks[r].collectives)
-      if (!is_nonblocking(c.op)) sorted.emplace_back(c.start_ns, c.end_ns);
+    for (const auto& piece : mpi_pieces(run.ranks[r]))
+      if (piece.span.length() > 0) sorted.emplace_back(piece.span.start_ns, piece.span.end_ns);
     std::sort(sorted.begin(), sorted.end());
     for (std::size_t k = first; k < windows[r].size(); ++k) {
       const auto& w = windows[r][k];

@@ -31,7 +31,7 @@ struct StepInferenceLimits {
   double min_bytes_covered = 0.8;          // payload bytes: share of the class's bytes inside whole steps
   int max_calls_per_step = 20000;          // payload bytes: longest step tried, in calls of the class
   int max_leading_calls = 8;               // payload bytes: calls of the class before the first step tried
-  double min_outside_share = 0.1;          // of the median step: time outside any collective (compute), in 90 %
+  double min_outside_share = 0.1;          // of the median step: time outside MPI (compute), in 90 %
   double min_outside_ns = 100e3;           //   of the steps, and at least this: a loop without it is a benchmark's
 };
 

@@ -9,6 +9,7 @@
 
 #include <collscope/run/call_index.hpp>
 #include <collscope/run/statistics.hpp>
+#include <collscope/run/wait_states.hpp>
 
 #include "step_inference.hpp"
 
@@ -173,21 +174,22 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       for (; it != merged.end() && it->start_ns < b; ++it) total += std::max<std::int64_t>(0, std::min(b, it->end_ns) - std::max(a, it->start_ns));
       return total;
     };
-    std::vector<std::int32_t> order(rank.collectives.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return rank.collectives[a].start_ns < rank.collectives[b].start_ns; });
-    std::int64_t covered_until = INT64_MIN;  // union of call intervals
+    // Time inside MPI (run/wait_states.hpp): a blocking collective's span; a non-blocking one's posting call and
+    // its completion calls, the rest of its span being the rank's own work.
+    const auto pieces = mpi_pieces(rank, false);
+    std::int64_t covered_until = INT64_MIN;  // union of the pieces
     std::size_t k = 0;
-    for (auto j : order) {
-      const auto& call = rank.collectives[j];
-      while (k < steps && call.start_ns >= w[k].end_ns) ++k;
+    for (const auto& piece : pieces) {
+      const auto& call = rank.collectives[piece.call];
+      const std::int64_t p_start = piece.span.start_ns, p_end = piece.span.end_ns;
+      while (k < steps && p_start >= w[k].end_ns) ++k;
       if (k >= steps) break;
-      if (call.start_ns < w[k].start_ns) continue;  // between steps
-      if (is_nonblocking(call.op)) continue;        // its span is the job's own work, not communication
-      const std::int64_t a = std::max(call.start_ns, covered_until);
-      const std::int64_t b = std::min(call.end_ns, w[k].end_ns);
-      covered_until = std::max(covered_until, call.end_ns);
-      // Waiting for the last arriver of the instance.
+      if (p_start < w[k].start_ns) continue;  // between steps
+      const std::int64_t a = std::max(p_start, covered_until);
+      const std::int64_t b = std::min(p_end, w[k].end_ns);
+      covered_until = std::max(covered_until, p_end);
+      // Waiting for the last arriver of the instance: in a blocking call from its entry, in a non-blocking one from
+      // the start of its completion calls (posting does not wait).
       std::int64_t wait = 0;
       const std::size_t lo = matched.comm_first[call.comm], hi = matched.comm_first[call.comm + 1];
       std::size_t pos = lo + static_cast<std::size_t>(call.seq);
@@ -196,15 +198,16 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
                                    [](const InstanceSummary& s, std::int32_t v) { return s.seq < v; });
         pos = static_cast<std::size_t>(it - matched.instances.begin());
       }
-      if (pos < hi && matched.instances[pos].seq == call.seq)
-        wait = std::max<std::int64_t>(0, std::min(matched.instances[pos].last_arrival_ns, clocks.aligned(static_cast<int>(r), call.end_ns)) -
-                                             clocks.aligned(static_cast<int>(r), call.start_ns));
+      const bool may_wait = piece.completion || !is_nonblocking(call.op);
+      if (may_wait && pos < hi && matched.instances[pos].seq == call.seq)
+        wait = std::max<std::int64_t>(0, std::min(matched.instances[pos].last_arrival_ns, clocks.aligned(static_cast<int>(r), p_end)) -
+                                             clocks.aligned(static_cast<int>(r), p_start));
       out.steps[k].rank_wait_ns[r] += static_cast<double>(wait);
       if (b <= a) continue;
       comm[k * nranks + r] += static_cast<double>(b - a);
       // Exposed: the transfer part of the call (after the last arrival) that no compute overlaps. Waiting is
       // counted on its own, whether or not compute ran meanwhile.
-      const std::int64_t transfer_a = std::max(a, call.start_ns + wait);
+      const std::int64_t transfer_a = std::max(a, p_start + wait);
       if (b > transfer_a)
         exposed[k * nranks + r] += static_cast<double>(std::max<std::int64_t>(0, b - transfer_a - overlap_with_compute(transfer_a, b)));
     }

@@ -20,6 +20,7 @@ enum class FindingKind {
   ProcessSetImbalance,
   Mismatch,
   Stall,  // killed long after its last payload collective, its ranks still exchanging control messages
+  PointToPointWait,  // ranks wait in point-to-point calls for one rank (late sender / late receiver)
 };
 std::string_view finding_kind_name(FindingKind k);  // "straggler", "latency_bound", ...
 
@@ -81,6 +82,14 @@ struct DetectorThresholds {
   // Process sets: same work, this many times slower, costing this share of the wall time.
   double process_set_min_ratio = 1.5;
   double process_set_min_wall_share = 0.05;
+  // Point-to-point wait states (run/wait_states.hpp): the ranks waiting for one rank, each for at least this
+  // share of the median step (of the wall time without steps) and this long per step, this many times longer than
+  // the typical wait for any other rank (the median over the others of the longest wait for each); critical from
+  // the critical share.
+  double p2p_wait_min_share = 0.10;
+  double p2p_wait_min_ns = 200e3;
+  double p2p_wait_dominance = 3;
+  double p2p_wait_critical_share = 0.3;
 };
 
 struct AnalysisOptions {
@@ -110,6 +119,7 @@ std::vector<Finding> detect_exposed_communication(const DetectorInput&);
 std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput&);
 std::vector<Finding> detect_process_set_imbalance(const DetectorInput&);
 std::vector<Finding> detect_stall(const DetectorInput&);
+std::vector<Finding> detect_point_to_point_waits(const DetectorInput&);
 // From the calls in flight when a hung job was killed (part of detect_mismatches; the autotuner asks it why a
 // trial hung); step_evidence names the culprit of a deadlock cycle when the NVTX steps show one.
 std::vector<Finding> detect_hangs(const Run&, const MatchedRun&, const std::vector<Mismatch>& step_evidence);

@@ -10,6 +10,7 @@
 #include <collscope/run/matching.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/run/steps.hpp>
+#include <collscope/run/wait_states.hpp>
 
 namespace collscope::analyzer {
 

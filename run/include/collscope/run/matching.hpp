@@ -78,6 +78,30 @@ struct MatchedRun {
   CollectiveInstance instance(const Run& run, const ClockAlignment& clocks, int comm, std::int64_t seq) const;
 };
 
+// ---- Point-to-point messages ------------------------------------------------------------------------------
+// A send matched with its receive. MPI delivers the messages of one sender to one receiver on one communicator
+// with one tag in the order they were sent (non-overtaking), and receives them in the order the receives were
+// posted: the k-th send of (communicator, sender, receiver, tag) in the sender's posting order (its point-to-point
+// seq) is the k-th receive of the same in the receiver's. A wildcard receive (MPI_ANY_SOURCE, MPI_ANY_TAG) counts
+// under the source and tag its status reported, which the tracer records.
+struct MatchedMessage {
+  std::int32_t send_rank = 0, send_call = 0;  // rank index, index into its RankTrace::point_to_point
+  std::int32_t recv_rank = 0, recv_call = 0;
+};
+
+struct MatchedMessages {
+  std::vector<MatchedMessage> messages;  // ordered by (communicator, sender, receiver, tag, order)
+  std::int64_t unmatched_sends = 0;      // sends whose receive is not in the run (a rank's file missing, cut short)
+  std::int64_t unmatched_receives = 0;
+  std::int64_t unknown_source = 0;       // receives whose source the tracer could not read (left unmatched)
+};
+
+// Receives in the sense of matching: the receive family and the receive side of sendrecv; not the probes
+// (MPI_Probe/Iprobe only look; MPI_Mprobe/Improbe take the message, and its MPI_Mrecv/Imrecv is the receive).
+bool is_message_receive(store::Op op);
+
+MatchedMessages match_messages(const Run& run);
+
 class CollectiveMatcher {
  public:
   MatchedRun match(const Run& run, const ClockAlignment& clocks) const;

@@ -49,6 +49,45 @@ struct CollectiveCall {
 };
 static_assert(sizeof(CollectiveCall) == 64, "CollectiveCall is sized for 10 M calls in ~640 MB");
 
+// What a non-blocking or persistent call (schema 1.2) adds to its row: when its posting call returned and how
+// long the rank spent in the completion calls that covered its request. run/wait_states.hpp turns them into the
+// time the rank spent inside MPI (the one definition).
+struct NonblockingTimes {
+  std::int64_t post_end_ns = 0;  // CLOCK_MONOTONIC of the rank's host: the posting call (MPI_I..., MPI_Start) returned
+  std::int64_t wait_ns = 0;      // ns inside MPI_Wait*/MPI_Test* calls that had this request among theirs
+  std::int32_t wait_calls = 0;   // how many such calls (a polling loop of MPI_Test shows as many)
+};
+
+// The non-blocking times of one CollectiveCall (RankTrace::collectives[call]); kept beside the calls, not in
+// them, so that the 64-byte call stays one cache line for the blocking majority.
+struct NonblockingCollective {
+  std::int32_t call = 0;  // index into RankTrace::collectives
+  NonblockingTimes times;
+};
+
+// One rank's MPI point-to-point call (schema 1.2), 88 bytes: its send side, its receive side (a sendrecv has
+// both), and for non-blocking and persistent calls their posting and completion times. Peers are world ranks;
+// store::kPeerProcNull for MPI_PROC_NULL, store::kPeerUnknown when the tracer could not tell, kNoPeer for a side
+// the call does not have.
+struct PointToPointCall {
+  static constexpr std::int32_t kNoPeer = -3;
+  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC of the rank's host, entry of the (posting) call
+  std::int64_t end_ns = 0;    // exit of the call, or of the completion call that completed the request
+  std::int64_t send_bytes = 0, recv_bytes = 0;
+  NonblockingTimes nonblocking;  // all 0 for blocking calls (post_end_ns 0)
+  std::int32_t comm = 0;         // index into Run::communicators
+  std::int32_t seq = 0;          // posting order of the rank's point-to-point calls on the communicator
+  std::int32_t send_peer = kNoPeer, send_tag = 0;
+  std::int32_t recv_peer = kNoPeer, recv_tag = 0;  // the actual source and tag (from the status) of a wildcard receive
+  std::int32_t status = 0;
+  store::Op op = store::Op::Unknown;
+  std::uint16_t thread = 0;
+  bool sends() const { return send_peer != kNoPeer; }
+  bool receives() const { return recv_peer != kNoPeer; }
+  bool nonblocking_call() const { return nonblocking.post_end_ns != 0; }
+};
+static_assert(sizeof(PointToPointCall) == 88, "PointToPointCall stays 88 bytes");
+
 // A communicator as one thing across the run (same key on every member rank).
 struct Communicator {
   std::uint64_t key = 0;
@@ -102,12 +141,17 @@ struct RankTrace {
   std::int64_t monotonic_start_ns = 0, realtime_start_ns = 0, monotonic_end_ns = 0, realtime_end_ns = 0;
   std::int64_t events_dropped = 0;
   std::vector<CollectiveCall> collectives;  // in call order (file id order)
+  std::vector<NonblockingCollective> nonblocking_collectives;  // by call index, for the non-blocking ones (1.2)
+  std::vector<PointToPointCall> point_to_point;  // in file id order (completion order); none before schema 1.2
   std::vector<CallInFlight> calls_in_flight;  // at most one per thread
   std::vector<LeftOutCall> left_out_calls;    // rows of collectives out of physical range
   std::vector<NvtxRange> nvtx_ranges;
   std::vector<GpuActivity> gpu_activities;
   std::vector<store::ThreadRow> threads;
   std::vector<store::BufferRow> buffers;
+
+  // The non-blocking times of collectives[call]; nullptr for blocking calls and files before schema 1.2.
+  const NonblockingTimes* nonblocking_times(std::size_t call) const;
 
   std::optional<std::string> meta_value(const std::string& key) const;
   std::optional<std::int64_t> meta_int(const std::string& key) const;
@@ -123,6 +167,7 @@ struct Run {
                                       // left out for values out of physical range (run/physical_limits.hpp)
 
   std::size_t collective_count() const;
+  std::size_t point_to_point_count() const;
   // Index into ranks of world rank r, or -1.
   int rank_index(int world_rank) const;
   // The job's knob from meta "env.NAME" (first rank that has it).

@@ -43,7 +43,8 @@ struct Step {
   std::int64_t start_ns = 0;  // aligned, earliest rank
   std::int64_t end_ns = 0;
   double duration_ns = 0;     // mean over ranks
-  double comm_ns = 0;         // mean over ranks: time inside collectives (union of calls)
+  double comm_ns = 0;         // mean over ranks: time inside collectives (union of calls; non-blocking ones by their
+                              // time in MPI, run/wait_states.hpp)
   double wait_ns = 0;         // mean over ranks: waiting for the others (run/lateness.hpp)
   double exposed_comm_ns = 0; // mean over ranks: communication not overlapped with compute (GPU kernels, NVTX
                               // ranges of threads without collectives), minus waiting

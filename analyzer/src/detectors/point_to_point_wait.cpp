@@ -1,0 +1,172 @@
+// Point-to-point wait states: ranks waiting in sends and receives for one rank, step after step (late sender,
+// late receiver, as Scalasca names them; the definitions are run/wait_states.hpp's). Who waits for whom, how
+// long per step, and whose imbalance it is: a wait passed on by a rank that was itself waiting counts for the
+// rank at the root of the chain.
+#include "detector_support.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <set>
+
+namespace collscope::analyzer {
+namespace {
+
+// Index of the step whose window holds aligned time t, or -1.
+int step_of(const StepSummary& steps, std::int64_t t) {
+  auto it = std::upper_bound(steps.steps.begin(), steps.steps.end(), t,
+                             [](std::int64_t v, const Step& s) { return v < s.start_ns; });
+  if (it == steps.steps.begin()) return -1;
+  --it;
+  return t <= it->end_ns ? static_cast<int>(it - steps.steps.begin()) : -1;
+}
+
+// Aligned first entry to last exit over every MPI call of the run (ns).
+double run_span_ns(const Run& run, const ClockAlignment& clocks) {
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    auto see = [&](std::int64_t a, std::int64_t b) {
+      lo = std::min(lo, clocks.aligned(static_cast<int>(r), a)), hi = std::max(hi, clocks.aligned(static_cast<int>(r), b));
+    };
+    for (const auto& c : run.ranks[r].collectives) see(c.start_ns, c.end_ns);
+    for (const auto& c : run.ranks[r].point_to_point) see(c.start_ns, c.end_ns);
+  }
+  return hi > lo ? double(hi - lo) : 0.0;
+}
+
+std::string rank_list(const std::set<int>& ranks) {
+  std::vector<std::string> names;
+  for (int r : ranks) names.push_back(std::to_string(r));
+  if (names.size() == 1) return "rank " + names[0];
+  std::string out = "ranks ";
+  for (std::size_t k = 0; k < names.size(); ++k)
+    out += (k == 0 ? "" : k + 1 == names.size() ? " and " : ", ") + names[k];
+  return out;
+}
+
+}  // namespace
+
+std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
+  const Run& run = in.run;
+  const StepSummary& steps = in.steps;
+  const DetectorThresholds& limits = in.limits();
+  std::vector<Finding> out;
+  if (run.ranks.size() < 2 || run.point_to_point_count() == 0) return out;
+  const run::PointToPointWaits waits = run::measure_point_to_point_waits(run, in.clocks);
+  if (waits.waits.empty()) return out;
+  // Per step (the measured ones) when the run has steps, else over the whole run.
+  const bool per_step = steps.measured_steps() > 0 && steps.median_step_ns > 0;
+  const int first = steps.warmup_steps, measured = per_step ? steps.measured_steps() : 1;
+  const double step_ns = per_step ? steps.median_step_ns : run_span_ns(run, in.clocks);
+  if (step_ns <= 0) return out;
+  const double floor_ns = std::max(limits.p2p_wait_min_share * step_ns, limits.p2p_wait_min_ns);
+  // (waited for, waiting rank) → wait per measured step, both states together (a rank computing longer posts
+  // its sends and its receives late alike); the share of each state; propagated waits per waiting rank apart.
+  std::map<std::pair<int, int>, std::vector<double>> direct;
+  std::map<std::pair<int, int>, std::array<double, 2>> by_state;  // total ns: late sender, late receiver
+  std::map<int, std::vector<double>> propagated;
+  std::map<int, std::set<int>> propagated_from;
+  for (const auto& w : waits.waits) {
+    int k = 0;
+    if (per_step) {
+      k = step_of(steps, w.end_ns) - first;
+      if (k < 0 || k >= measured) continue;
+    }
+    auto& v = w.propagated ? propagated[w.waiting_rank] : direct[{w.waited_for, w.waiting_rank}];
+    v.resize(static_cast<std::size_t>(measured), 0);
+    v[static_cast<std::size_t>(k)] += double(w.wait_ns);
+    if (w.propagated) propagated_from[w.waiting_rank].insert(w.waited_for);
+    else by_state[{w.waited_for, w.waiting_rank}][w.state == run::WaitState::LateSender ? 0 : 1] += double(w.wait_ns);
+  }
+  // Candidates: each rank waited for, with the ranks waiting for it by at least the floor in the median step (one
+  // long stall is not a pattern), or over the whole run.
+  struct Candidate {
+    std::map<int, double> waiting;  // waiting rank → wait per step
+    double strongest = 0;           // the longest any rank waits for it per step
+    double total_ns = 0;            // over the measured steps, all its waiting ranks
+    std::array<double, 2> states{};  // of total_ns: late sender, late receiver
+  };
+  std::map<int, Candidate> candidates;
+  for (const auto& [key, v] : direct) {
+    const auto& [waited_for, waiting] = key;
+    auto& c = candidates[waited_for];
+    const double f = median_of(v);
+    c.strongest = std::max(c.strongest, f);
+    for (double x : v) c.total_ns += x;
+    for (int st = 0; st < 2; ++st) c.states[st] += by_state[key][st];
+    if (f >= floor_ns) c.waiting[waiting] = f;
+  }
+  const std::string unit = per_step ? "per step" : "in the run";
+  // Waits passed on by ranks that were themselves waiting: said once, in the costliest finding.
+  std::string passed_on;
+  for (const auto& [r, v] : propagated) {
+    const double p = median_of(v);
+    if (p >= floor_ns)
+      passed_on += fmt::format(" Rank {} also waits {} {} for {}, which were themselves waiting (passed on, not "
+                               "their own delay).", r, format_ms(p), unit, rank_list(propagated_from[r]));
+  }
+  for (const auto& [root, c] : candidates) {
+    if (c.waiting.empty()) continue;
+    // The typical wait for the other ranks (the median of the longest wait for each): several ranks can each hold
+    // their neighbours up (two overloaded subdomains), but each must stand out from what waiting is usual here.
+    std::vector<double> others;
+    for (const auto& [other, o] : candidates)
+      if (other != root) others.push_back(o.strongest);
+    const double typical = median_of(others);
+    if (c.strongest < limits.p2p_wait_dominance * typical) continue;
+    std::set<int> waiting_ranks;
+    double sum = 0, longest = 0;
+    for (const auto& [r, f] : c.waiting) waiting_ranks.insert(r), sum += f, longest = std::max(longest, f);
+    const double mean = sum / double(c.waiting.size());
+    const double sender_share = c.states[0] + c.states[1] > 0 ? c.states[0] / (c.states[0] + c.states[1]) : 1;
+    const bool sender = sender_share >= 0.5;
+    const std::string states =
+        sender_share >= 0.9   ? "late sender"
+        : sender_share <= 0.1 ? "late receiver"
+                              : fmt::format("late sender {:.0f} %, late receiver {:.0f} %", 100 * sender_share,
+                                            100 * (1 - sender_share));
+    Finding f;
+    f.kind = FindingKind::PointToPointWait;
+    f.severity = mean >= limits.p2p_wait_critical_share * step_ns ? Severity::Critical : Severity::Warning;
+    f.ranks = {root};
+    f.title = fmt::format("{} wait{} for rank {} ({}) {} {}, {:.0f} % of {}", rank_list(waiting_ranks),
+                          waiting_ranks.size() == 1 ? "s" : "", root, states, format_ms(mean), unit,
+                          100 * mean / step_ns, per_step ? "step time" : "the run");
+    f.cost_ns = longest * double(measured);
+    f.evidence = {{"wait_per_step_ns", mean},
+                  {"longest_wait_per_step_ns", longest},
+                  {"wait_total_ns", c.total_ns},
+                  {"late_sender_share_pct", 100 * sender_share},
+                  {"typical_other_wait_per_step_ns", typical},
+                  {"step_time_ns", step_ns},
+                  {"share_of_step_pct", 100 * mean / step_ns},
+                  {"waiting_ranks", double(waiting_ranks.size())},
+                  {"matched_messages", double(waits.messages)},
+                  {"per_step", per_step ? 1.0 : 0.0}};
+    for (const auto& [r, w] : c.waiting) f.evidence[fmt::format("rank_{}_wait_per_step_ns", r)] = w;
+    std::string detail;
+    for (const auto& [r, w] : c.waiting) detail += fmt::format("{}rank {} {}", detail.empty() ? "" : ", ", r, format_ms(w));
+    f.evidence_text = fmt::format(
+        "of {} matched point-to-point messages, waiting {} for rank {}{}: {}; the median wait for any other rank "
+        "{}. Late sender: a receive posted before rank {}'s send; late receiver: a blocking or synchronous send to "
+        "rank {} that could complete only once it posted the receive.",
+        waits.messages, unit, root, per_step ? fmt::format(" (median of {} measured steps)", measured) : "", detail,
+        format_ms(typical), root, root);
+    f.suggestion = fmt::format(
+        "Rank {} spends longer than its peers between exchanges, so it reaches its {} late: load imbalance in its "
+        "work, not an MPI setting. Balance the decomposition (give rank {} fewer cells, particles or rows) or find "
+        "what slows it (its host, CPU binding, its data); balanced, the ranks waiting for it would save about {} {}.{}",
+        root, sender ? "sends" : "receives", root, format_ms(mean), unit,
+        sender_share < 0.9 ? " Posting its receives before its computation (MPI_Irecv) lets its senders go on." : "");
+    out.push_back(std::move(f));
+  }
+  if (!out.empty() && !passed_on.empty()) {
+    auto top = std::max_element(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.cost_ns < b.cost_ns; });
+    top->evidence_text += passed_on;
+  }
+  return out;
+}
+
+}  // namespace collscope::analyzer
