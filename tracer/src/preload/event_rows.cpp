@@ -31,4 +31,66 @@ store::PointToPointRow point_to_point_row(const Event& e, WriterContext& ctx) {
   return r;
 }
 
+namespace {
+
+// The non-blocking fields of a record, as set_nonblocking_times() sets them in a row.
+template <typename Record>
+void set_nonblocking_fields(const Event& e, const TickConverter& clock, Record& r) {
+  if (!(e.flags & kFlagNonBlocking) || (e.flags & kFlagNccl)) return;
+  r.flags |= store::kRecordNonBlocking;
+  r.post_end_ns = clock.to_ns(e.mpi.post_end);
+  r.wait_ns = clock.to_ns(e.t0 + e.mpi.wait_ticks) - clock.to_ns(e.t0);
+  r.wait_calls = e.mpi.wait_calls;
+}
+
+}  // namespace
+
+store::CollectiveRecord collective_record(const Event& e, std::int64_t start_ns, WriterContext& ctx) {
+  store::CollectiveRecord r;
+  r.start_ns = start_ns;
+  r.end_ns = ctx.clock.to_ns(e.t1);
+  r.seq = e.seq;
+  r.count = e.count;
+  r.bytes = e.bytes;
+  r.sendbuf = e.sendbuf;
+  r.recvbuf = e.recvbuf;
+  r.comm = e.comm_slot;
+  r.datatype = static_cast<std::uint32_t>(ctx.store_string(e.datatype));
+  r.reduce_op = static_cast<std::uint32_t>(ctx.store_string(e.reduce_op));
+  r.status = e.status;
+  r.op = e.op;
+  if (e.root >= 0) r.root = e.root, r.flags |= store::kRecordRoot;
+  if (e.peer >= 0) r.peer = e.peer, r.flags |= store::kRecordPeer;
+  set_nonblocking_fields(e, ctx.clock, r);
+  return r;
+}
+
+store::PointToPointRecord point_to_point_record(const Event& e, WriterContext& ctx) {
+  store::PointToPointRecord r;
+  r.start_ns = ctx.clock.to_ns(e.t0);
+  r.end_ns = ctx.clock.to_ns(e.t1);
+  r.seq = e.seq;
+  r.count = e.count;
+  r.sendbuf = e.sendbuf;
+  r.recvbuf = e.recvbuf;
+  r.comm = e.comm_slot;
+  r.datatype = static_cast<std::uint32_t>(ctx.store_string(e.datatype));
+  r.status = e.status;
+  r.op = e.op;
+  if (e.flags & kFlagSends) {
+    r.flags |= store::kRecordSends;
+    r.send_peer = e.peer;
+    r.send_tag = e.mpi.send_tag;
+    r.send_bytes = e.bytes;
+  }
+  if (e.flags & kFlagReceives) {
+    r.flags |= store::kRecordReceives;
+    r.recv_peer = e.mpi.recv_peer;
+    r.recv_tag = e.mpi.recv_tag;
+    r.recv_bytes = e.mpi.recv_bytes;
+  }
+  set_nonblocking_fields(e, ctx.clock, r);
+  return r;
+}
+
 }  // namespace collscope::tracer
