@@ -222,36 +222,29 @@ class BatchRecords {
   // The next row, false when there is none. Throws InputError naming the file, the table and the row of a
   // batch that is not well formed.
   bool next(Row& out) {
-    while (index_ >= count_) {
+    while (!decoder_ || !decoder_->next(out)) {
       if (!q_.step()) return false;
       sqlite3_stmt* s = q_.handle();
-      const std::int64_t batch = q_.int64(0);
-      thread_ = q_.int64(1);
-      first_ = q_.int64(2);
-      const std::int64_t count = q_.int64(3);
+      const std::int64_t batch = q_.int64(0), thread = q_.int64(1), first = q_.int64(2), count = q_.int64(3);
       const int type = sqlite3_column_type(s, 5);
-      payload_ = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, 5));
+      const auto* payload = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, 5));
       const auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(s, 5));
-      std::string problem = type == SQLITE_BLOB || (type == SQLITE_NULL && count == 0)
-                                ? event_batch_problem(kBatchKindOf<Row>, first_, count, q_.int64(4), bytes, last_id_)
-                                : std::string("payload is not a blob (a corrupt batch)");
-      if (!problem.empty()) throw InputError(fmt::format("{}: event_batches row {}: {}", path_, batch, problem));
-      last_id_ = first_ + count - 1;
-      count_ = count;
-      index_ = 0;
+      const std::string where = fmt::format("{}: event_batches row {}", path_, batch);
+      const std::string problem = type == SQLITE_BLOB || (type == SQLITE_NULL && count == 0)
+                                      ? event_batch_problem(kBatchKindOf<Row>, first, count, q_.int64(4), bytes, last_id_)
+                                      : std::string("payload is not a blob (a corrupt batch)");
+      if (!problem.empty()) throw InputError(fmt::format("{}: {}", where, problem));
+      last_id_ = first + count - 1;
+      decoder_.emplace(payload, bytes, first, count, thread, where);
     }
-    const std::uint8_t* record = payload_ + static_cast<std::size_t>(index_) * record_bytes(BatchKind(kBatchKindOf<Row>));
-    if constexpr (std::is_same_v<Row, CollectiveRow>) out = decode_collective(record, first_ + index_, thread_);
-    else out = decode_point_to_point(record, first_ + index_, thread_);
-    ++index_;
     return true;
   }
 
  private:
   std::string_view path_;
   sqlite::Statement q_;
-  const std::uint8_t* payload_ = nullptr;
-  std::int64_t thread_ = 0, first_ = 0, count_ = 0, index_ = 0, last_id_ = 0;
+  std::optional<BatchDecoder<Row>> decoder_;
+  std::int64_t last_id_ = 0;
 };
 
 }  // namespace
@@ -344,13 +337,14 @@ std::int64_t TraceReader::row_count(std::string_view table) const {
   if (!known) fail(fmt::format("unknown table '{}'", table));
   auto q = db_.prepare(fmt::format("SELECT count(*) FROM {}", table));
   std::int64_t rows = q.step() ? q.int64(0) : 0;
-  // Rows still in event batches (a run killed before its writer expanded them), counted by the records their
-  // payloads hold: a corrupt count cannot inflate it.
+  // Rows still in event batches (a run killed before its writer expanded them): what their count column says, but
+  // never more than their payloads can hold, so that a corrupt count cannot size a reservation.
   for (BatchKind kind : {BatchKind::Collectives, BatchKind::PointToPoint}) {
     const bool of_table = (kind == BatchKind::Collectives ? Table<CollectiveRow>::name : Table<PointToPointRow>::name) == table;
     if (!of_table || !has_event_batches(static_cast<std::int64_t>(kind))) continue;
-    auto b = db_.prepare(fmt::format("SELECT coalesce(sum(length(payload) / {}), 0) FROM event_batches WHERE kind = ?1",
-                                     record_bytes(kind)));
+    auto b = db_.prepare(fmt::format("SELECT coalesce(sum(max(0, min(count, length(payload) / {}))), 0) FROM "
+                                     "event_batches WHERE kind = ?1",
+                                     min_record_bytes(kind)));
     b.bind(1, static_cast<std::int64_t>(kind));
     if (b.step()) rows += b.int64(0);
   }

@@ -227,11 +227,13 @@ std::int64_t TraceWriter::expand_event_batches() {
       const std::string problem = event_batch_problem(kind, first, count, q.int64(5), bytes, last_id);
       if (!problem.empty()) throw Error(fmt::format("{}: event_batches row {}: {}", path_, q.int64(0), problem));
       last_id = first + count - 1;
-      const std::size_t size = record_bytes(static_cast<BatchKind>(kind));
-      for (std::int64_t i = 0; i < count; ++i) {
-        const std::uint8_t* record = payload + static_cast<std::size_t>(i) * size;
-        if (kind == static_cast<std::int64_t>(BatchKind::Collectives)) add(decode_collective(record, first + i, thread));
-        else add(decode_point_to_point(record, first + i, thread));
+      const std::string where = fmt::format("{}: event_batches row {}", path_, q.int64(0));
+      if (kind == static_cast<std::int64_t>(BatchKind::Collectives)) {
+        BatchDecoder<CollectiveRow> records(payload, bytes, first, count, thread, where);
+        for (CollectiveRow row; records.next(row);) add(row);
+      } else {
+        BatchDecoder<PointToPointRow> records(payload, bytes, first, count, thread, where);
+        for (PointToPointRow row; records.next(row);) add(row);
       }
       rows += count;
     }

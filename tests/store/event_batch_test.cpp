@@ -35,7 +35,7 @@ void show(std::ostream& o, const std::optional<T>& v) {
 }
 template <typename Row> std::string row_text(const Row& r);
 #define COLLSCOPE_TABLE(sql, RowT, since_, order) \
-  template <> std::string row_text(const RowT& r) { std::ostringstream o;
+  template <> inline std::string row_text(const RowT& r) { std::ostringstream o;
 #define COLLSCOPE_COLUMN(type, member, flags) o << #member << '='; show(o, r.member); o << ' ';
 #define COLLSCOPE_TABLE_END(sql) return o.str(); }
 #include <collscope/store/tables.def>
@@ -123,12 +123,14 @@ Expected write_trace(const std::string& path, const std::string& mode) {
   w.intern("MPI_SUM");
   std::vector<std::uint8_t> buf;
   std::int64_t in_buf = 0, thread = 1;
+  BatchEncoder<CollectiveFields> encoder;
   auto flush = [&] {
     if (in_buf == 0) return;
     const std::int64_t first = w.add_event_batch(BatchKind::Collectives, thread, in_buf, buf.data(), buf.size());
     EXPECT_EQ(first, static_cast<std::int64_t>(want.collectives.size()) - in_buf + 1);
     buf.clear();
     in_buf = 0;
+    encoder.reset();
   };
   for (int i = 0; i < 300; ++i) {
     if (i == 150) flush(), thread = 2, w.commit(), w.begin();  // another thread's ring, another drain
@@ -150,21 +152,25 @@ Expected write_trace(const std::string& path, const std::string& mode) {
       w.add_collective(row);
       continue;
     }
-    buf.resize(buf.size() + kCollectiveRecordBytes);
-    encode_record(r, buf.data() + buf.size() - kCollectiveRecordBytes);
+    const std::size_t at = buf.size();
+    buf.resize(at + kMaxRecordBytes);
+    buf.resize(static_cast<std::size_t>(encoder.encode(fields_of(r), buf.data() + at) - buf.data()));
     if (++in_buf == 64) flush();
   }
   flush();
   for (int b = 0; b < 2; ++b) {
-    std::vector<std::uint8_t> p(20 * kPointToPointRecordBytes);
+    std::vector<std::uint8_t> p(20 * kMaxRecordBytes);
+    BatchEncoder<PointToPointFields> p2p_encoder;
+    std::uint8_t* end = p.data();
     for (int i = 0; i < 20; ++i) {
       const PointToPointRecord r = p2p_record(b * 20 + i);
-      encode_record(r, p.data() + i * kPointToPointRecordBytes);
+      end = p2p_encoder.encode(fields_of(r), end);
       PointToPointRow row = as_row(r, 1);
       row.id = b * 20 + i + 1;
       want.p2p.push_back(row);
       if (mode == "rows") w.add(row);
     }
+    p.resize(static_cast<std::size_t>(end - p.data()));
     if (mode != "rows") {
       EXPECT_EQ(w.add_event_batch(BatchKind::PointToPoint, 1, 20, p.data(), p.size()), b * 20 + 1);
     }
@@ -256,14 +262,20 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
     std::string edit, expect;
   };
   const std::vector<Case> cases = {
-      {"UPDATE event_batches SET payload = substr(payload, 1, 1000) WHERE id = 2", "event_batches row 2: payload of 1000 bytes is not 49 records of 104 bytes"},
-      {"UPDATE event_batches SET count = count + 1000000000000 WHERE id = 1", "event_batches row 1: payload of"},
-      {"UPDATE event_batches SET count = -1 WHERE id = 1", "event_batches row 1: payload of"},
+      {"UPDATE event_batches SET payload = substr(payload, 1, length(payload) - 3) WHERE id = 2", "event_batches row 2: record 48 runs past the end of the payload (a truncated or corrupt batch)"},
+      {"UPDATE event_batches SET payload = substr(payload, 1, 900) WHERE id = 2", "event_batches row 2: record "},
+      {"UPDATE event_batches SET payload = CAST(payload || X'00' AS BLOB) WHERE id = 3", "event_batches row 3: 1 bytes after its last record"},
+      {"UPDATE event_batches SET count = count + 1000000000000 WHERE id = 1", "event_batches row 1: count 1000000000007 does not fit"},
+      {"UPDATE event_batches SET count = count - 1 WHERE id = 1", "event_batches row 1: "},
+      {"UPDATE event_batches SET count = -1 WHERE id = 1", "event_batches row 1: count -1 does not fit"},
       {"UPDATE event_batches SET format_version = 9 WHERE id = 3", "event_batches row 3: format version 9"},
       {"UPDATE event_batches SET first_id = 1 WHERE id = 2", "event_batches row 2: first_id 1 overlaps"},
       {"UPDATE event_batches SET first_id = -5 WHERE id = 1", "event_batches row 1: first_id -5 is out of range"},
       {"UPDATE event_batches SET first_id = 9223372036854775807 WHERE id = 1", "event_batches row 1: first_id"},
       {"UPDATE event_batches SET payload = 'not a blob' WHERE id = 1", "event_batches row 1: payload is not a blob"},
+      {"UPDATE event_batches SET payload = CAST(X'ffffffffffffffffffff7f' || substr(payload, 12) AS BLOB) WHERE id = 1", "longer than 64 bits"},
+      // A zigzag value of 2^33 for the first record's comm (field 10): 2^32, out of the field's range.
+      {"UPDATE event_batches SET payload = CAST(X'000000000000000000' || X'8080808020' || substr(payload, 15) AS BLOB) WHERE id = 1", "record 0: comm = 4294967296 is out of range"},
       {"UPDATE collectives SET id = 3 WHERE id = 8", "collectives.id 3 is both a row and in event_batches"},
   };
   for (const Case& c : cases) {
@@ -275,8 +287,8 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
     }
     try {
       TraceReader r(bad);
-      (void)r.row_count("collectives");  // counts what the payloads hold: never throws, never inflated
-      EXPECT_LE(r.row_count("collectives"), 300) << c.edit;
+      // Bounded by what the payloads can hold (a record is at least 18 bytes): a corrupt count cannot inflate it.
+      EXPECT_LE(r.row_count("collectives"), 320) << c.edit;
       r.collectives();
       ADD_FAILURE() << "no error for: " << c.edit;
     } catch (const collscope::InputError& e) {
@@ -289,23 +301,40 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
 }
 
 TEST(EventBatches, RecordLayoutIsTheDocumentedOne) {
-  // Field offsets of docs/trace-format.md: a record decoded from hand-placed little-endian bytes.
-  std::vector<std::uint8_t> b(kCollectiveRecordBytes, 0);
-  auto put = [&](std::size_t at, std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
-  };
-  put(0, 1000, 8), put(8, 2000, 8), put(16, 5, 8), put(24, 64, 8), put(32, 256, 8), put(40, 0xabc, 8), put(48, 0xdef, 8);
-  put(56, 1100, 8), put(64, 700, 8), put(72, 3, 4), put(76, 1, 4), put(80, 2, 4), put(84, 0, 4), put(88, 9, 4);
-  put(92, 0xffffffff, 4), put(96, 6, 4), put(100, 2, 1), put(101, kRecordRoot | kRecordNonBlocking, 1);
-  const CollectiveRow r = decode_collective(b.data(), 42, 7);
-  EXPECT_EQ(row_text(r), "id=42 comm=3 seq=5 op=2 count=64 datatype=1 bytes=256 reduce_op=2 root=0 peer=NULL sendbuf=2748 "
-                         "recvbuf=3567 stream=NULL thread=7 start_ns=1000 end_ns=2000 gpu_start_ns=NULL gpu_end_ns=NULL "
-                         "correlation=NULL group=NULL status=-1 post_end_ns=1100 wait_ns=700 wait_calls=6 ");
-  std::vector<std::uint8_t> again(kCollectiveRecordBytes);
-  CollectiveRecord rec;
-  rec.start_ns = 1000, rec.end_ns = 2000, rec.seq = 5, rec.count = 64, rec.bytes = 256, rec.sendbuf = 0xabc;
-  rec.recvbuf = 0xdef, rec.post_end_ns = 1100, rec.wait_ns = 700, rec.comm = 3, rec.datatype = 1, rec.reduce_op = 2;
-  rec.root = 0, rec.peer = 9, rec.status = -1, rec.wait_calls = 6, rec.op = 2, rec.flags = kRecordRoot | kRecordNonBlocking;
-  EXPECT_EQ(encode_record(rec, again.data()), again.data() + kCollectiveRecordBytes);
-  EXPECT_EQ(again, b);
+  // docs/trace-format.md: each field zigzag LEB128, the difference from the previous record's (0 before the first),
+  // end_ns and post_end_ns from the record's own start_ns.
+  CollectiveRecord a;
+  a.start_ns = 1000, a.end_ns = 1300, a.seq = 5, a.count = 64, a.bytes = 256, a.sendbuf = 0x7f00, a.recvbuf = 0x7f00;
+  a.comm = 1, a.datatype = 1, a.reduce_op = 2, a.status = 0, a.op = 1;
+  CollectiveRecord b = a;
+  b.start_ns = 2000, b.end_ns = 2100, b.seq = 6, b.count = 32, b.bytes = 128, b.status = -1, b.op = 2;
+  b.flags = kRecordRoot | kRecordNonBlocking, b.root = 0, b.post_end_ns = 2010, b.wait_ns = 50, b.wait_calls = 3;
+  std::vector<std::uint8_t> bytes(2 * kMaxRecordBytes);
+  BatchEncoder<CollectiveFields> enc;
+  std::uint8_t* end = enc.encode(fields_of(b), enc.encode(fields_of(a), bytes.data()));
+  bytes.resize(static_cast<std::size_t>(end - bytes.data()));
+  const std::vector<std::uint8_t> want = {
+      // a: start 1000 -> zigzag 2000 = d0 0f; end +300 -> 600 = d8 04; seq 5 -> 10; count 64 -> 128 = 80 01;
+      // bytes 256 -> 512 = 80 04; sendbuf, recvbuf 0x7f00 -> 0xfe00 = 80 fc 03; post_end_ns (blocking: written as
+      // start_ns) 0; wait_ns 0; comm 1 -> 2; datatype 1 -> 2; reduce_op 2 -> 4; root, peer, status, wait_calls 0;
+      // op 1 -> 2; flags 0.
+      0xd0, 0x0f, 0xd8, 0x04, 0x0a, 0x80, 0x01, 0x80, 0x04, 0x80, 0xfc, 0x03, 0x80, 0xfc, 0x03, 0x00, 0x00,
+      0x02, 0x02, 0x04, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00,
+      // b: start +1000 -> d0 0f; end +100 -> c8 01; seq +1 -> 02; count -32 -> 3f; bytes -128 -> ff 01;
+      // sendbuf, recvbuf 0; post_end_ns +10 -> 14; wait_ns +50 -> 64; comm, datatype, reduce_op, root, peer 0;
+      // status -1 -> 01; wait_calls +3 -> 06; op +1 -> 02; flags +5 -> 0a.
+      0xd0, 0x0f, 0xc8, 0x01, 0x02, 0x3f, 0xff, 0x01, 0x00, 0x00, 0x14, 0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+      0x06, 0x02, 0x0a};
+  EXPECT_EQ(bytes, want);
+  BatchDecoder<CollectiveRow> dec(bytes.data(), bytes.size(), 42, 2, 7, "x");
+  CollectiveRow ra, rb;
+  ASSERT_TRUE(dec.next(ra));
+  ASSERT_TRUE(dec.next(rb));
+  EXPECT_FALSE(dec.next(rb));
+  EXPECT_EQ(row_text(ra), "id=42 comm=1 seq=5 op=1 count=64 datatype=1 bytes=256 reduce_op=2 root=NULL peer=NULL "
+                          "sendbuf=32512 recvbuf=32512 stream=NULL thread=7 start_ns=1000 end_ns=1300 gpu_start_ns=NULL "
+                          "gpu_end_ns=NULL correlation=NULL group=NULL status=0 post_end_ns=NULL wait_ns=NULL wait_calls=NULL ");
+  EXPECT_EQ(row_text(rb), "id=43 comm=1 seq=6 op=2 count=32 datatype=1 bytes=128 reduce_op=2 root=0 peer=NULL "
+                          "sendbuf=32512 recvbuf=32512 stream=NULL thread=7 start_ns=2000 end_ns=2100 gpu_start_ns=NULL "
+                          "gpu_end_ns=NULL correlation=NULL group=NULL status=-1 post_end_ns=2010 wait_ns=50 wait_calls=3 ");
 }

@@ -161,7 +161,9 @@ static PathResult in_child(const fs::path& dir, long per_thread, bool batches) {
 int main(int argc, char** argv) {
   long per_thread = 1'000'000;
   int rounds = 2;
+  std::string only;  // "batches" or "rows": that path alone, in this process (for profilers)
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     if (!std::strcmp(argv[i], "--events-per-thread") && i + 1 < argc) per_thread = std::atol(argv[++i]);
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
   }
@@ -169,6 +171,14 @@ int main(int argc, char** argv) {
   fs::remove_all(dir);
   fs::create_directories(dir);
 
+  if (!only.empty()) {
+    setenv("COLLSCOPE_EVENT_BATCHES", only == "rows" ? "0" : "1", 1);
+    const PathResult r = traced_run(dir, per_thread);
+    fmt::print("writer_throughput: {}: {:.0f} ns CPU per event while running, at exit {:.0f} ns per event\n", only,
+               r.running_ns, r.exit_ns);
+    fs::remove_all(dir);
+    return 0;
+  }
   double load[3] = {};
   if (getloadavg(load, 3) == 3) fmt::print("writer_throughput: load average {:.2f} {:.2f} {:.2f}\n", load[0], load[1], load[2]);
   const double sqlite_ns = single_row_insert_cpu_ns(dir / "baseline.sqlite", 2 * per_thread);

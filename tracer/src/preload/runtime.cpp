@@ -139,23 +139,21 @@ class Writer {
   // use it to make such files, and it spares the exit the expansion).
   bool expand_at_exit = true;
   // The records of one table drained from one thread's ring so far (event_batch.hpp).
+  template <typename Record>
   struct EventBatchBuilder {
     store::BatchKind kind;
     std::vector<std::uint8_t> bytes;  // grows to the largest batch seen, never shrinks
     std::size_t used = 0;
     std::int64_t count = 0;
-    template <typename Record>
+    store::BatchEncoder<decltype(store::fields_of(Record{}))> encoder;
     void append(const Record& r) {
-      constexpr std::size_t size = std::is_same_v<Record, store::CollectiveRecord> ? store::kCollectiveRecordBytes
-                                                                                  : store::kPointToPointRecordBytes;
-      if (used + size > bytes.size()) bytes.resize(std::max<std::size_t>(bytes.size() * 2, 64 * 1024));
-      store::encode_record(r, bytes.data() + used);
-      used += size;
+      if (used + store::kMaxRecordBytes > bytes.size()) bytes.resize(std::max<std::size_t>(bytes.size() * 2, 64 * 1024));
+      used = static_cast<std::size_t>(encoder.encode(store::fields_of(r), bytes.data() + used) - bytes.data());
       ++count;
     }
   };
-  EventBatchBuilder collective_batch{store::BatchKind::Collectives, {}};
-  EventBatchBuilder point_to_point_batch{store::BatchKind::PointToPoint, {}};
+  EventBatchBuilder<store::CollectiveRecord> collective_batch{store::BatchKind::Collectives, {}};
+  EventBatchBuilder<store::PointToPointRecord> point_to_point_batch{store::BatchKind::PointToPoint, {}};
   std::int64_t batch_thread = 0;  // threads.id of the ring being drained
   std::int64_t events_expanded = 0;
   std::int64_t exit_cpu_ns = 0;  // expanding the batches and closing the file, at exit
@@ -163,7 +161,8 @@ class Writer {
   void run();
   void drain();
   void handle(const Event& e, WriterContext& ctx);
-  void flush_batch(EventBatchBuilder& batch);
+  template <typename Record>
+  void flush_batch(EventBatchBuilder<Record>& batch);
   void write_collective(const Event& e, WriterContext& ctx);
   void write_collective_row(const Event& e, std::int64_t start_ns, WriterContext& ctx);
   void write_calls_in_flight(WriterContext& ctx);
@@ -255,11 +254,13 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
   touch(agg);
 }
 
-void Writer::flush_batch(EventBatchBuilder& batch) {
+template <typename Record>
+void Writer::flush_batch(EventBatchBuilder<Record>& batch) {
   if (batch.count == 0) return;
   file->add_event_batch(batch.kind, batch_thread, batch.count, batch.bytes.data(), batch.used);
   batch.count = 0;
   batch.used = 0;
+  batch.encoder.reset();
 }
 
 void Writer::write_collective_row(const Event& e, std::int64_t start_ns, WriterContext& ctx) {
