@@ -215,19 +215,30 @@ std::int64_t TraceWriter::expand_event_batches() {
   begin();
   std::int64_t rows = 0;
   try {
-    auto q = impl_->db.prepare("SELECT id, kind, thread, first_id, count, format_version, payload FROM event_batches "
-                               "ORDER BY kind, first_id");
+    // Batch by batch, each deleted once its rows are added: the rows reuse the pages it leaves, so a finished file
+    // is no bigger than one written row by row (plus the largest batch).
+    std::vector<std::int64_t> batches;
+    for (auto q = impl_->db.prepare("SELECT id FROM event_batches ORDER BY kind, first_id, id"); q.step();)
+      batches.push_back(q.int64(0));
+    auto read = impl_->db.prepare("SELECT kind, thread, first_id, count, format_version, payload FROM event_batches "
+                                  "WHERE id = ?1");
+    auto erase = impl_->db.prepare("DELETE FROM event_batches WHERE id = ?1");
     std::int64_t last_kind = 0, last_id = 0;
-    while (q.step()) {
-      sqlite3_stmt* s = q.handle();
-      const std::int64_t kind = q.int64(1), thread = q.int64(2), first = q.int64(3), count = q.int64(4);
-      const auto* payload = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, 6));
-      const auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(s, 6));
+    for (const std::int64_t batch : batches) {
+      read.bind(1, batch);
+      if (!read.step()) {
+        read.reset();
+        continue;
+      }
+      sqlite3_stmt* s = read.handle();
+      const std::int64_t kind = read.int64(0), thread = read.int64(1), first = read.int64(2), count = read.int64(3);
+      const auto* payload = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, 5));
+      const auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(s, 5));
+      const std::string where = fmt::format("{}: event_batches row {}", path_, batch);
       if (kind != last_kind) last_kind = kind, last_id = 0;
-      const std::string problem = event_batch_problem(kind, first, count, q.int64(5), bytes, last_id);
-      if (!problem.empty()) throw Error(fmt::format("{}: event_batches row {}: {}", path_, q.int64(0), problem));
+      const std::string problem = event_batch_problem(kind, first, count, read.int64(4), bytes, last_id);
+      if (!problem.empty()) throw Error(fmt::format("{}: {}", where, problem));
       last_id = first + count - 1;
-      const std::string where = fmt::format("{}: event_batches row {}", path_, q.int64(0));
       if (kind == static_cast<std::int64_t>(BatchKind::Collectives)) {
         BatchDecoder<CollectiveRow> records(payload, bytes, first, count, thread, where);
         for (CollectiveRow row; records.next(row);) add(row);
@@ -235,9 +246,10 @@ std::int64_t TraceWriter::expand_event_batches() {
         BatchDecoder<PointToPointRow> records(payload, bytes, first, count, thread, where);
         for (PointToPointRow row; records.next(row);) add(row);
       }
+      read.reset();
+      erase.bind(1, batch).run();
       rows += count;
     }
-    impl_->db.exec("DELETE FROM event_batches");
     commit();
   } catch (...) {
     rollback();
