@@ -31,6 +31,78 @@ std::string event_batch_problem(std::int64_t kind, std::int64_t first_id, std::i
   return {};
 }
 
+CollectiveRecord record_of(const CollectiveFields& f) {
+  CollectiveRecord r;
+  r.start_ns = f[0], r.end_ns = f[1], r.seq = f[2], r.count = f[3], r.bytes = f[4];
+  r.sendbuf = static_cast<std::uint64_t>(f[5]), r.recvbuf = static_cast<std::uint64_t>(f[6]);
+  r.post_end_ns = f[7], r.wait_ns = f[8];
+  r.comm = static_cast<std::uint32_t>(f[9]), r.datatype = static_cast<std::uint32_t>(f[10]);
+  r.reduce_op = static_cast<std::uint32_t>(f[11]);
+  r.root = static_cast<std::int32_t>(f[12]), r.peer = static_cast<std::int32_t>(f[13]);
+  r.status = static_cast<std::int32_t>(f[14]), r.wait_calls = static_cast<std::uint32_t>(f[15]);
+  r.op = static_cast<std::uint8_t>(f[16]), r.flags = static_cast<std::uint8_t>(f[17]);
+  return r;
+}
+
+PointToPointRecord record_of(const PointToPointFields& f) {
+  PointToPointRecord r;
+  r.start_ns = f[0], r.end_ns = f[1], r.seq = f[2], r.count = f[3], r.send_bytes = f[4], r.recv_bytes = f[5];
+  r.sendbuf = static_cast<std::uint64_t>(f[6]), r.recvbuf = static_cast<std::uint64_t>(f[7]);
+  r.post_end_ns = f[8], r.wait_ns = f[9];
+  r.comm = static_cast<std::uint32_t>(f[10]), r.datatype = static_cast<std::uint32_t>(f[11]);
+  r.send_peer = static_cast<std::int32_t>(f[12]), r.send_tag = static_cast<std::int32_t>(f[13]);
+  r.recv_peer = static_cast<std::int32_t>(f[14]), r.recv_tag = static_cast<std::int32_t>(f[15]);
+  r.status = static_cast<std::int32_t>(f[16]), r.wait_calls = static_cast<std::uint32_t>(f[17]);
+  r.op = static_cast<std::uint8_t>(f[18]), r.flags = static_cast<std::uint8_t>(f[19]);
+  return r;
+}
+
+namespace {
+Op op_of(std::uint8_t code) { return code < kOpCount ? static_cast<Op>(code) : Op::Unknown; }  // as the table's reader
+}  // namespace
+
+CollectiveRow row_of(const CollectiveRecord& r, std::int64_t id, std::int64_t thread) {
+  CollectiveRow row;
+  row.id = id;
+  row.comm = r.comm;
+  row.seq = r.seq;
+  row.op = op_of(r.op);
+  row.count = r.count;
+  row.datatype = r.datatype;
+  row.bytes = r.bytes;
+  row.reduce_op = r.reduce_op;
+  if (r.flags & kRecordRoot) row.root = r.root;
+  if (r.flags & kRecordPeer) row.peer = r.peer;
+  row.sendbuf = r.sendbuf;
+  row.recvbuf = r.recvbuf;
+  row.thread = thread;
+  row.start_ns = r.start_ns;
+  row.end_ns = r.end_ns;
+  row.status = r.status;
+  if (r.flags & kRecordNonBlocking) row.post_end_ns = r.post_end_ns, row.wait_ns = r.wait_ns, row.wait_calls = r.wait_calls;
+  return row;
+}
+
+PointToPointRow row_of(const PointToPointRecord& r, std::int64_t id, std::int64_t thread) {
+  PointToPointRow row;
+  row.id = id;
+  row.comm = r.comm;
+  row.seq = r.seq;
+  row.op = op_of(r.op);
+  row.count = r.count;
+  row.datatype = r.datatype;
+  if (r.flags & kRecordSends) row.send_peer = r.send_peer, row.send_tag = r.send_tag, row.send_bytes = r.send_bytes;
+  if (r.flags & kRecordReceives) row.recv_peer = r.recv_peer, row.recv_tag = r.recv_tag, row.recv_bytes = r.recv_bytes;
+  row.sendbuf = r.sendbuf;
+  row.recvbuf = r.recvbuf;
+  row.thread = thread;
+  row.start_ns = r.start_ns;
+  row.end_ns = r.end_ns;
+  if (r.flags & kRecordNonBlocking) row.post_end_ns = r.post_end_ns, row.wait_ns = r.wait_ns, row.wait_calls = r.wait_calls;
+  row.status = r.status;
+  return row;
+}
+
 template <typename Row>
 bool BatchDecoder<Row>::next(Row& out) {
   constexpr bool collective = std::is_same_v<Row, CollectiveRow>;
@@ -41,7 +113,7 @@ bool BatchDecoder<Row>::next(Row& out) {
       throw InputError(fmt::format("{}: {} bytes after its last record (a corrupt batch)", where_, end_ - p_));
     return false;
   }
-  std::array<std::int64_t, table.size()> f{};
+  Fields f{};
   for (std::size_t i = 0; i < table.size(); ++i) {
     std::uint64_t z = 0;
     for (int shift = 0;; shift += 7) {
@@ -63,45 +135,7 @@ bool BatchDecoder<Row>::next(Row& out) {
                                    table[i].name, f[i]));
   }
   std::copy(f.begin(), f.end(), prev_.begin());
-  out = Row{};
-  out.id = id_++;
-  out.thread = thread_;
-  out.start_ns = f[0];
-  out.end_ns = f[1];
-  out.seq = f[2];
-  out.count = f[3];
-  const auto flags = static_cast<std::uint8_t>(f[table.size() - 1]);
-  const auto op = static_cast<std::uint8_t>(f[table.size() - 2]);
-  out.op = op < kOpCount ? static_cast<Op>(op) : Op::Unknown;  // as the table's reader reads a code it does not know
-  if constexpr (collective) {
-    out.bytes = f[4];
-    out.sendbuf = static_cast<std::uint64_t>(f[5]);
-    out.recvbuf = static_cast<std::uint64_t>(f[6]);
-    if (flags & kRecordNonBlocking) out.post_end_ns = f[7], out.wait_ns = f[8], out.wait_calls = f[15];
-    out.comm = f[9];
-    out.datatype = f[10];
-    out.reduce_op = f[11];
-    if (flags & kRecordRoot) out.root = static_cast<std::int32_t>(f[12]);
-    if (flags & kRecordPeer) out.peer = static_cast<std::int32_t>(f[13]);
-    out.status = static_cast<std::int32_t>(f[14]);
-  } else {
-    if (flags & kRecordSends) {
-      out.send_bytes = f[4];
-      out.send_peer = static_cast<std::int32_t>(f[12]);
-      out.send_tag = static_cast<std::int32_t>(f[13]);
-    }
-    if (flags & kRecordReceives) {
-      out.recv_bytes = f[5];
-      out.recv_peer = static_cast<std::int32_t>(f[14]);
-      out.recv_tag = static_cast<std::int32_t>(f[15]);
-    }
-    out.sendbuf = static_cast<std::uint64_t>(f[6]);
-    out.recvbuf = static_cast<std::uint64_t>(f[7]);
-    if (flags & kRecordNonBlocking) out.post_end_ns = f[8], out.wait_ns = f[9], out.wait_calls = f[17];
-    out.comm = f[10];
-    out.datatype = f[11];
-    out.status = static_cast<std::int32_t>(f[16]);
-  }
+  out = row_of(record_of(f), id_++, thread_);
   --left_;
   ++index_;
   return true;

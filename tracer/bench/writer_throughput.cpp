@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
       const PathResult r = in_child(dir / fmt::format("run-{}-{}", round, batches), per_thread, batches);
       (batches ? batch_ns : row_ns).push_back(r.running_ns);
       fmt::print("writer_throughput: round {}, {}: {:.0f} ns CPU per event while running ({} events, {:.3f} M "
-                 "events/s); at exit {:.0f} ns per event = {:.3f} s ({} rows expanded); {:.1f} bytes per event on disk\n",
+                 "events/s, exit included); at exit {:.0f} ns per event = {:.3f} s ({} rows expanded); {:.1f} bytes per event on disk\n",
                  round + 1, batches ? "event batches" : "row per event (baseline)", r.running_ns, r.events,
                  r.events_per_s / 1e6, r.exit_ns, r.exit_s, r.expanded, r.bytes_per_event);
     }

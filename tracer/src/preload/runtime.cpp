@@ -141,6 +141,7 @@ class Writer {
   // The records of one table drained from one thread's ring so far (event_batch.hpp).
   template <typename Record>
   struct EventBatchBuilder {
+    explicit EventBatchBuilder(store::BatchKind k) : kind(k) {}
     store::BatchKind kind;
     std::vector<std::uint8_t> bytes;  // grows to the largest batch seen, never shrinks
     std::size_t used = 0;
@@ -152,8 +153,8 @@ class Writer {
       ++count;
     }
   };
-  EventBatchBuilder<store::CollectiveRecord> collective_batch{store::BatchKind::Collectives, {}};
-  EventBatchBuilder<store::PointToPointRecord> point_to_point_batch{store::BatchKind::PointToPoint, {}};
+  EventBatchBuilder<store::CollectiveRecord> collective_batch{store::BatchKind::Collectives};
+  EventBatchBuilder<store::PointToPointRecord> point_to_point_batch{store::BatchKind::PointToPoint};
   std::int64_t batch_thread = 0;  // threads.id of the ring being drained
   std::int64_t events_expanded = 0;
   std::int64_t exit_cpu_ns = 0;  // expanding the batches and closing the file, at exit
@@ -264,28 +265,12 @@ void Writer::flush_batch(EventBatchBuilder<Record>& batch) {
 }
 
 void Writer::write_collective_row(const Event& e, std::int64_t start_ns, WriterContext& ctx) {
-  store::CollectiveRow r;
-  r.comm = e.comm_slot;
-  r.seq = e.seq;
-  r.op = static_cast<store::Op>(e.op);
-  r.count = e.count;
-  r.datatype = ctx.store_string(e.datatype);
-  r.bytes = e.bytes;
-  r.reduce_op = ctx.store_string(e.reduce_op);
-  if (e.root >= 0) r.root = e.root;
-  if (e.peer >= 0) r.peer = e.peer;
-  r.sendbuf = e.sendbuf;
-  r.recvbuf = e.recvbuf;
+  store::CollectiveRow r = store::row_of(collective_record(e, start_ns, ctx), 0, e.thread);
   if (e.flags & kFlagNccl) {
     if (e.nccl.stream) r.stream = e.nccl.stream;
     if (e.nccl.correlation) r.correlation = e.nccl.correlation;
     if (e.nccl.group) r.group = static_cast<std::int64_t>(e.nccl.group);
   }
-  r.thread = e.thread;
-  r.start_ns = start_ns;
-  r.end_ns = clock.to_ns(e.t1);
-  r.status = e.status;
-  set_nonblocking_times(e, clock, r);
   file->add_collective(r);
   const std::int64_t row_id = file->last_id();
   for (auto& hook : collective_hooks) hook(e, row_id, ctx);
@@ -349,7 +334,7 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
       break;
     case EventKind::PointToPoint:
       if (use_batches) point_to_point_batch.append(point_to_point_record(e, ctx));
-      else file->add(point_to_point_row(e, ctx));
+      else file->add(store::row_of(point_to_point_record(e, ctx), 0, e.thread));
       break;
     case EventKind::CommCreated: {
       const CommSlot& s = comm_slot(e.comm_slot);

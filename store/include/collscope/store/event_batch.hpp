@@ -111,6 +111,15 @@ inline PointToPointFields fields_of(const PointToPointRecord& r) {
           r.send_tag, r.recv_peer, r.recv_tag, r.status, r.wait_calls, r.op, r.flags};
 }
 
+// The inverse of fields_of (fields taken as they are: a decoder checks their ranges first).
+CollectiveRecord record_of(const CollectiveFields& f);
+PointToPointRecord record_of(const PointToPointFields& f);
+
+// The row a record stands for: the one meaning of a record's fields and flags, for the decoder and for the
+// tracer's row path alike.
+CollectiveRow row_of(const CollectiveRecord& r, std::int64_t id, std::int64_t thread);
+PointToPointRow row_of(const PointToPointRecord& r, std::int64_t id, std::int64_t thread);
+
 // The field table of a record's field array.
 template <typename Fields>
 constexpr const auto& field_table() {
