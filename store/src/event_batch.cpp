@@ -58,21 +58,17 @@ PointToPointRecord record_of(const PointToPointFields& f) {
 }
 
 namespace {
-Op op_of(std::uint8_t code) { return code < kOpCount ? static_cast<Op>(code) : Op::Unknown; }  // as the table's reader
-}  // namespace
 
-CollectiveRow row_of(const CollectiveRecord& r, std::int64_t id, std::int64_t thread) {
-  CollectiveRow row;
+// The columns both kinds have.
+template <typename Row, typename Record>
+Row common_row(const Record& r, std::int64_t id, std::int64_t thread) {
+  Row row;
   row.id = id;
   row.comm = r.comm;
   row.seq = r.seq;
-  row.op = op_of(r.op);
+  row.op = r.op < kOpCount ? static_cast<Op>(r.op) : Op::Unknown;  // as the table's reader reads a code it does not know
   row.count = r.count;
   row.datatype = r.datatype;
-  row.bytes = r.bytes;
-  row.reduce_op = r.reduce_op;
-  if (r.flags & kRecordRoot) row.root = r.root;
-  if (r.flags & kRecordPeer) row.peer = r.peer;
   row.sendbuf = r.sendbuf;
   row.recvbuf = r.recvbuf;
   row.thread = thread;
@@ -83,23 +79,21 @@ CollectiveRow row_of(const CollectiveRecord& r, std::int64_t id, std::int64_t th
   return row;
 }
 
+}  // namespace
+
+CollectiveRow row_of(const CollectiveRecord& r, std::int64_t id, std::int64_t thread) {
+  auto row = common_row<CollectiveRow>(r, id, thread);
+  row.bytes = r.bytes;
+  row.reduce_op = r.reduce_op;
+  if (r.flags & kRecordRoot) row.root = r.root;
+  if (r.flags & kRecordPeer) row.peer = r.peer;
+  return row;
+}
+
 PointToPointRow row_of(const PointToPointRecord& r, std::int64_t id, std::int64_t thread) {
-  PointToPointRow row;
-  row.id = id;
-  row.comm = r.comm;
-  row.seq = r.seq;
-  row.op = op_of(r.op);
-  row.count = r.count;
-  row.datatype = r.datatype;
+  auto row = common_row<PointToPointRow>(r, id, thread);
   if (r.flags & kRecordSends) row.send_peer = r.send_peer, row.send_tag = r.send_tag, row.send_bytes = r.send_bytes;
   if (r.flags & kRecordReceives) row.recv_peer = r.recv_peer, row.recv_tag = r.recv_tag, row.recv_bytes = r.recv_bytes;
-  row.sendbuf = r.sendbuf;
-  row.recvbuf = r.recvbuf;
-  row.thread = thread;
-  row.start_ns = r.start_ns;
-  row.end_ns = r.end_ns;
-  if (r.flags & kRecordNonBlocking) row.post_end_ns = r.post_end_ns, row.wait_ns = r.wait_ns, row.wait_calls = r.wait_calls;
-  row.status = r.status;
   return row;
 }
 
