@@ -90,6 +90,18 @@ struct Codec<std::vector<std::int32_t>> {
   }
 };
 
+// Binary payloads (event_batches.payload).
+template <>
+struct Codec<std::vector<std::uint8_t>> {
+  static void bind(sqlite3_stmt* s, int p, const std::vector<std::uint8_t>& v) {
+    sqlite3_bind_blob64(s, p, v.data(), v.size(), SQLITE_TRANSIENT);
+  }
+  static void read(sqlite3_stmt* s, int c, std::vector<std::uint8_t>& v) {
+    const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, c));
+    v.assign(p, p + (p ? sqlite3_column_bytes(s, c) : 0));
+  }
+};
+
 template <typename T>
 struct Codec<std::optional<T>> {
   static void bind(sqlite3_stmt* s, int p, const std::optional<T>& v) {

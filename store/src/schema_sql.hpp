@@ -25,7 +25,10 @@ std::string create_table_sql() {
     if (!first) sql += ", ";
     first = false;
     sql += c.name;
-    sql += c.type == SqlType::Integer ? " INTEGER" : c.type == SqlType::Real ? " REAL" : " TEXT";
+    sql += c.type == SqlType::Integer ? " INTEGER"
+           : c.type == SqlType::Real  ? " REAL"
+           : c.type == SqlType::Blob  ? " BLOB"
+                                      : " TEXT";
     if ((c.flags.bits & column_bit::kKey) && one_key) sql += " PRIMARY KEY";
     else if (!c.nullable) sql += " NOT NULL";
     if (c.flags.bits & column_bit::kDefaultZero) sql += " DEFAULT 0";

@@ -1,6 +1,7 @@
 #include <collscope/store/trace_reader.hpp>
 
 #include <collscope/store/error.hpp>
+#include <collscope/store/event_batch.hpp>
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -198,12 +199,100 @@ std::string select_columns(ColumnSet<Row> cols, SchemaVersion version, std::uint
   return sql + fmt::format(" FROM {}", T::name);
 }
 
+// copy_columns(from, to, mask): the columns in `mask` (bit i = column i).
+#define COLLSCOPE_TABLE(sql, RowT, since_, order) \
+  [[maybe_unused]] void copy_columns(const RowT& from, RowT& to, std::uint64_t mask) { std::uint64_t bit = 1;
+#define COLLSCOPE_COLUMN(type, member, flags) if (mask & bit) to.member = from.member; bit <<= 1;
+#define COLLSCOPE_TABLE_END(sql) }
+#include <collscope/store/tables.def>
+#undef COLLSCOPE_TABLE
+#undef COLLSCOPE_COLUMN
+#undef COLLSCOPE_TABLE_END
+
+// The rows of one kind of event_batches, in id order, checked as they come: one batch at a time in memory.
+template <typename Row>
+class BatchRecords {
+ public:
+  BatchRecords(const sqlite::Database& db, std::string_view path)
+      : path_(path),
+        q_(db.prepare("SELECT id, thread, first_id, count, format_version, payload FROM event_batches WHERE kind = ?1 "
+                      "ORDER BY first_id, id")) {
+    q_.bind(1, kBatchKindOf<Row>);
+  }
+  // The next row, false when there is none. Throws InputError naming the file, the table and the row of a
+  // batch that is not well formed.
+  bool next(Row& out) {
+    while (!decoder_ || !decoder_->next(out)) {
+      if (!q_.step()) return false;
+      sqlite3_stmt* s = q_.handle();
+      const std::int64_t batch = q_.int64(0), thread = q_.int64(1), first = q_.int64(2), count = q_.int64(3);
+      const int type = sqlite3_column_type(s, 5);
+      const auto* payload = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, 5));
+      const auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(s, 5));
+      const std::string where = fmt::format("{}: event_batches row {}", path_, batch);
+      const std::string problem = type == SQLITE_BLOB || (type == SQLITE_NULL && count == 0)
+                                      ? event_batch_problem(kBatchKindOf<Row>, first, count, q_.int64(4), bytes, last_id_)
+                                      : std::string("payload is not a blob (a corrupt batch)");
+      if (!problem.empty()) throw InputError(fmt::format("{}: {}", where, problem));
+      last_id_ = first + count - 1;
+      decoder_.emplace(payload, bytes, first, count, thread, where);
+    }
+    return true;
+  }
+
+ private:
+  std::string_view path_;
+  sqlite::Statement q_;
+  std::optional<BatchDecoder<Row>> decoder_;
+  std::int64_t last_id_ = 0;
+};
+
 }  // namespace
+
+bool TraceReader::has_event_batches(std::int64_t kind) const {
+  if (version_.major != kSchemaMajor || version_.minor < Table<EventBatchRow>::since_minor) return false;
+  if (!db_.has_table(Table<EventBatchRow>::name)) return false;
+  auto q = db_.prepare("SELECT EXISTS(SELECT 1 FROM event_batches WHERE kind = ?1)");
+  q.bind(1, kind);
+  return q.step() && q.int64(0) != 0;
+}
+
+// The table's rows and the rows its event batches stand for, merged in id order (both come sorted by id).
+template <typename Row>
+void TraceReader::scan_with_batches(ColumnSet<Row> cols, RowSink<Row> sink) const {
+  static_assert(Table<Row>::index_of(&Row::id) == 0);
+  std::uint64_t read = 0;
+  auto q = db_.prepare(select_columns(ColumnSet<Row>{cols.mask | 1}, version_, read) + " ORDER BY id");
+  BatchRecords<Row> batches(db_, path_);
+  Row row{}, batch_row{}, out{};
+  bool have_row = q.step();
+  if (have_row) detail::RowCodec<Row>::read(q.handle(), read, row);
+  bool have_batch = batches.next(batch_row);
+  while (have_row || have_batch) {
+    if (have_row && have_batch && row.id == batch_row.id)
+      fail(fmt::format("{}.id {} is both a row and in event_batches (a corrupt file)", Table<Row>::name, row.id));
+    if (have_row && (!have_batch || row.id < batch_row.id)) {
+      out = row;
+      if (!(cols.mask & 1)) out.id = 0;
+      sink.call(sink.fn, out);
+      have_row = q.step();
+      if (have_row) detail::RowCodec<Row>::read(q.handle(), read, row);
+    } else {
+      out = Row{};
+      copy_columns(batch_row, out, cols.mask);
+      sink.call(sink.fn, out);
+      have_batch = batches.next(batch_row);
+    }
+  }
+}
 
 template <typename Row>
 void TraceReader::scan(ColumnSet<Row> cols, RowSink<Row> sink) const {
   using T = Table<Row>;
   if (version_.major == kSchemaMajor && T::since_minor > version_.minor) return;  // the file predates the table
+  if constexpr (kBatchKindOf<Row> != 0) {
+    if (has_event_batches(kBatchKindOf<Row>)) return scan_with_batches(cols, sink);
+  }
   // Columns the file's version has; the others keep their defaults.
   std::uint64_t read = 0;
   auto q = db_.prepare(select_columns(cols, version_, read) + fmt::format(" ORDER BY {}", T::order_by));
@@ -215,6 +304,13 @@ void TraceReader::scan(ColumnSet<Row> cols, RowSink<Row> sink) const {
 }
 
 std::optional<CollectiveRow> TraceReader::find_collective(std::int64_t comm, std::int64_t seq) const {
+  if (has_event_batches(kBatchKindOf<CollectiveRow>)) {
+    std::optional<CollectiveRow> found;  // the first in id order, as the query below
+    for_each<CollectiveRow>([&](const CollectiveRow& r) {
+      if (!found && r.comm == comm && r.seq == seq) found = r;
+    });
+    return found;
+  }
   std::uint64_t read = 0;
   auto q = db_.prepare(select_columns(ColumnSet<CollectiveRow>::all(), version_, read) +
                        " WHERE comm = ?1 AND seq = ?2 ORDER BY id LIMIT 1");
@@ -240,7 +336,19 @@ std::int64_t TraceReader::row_count(std::string_view table) const {
   for_each_table([&](auto t) { known |= decltype(t)::name == table; });
   if (!known) fail(fmt::format("unknown table '{}'", table));
   auto q = db_.prepare(fmt::format("SELECT count(*) FROM {}", table));
-  return q.step() ? q.int64(0) : 0;
+  std::int64_t rows = q.step() ? q.int64(0) : 0;
+  // Rows still in event batches (a run killed before its writer expanded them): what their count column says, but
+  // never more than their payloads can hold, so that a corrupt count cannot size a reservation.
+  for (BatchKind kind : {BatchKind::Collectives, BatchKind::PointToPoint}) {
+    const bool of_table = (kind == BatchKind::Collectives ? Table<CollectiveRow>::name : Table<PointToPointRow>::name) == table;
+    if (!of_table || !has_event_batches(static_cast<std::int64_t>(kind))) continue;
+    auto b = db_.prepare(fmt::format("SELECT coalesce(sum(max(0, min(count, length(payload) / {}))), 0) FROM "
+                                     "event_batches WHERE kind = ?1",
+                                     min_record_bytes(kind)));
+    b.bind(1, static_cast<std::int64_t>(kind));
+    if (b.step()) rows += b.int64(0);
+  }
+  return rows;
 }
 
 }  // namespace collscope::store

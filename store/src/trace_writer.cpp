@@ -63,6 +63,7 @@ struct Inserter {
   std::optional<sqlite::Statement> numbered_batch;  // kBatchRows rows, ids left to SQLite
   std::vector<Row> pending;
   bool pending_has_given_id = false;  // a pending row came with its own id
+  bool ids_outside_table = false;     // ids were given to event batches: max(id) + 1 is no longer the next id
   std::int64_t next_id = 1;
 };
 
@@ -75,7 +76,7 @@ struct TraceWriter::Impl {
   explicit Impl(const std::string& path) : db(path, sqlite::OpenMode::Create) {}
   sqlite::Database db;
   decltype(inserter_tuple(AllRows{})) inserters;
-  std::optional<sqlite::Statement> comm_destroyed, collective_gpu, in_flight_clear;
+  std::optional<sqlite::Statement> comm_destroyed, collective_gpu, in_flight_clear, add_batch;
   std::unordered_map<std::string, std::int64_t, StringHash, std::equal_to<>> interned;
   std::int64_t next_string_id = 1;
   bool in_transaction = false;
@@ -98,7 +99,7 @@ struct TraceWriter::Impl {
   void flush(Inserter<Row>& ins) {
     if (ins.pending.empty()) return;
     if (static_cast<int>(ins.pending.size()) == ins.kBatchRows && ins.batch) {
-      if (ins.pending_has_given_id) {
+      if (ins.pending_has_given_id || ins.ids_outside_table) {
         sqlite3_stmt* s = ins.batch->handle();
         for (int r = 0; r < ins.kBatchRows; ++r) detail::RowCodec<Row>::bind(s, 1 + r * ins.kColumns, ins.pending[r]);
         ins.batch->run();
@@ -176,6 +177,85 @@ void TraceWriter::commit() {
   impl_->flush_all();
   impl_->in_transaction = false;
   impl_->db.exec("COMMIT");
+}
+
+void TraceWriter::rollback() {
+  for_each_table([&](auto table) { std::get<Inserter<typename decltype(table)::Row>>(impl_->inserters).pending.clear(); });
+  if (!impl_->in_transaction) return;
+  impl_->in_transaction = false;
+  impl_->db.exec("ROLLBACK");
+}
+
+std::int64_t TraceWriter::add_event_batch(BatchKind kind, std::int64_t thread, std::int64_t count,
+                                          const std::uint8_t* payload, std::size_t bytes) {
+  auto take_ids = [&](auto& ins) {
+    const std::int64_t first = ins.next_id;
+    ins.next_id += count;
+    ins.ids_outside_table = true;
+    return first;
+  };
+  const std::int64_t first = kind == BatchKind::Collectives ? take_ids(impl_->inserter<CollectiveRow>())
+                                                            : take_ids(impl_->inserter<PointToPointRow>());
+  if (!impl_->add_batch)
+    impl_->add_batch.emplace(impl_->db.prepare_persistent(
+        "INSERT INTO event_batches(kind, thread, first_id, count, format_version, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+  sqlite3_stmt* s = impl_->add_batch->handle();
+  sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(kind));
+  sqlite3_bind_int64(s, 2, thread);
+  sqlite3_bind_int64(s, 3, first);
+  sqlite3_bind_int64(s, 4, count);
+  sqlite3_bind_int64(s, 5, kBatchFormatVersion);
+  sqlite3_bind_blob64(s, 6, payload, bytes, SQLITE_STATIC);  // copied by SQLite when the statement runs
+  impl_->add_batch->run();
+  sqlite3_bind_null(s, 6);
+  return first;
+}
+
+std::int64_t TraceWriter::expand_event_batches() {
+  begin();
+  std::int64_t rows = 0;
+  try {
+    // Batch by batch, each deleted once its rows are added: the rows reuse the pages it leaves, so a finished file
+    // is no bigger than one written row by row (plus the largest batch).
+    std::vector<std::int64_t> batches;
+    for (auto q = impl_->db.prepare("SELECT id FROM event_batches ORDER BY kind, first_id, id"); q.step();)
+      batches.push_back(q.int64(0));
+    auto read = impl_->db.prepare("SELECT kind, thread, first_id, count, format_version, payload FROM event_batches "
+                                  "WHERE id = ?1");
+    auto erase = impl_->db.prepare("DELETE FROM event_batches WHERE id = ?1");
+    std::int64_t last_kind = 0, last_id = 0;
+    for (const std::int64_t batch : batches) {
+      read.bind(1, batch);
+      if (!read.step()) {
+        read.reset();
+        continue;
+      }
+      sqlite3_stmt* s = read.handle();
+      const std::int64_t kind = read.int64(0), thread = read.int64(1), first = read.int64(2), count = read.int64(3);
+      const auto* payload = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, 5));
+      const auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(s, 5));
+      const std::string where = fmt::format("{}: event_batches row {}", path_, batch);
+      if (kind != last_kind) last_kind = kind, last_id = 0;
+      const std::string problem = event_batch_problem(kind, first, count, read.int64(4), bytes, last_id);
+      if (!problem.empty()) throw Error(fmt::format("{}: {}", where, problem));
+      last_id = first + count - 1;
+      if (kind == static_cast<std::int64_t>(BatchKind::Collectives)) {
+        BatchDecoder<CollectiveRow> records(payload, bytes, first, count, thread, where);
+        for (CollectiveRow row; records.next(row);) add(row);
+      } else {
+        BatchDecoder<PointToPointRow> records(payload, bytes, first, count, thread, where);
+        for (PointToPointRow row; records.next(row);) add(row);
+      }
+      read.reset();
+      erase.bind(1, batch).run();
+      rows += count;
+    }
+    commit();
+  } catch (...) {
+    rollback();
+    throw;
+  }
+  return rows;
 }
 
 template <typename Row>

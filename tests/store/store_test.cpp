@@ -90,7 +90,7 @@ TEST(Store, RoundTrip) {
   TraceReader r(path);
   EXPECT_EQ(r.schema_version().major, kSchemaMajor);
   EXPECT_EQ(r.meta_int(meta_key::kWorldRank), 3);
-  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.2");
+  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.3");
   auto strings = r.strings();
   auto comms = r.communicators();
   ASSERT_EQ(comms.size(), 1u);
@@ -178,7 +178,7 @@ TEST(Store, PointToPointRowsRoundTrip) {
     w.commit();
   }
   TraceReader reader(path);
-  EXPECT_EQ(reader.schema_version().minor, 2);
+  EXPECT_EQ(reader.schema_version().minor, 3);
   const auto rows = reader.rows<PointToPointRow>();
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].op, Op::Sendrecv);

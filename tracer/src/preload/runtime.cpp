@@ -131,10 +131,41 @@ class Writer {
   };
   std::unordered_map<std::uint32_t, CallInFlightWritten> calls_in_flight;  // thread index -> its row
 
+  // COLLSCOPE_EVENT_BATCHES=0: one SQLite row per event while the job runs (the 0.x writer; the benchmark's
+  // baseline). Otherwise MPI collectives and point-to-point calls are saved as event_batches rows, one per drain
+  // of a thread's ring and table (~10x less CPU per event), and expanded into their tables at exit.
+  bool use_batches = true;
+  // COLLSCOPE_EXPAND_BATCHES_AT_EXIT=0: leave the batches at exit, as a killed run does (readers decode them; tests
+  // use it to make such files, and it spares the exit the expansion).
+  bool expand_at_exit = true;
+  // The records of one table drained from one thread's ring so far (event_batch.hpp).
+  template <typename Record>
+  struct EventBatchBuilder {
+    explicit EventBatchBuilder(store::BatchKind k) : kind(k) {}
+    store::BatchKind kind;
+    std::vector<std::uint8_t> bytes;  // grows to the largest batch seen, never shrinks
+    std::size_t used = 0;
+    std::int64_t count = 0;
+    store::BatchEncoder<decltype(store::fields_of(Record{}))> encoder;
+    void append(const Record& r) {
+      if (used + store::kMaxRecordBytes > bytes.size()) bytes.resize(std::max<std::size_t>(bytes.size() * 2, 64 * 1024));
+      used = static_cast<std::size_t>(encoder.encode(store::fields_of(r), bytes.data() + used) - bytes.data());
+      ++count;
+    }
+  };
+  EventBatchBuilder<store::CollectiveRecord> collective_batch{store::BatchKind::Collectives};
+  EventBatchBuilder<store::PointToPointRecord> point_to_point_batch{store::BatchKind::PointToPoint};
+  std::int64_t batch_thread = 0;  // threads.id of the ring being drained
+  std::int64_t events_expanded = 0;
+  std::int64_t exit_cpu_ns = 0;  // expanding the batches and closing the file, at exit
+
   void run();
   void drain();
   void handle(const Event& e, WriterContext& ctx);
+  template <typename Record>
+  void flush_batch(EventBatchBuilder<Record>& batch);
   void write_collective(const Event& e, WriterContext& ctx);
+  void write_collective_row(const Event& e, std::int64_t start_ns, WriterContext& ctx);
   void write_calls_in_flight(WriterContext& ctx);
 };
 
@@ -203,43 +234,46 @@ int world_size_from_env() {
 }
 
 void Writer::write_collective(const Event& e, WriterContext& ctx) {
-  store::CollectiveRow r;
-  r.comm = e.comm_slot;
-  r.seq = e.seq;
-  r.op = static_cast<store::Op>(e.op);
-  r.count = e.count;
-  r.datatype = ctx.store_string(e.datatype);
-  r.bytes = e.bytes;
-  r.reduce_op = ctx.store_string(e.reduce_op);
-  if (e.root >= 0) r.root = e.root;
-  if (e.peer >= 0) r.peer = e.peer;
-  r.sendbuf = e.sendbuf;
-  r.recvbuf = e.recvbuf;
-  if (e.flags & kFlagNccl) {
-    if (e.nccl.stream) r.stream = e.nccl.stream;
-    if (e.nccl.correlation) r.correlation = e.nccl.correlation;
-    if (e.nccl.group) r.group = static_cast<std::int64_t>(e.nccl.group);
+  const std::int64_t start_ns = clock.to_ns(e.t0);
+  if (use_batches && !(e.flags & kFlagNccl)) {
+    collective_batch.append(collective_record(e, start_ns, ctx));
+  } else {
+    flush_batch(collective_batch);  // its rows' ids come before this one's
+    write_collective_row(e, start_ns, ctx);
   }
-  r.thread = e.thread;
-  r.start_ns = clock.to_ns(e.t0);
-  r.end_ns = clock.to_ns(e.t1);
-  r.status = e.status;
-  set_nonblocking_times(e, clock, r);
-  file->add_collective(r);
-  const std::int64_t row_id = file->last_id();
-  for (auto& hook : collective_hooks) hook(e, row_id, ctx);
 
   // Buffers that collectives read: one address reused with many sizes is a fusion buffer.
   const std::uint64_t address = (e.flags & kFlagInPlace) || e.sendbuf == 0 ? e.recvbuf : e.sendbuf;
   if (address == 0 || e.bytes == 0) return;
-  BufferAggregate& agg = buffer(address, r.start_ns);
+  BufferAggregate& agg = buffer(address, start_ns);
   store::BufferRow& b = agg.row;
   b.bytes_max = std::max(b.bytes_max, e.bytes);
   b.bytes_min = std::min(b.bytes_min, e.bytes);
   b.bytes_total += e.bytes;
   b.uses += 1;
-  b.last_ns = r.start_ns;
+  b.last_ns = start_ns;
   touch(agg);
+}
+
+template <typename Record>
+void Writer::flush_batch(EventBatchBuilder<Record>& batch) {
+  if (batch.count == 0) return;
+  file->add_event_batch(batch.kind, batch_thread, batch.count, batch.bytes.data(), batch.used);
+  batch.count = 0;
+  batch.used = 0;
+  batch.encoder.reset();
+}
+
+void Writer::write_collective_row(const Event& e, std::int64_t start_ns, WriterContext& ctx) {
+  store::CollectiveRow r = store::row_of(collective_record(e, start_ns, ctx), 0, e.thread);
+  if (e.flags & kFlagNccl) {
+    if (e.nccl.stream) r.stream = e.nccl.stream;
+    if (e.nccl.correlation) r.correlation = e.nccl.correlation;
+    if (e.nccl.group) r.group = static_cast<std::int64_t>(e.nccl.group);
+  }
+  file->add_collective(r);
+  const std::int64_t row_id = file->last_id();
+  for (auto& hook : collective_hooks) hook(e, row_id, ctx);
 }
 
 // Threads inside a blocking collective for longer than hang_ns: one row each, its seen_ns refreshed about once a
@@ -299,7 +333,8 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
       write_collective(e, ctx);
       break;
     case EventKind::PointToPoint:
-      file->add(point_to_point_row(e, ctx));
+      if (use_batches) point_to_point_batch.append(point_to_point_record(e, ctx));
+      else file->add(store::row_of(point_to_point_record(e, ctx), 0, e.thread));
       break;
     case EventKind::CommCreated: {
       const CommSlot& s = comm_slot(e.comm_slot);
@@ -355,7 +390,10 @@ void Writer::drain() {
     std::uint64_t dropped = 0;
     for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
       if (threads_written.insert(tb->index()).second) file->add_thread({tb->index(), tb->tid(), tb->name()});
+      batch_thread = tb->index();
       events_written += tb->drain([&](const Event& e) { handle(e, ctx); });
+      flush_batch(collective_batch);
+      flush_batch(point_to_point_batch);
       dropped += tb->dropped();
     }
     for (auto& hook : drain_hooks) hook(ctx);
@@ -409,6 +447,8 @@ void runtime_start(const StartInfo& info) {
   w.world_rank = info.world_rank;
   w.hang_ns = std::int64_t{std::max(1, env_int("COLLSCOPE_HANG_MS", 1000))} * 1'000'000;
   w.early_wake = env_int("COLLSCOPE_EARLY_WAKE", 1) != 0;
+  w.use_batches = env_int("COLLSCOPE_EVENT_BATCHES", 1) != 0;
+  w.expand_at_exit = env_int("COLLSCOPE_EXPAND_BATCHES_AT_EXIT", 1) != 0;
   w.clock.calibrate();
   const char* dir_env = std::getenv("COLLSCOPE_RUN_DIR");
   const std::string run_dir = dir_env && *dir_env ? dir_env : "collscope-run";
@@ -463,7 +503,17 @@ void runtime_stop() {
   if (w.thread && w.thread->joinable()) w.thread->join();
   const std::int64_t cpu0 = thread_cpu_ns();
   w.drain();  // whatever arrived after the writer's last pass
+  const std::int64_t cpu1 = thread_cpu_ns();
+  w.cpu_ns += cpu1 - cpu0;
   if (w.file && !w.failed) {
+    try {
+      // The job's exit waits for this: every batch becomes the rows it stands for (~1 us per event), so that a
+      // finished file reads with plain SQL as if each event had been a row. A failure leaves the batches, which
+      // readers decode.
+      if (w.expand_at_exit) w.events_expanded = w.file->expand_event_batches();
+    } catch (const std::exception& ex) {
+      warn_once(fmt::format("cannot expand the trace's event batches (readers decode them): {}", ex.what()));
+    }
     try {
       w.file->begin();
       w.file->set_meta(store::meta_key::kMonotonicEnd, std::to_string(monotonic_ns()));
@@ -474,7 +524,7 @@ void runtime_stop() {
     }
   }
   w.file.reset();  // closes the database: the WAL is folded into the main file, which leaves WAL mode
-  w.cpu_ns += thread_cpu_ns() - cpu0;
+  w.exit_cpu_ns = thread_cpu_ns() - cpu1;
   if (w.events_dropped > 0) {
     // Once per rank, at exit: the trace is incomplete, and how to avoid it.
     const std::uint64_t bigger = std::min<std::uint64_t>(ring_events() * 4, 1u << 20);
@@ -488,7 +538,7 @@ void runtime_stop() {
 
 WriterStats writer_stats() {
   const Writer& w = writer();
-  return {w.events_written, w.events_dropped, w.cpu_ns};
+  return {w.events_written, w.events_dropped, w.cpu_ns, w.events_expanded, w.exit_cpu_ns};
 }
 
 }  // namespace collscope::tracer

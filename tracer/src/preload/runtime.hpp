@@ -63,11 +63,15 @@ using PendingScan = void (*)(const std::function<void(const Event&)>& fn);
 void set_pending_scan(PendingScan scan);
 
 // What the writer thread did, for benchmarks and the exit report: events written and dropped, and the CPU time
-// it spent (its own thread's clock, plus the final drain on the exiting thread). Valid after runtime_stop().
+// it spent while the job ran (its own thread's clock, plus the final drain on the exiting thread); then, at exit,
+// the rows expanded from event batches and the CPU time of that and of closing the file. Valid after
+// runtime_stop().
 struct WriterStats {
   std::uint64_t events_written = 0;
   std::uint64_t events_dropped = 0;
   std::int64_t cpu_ns = 0;
+  std::int64_t events_expanded = 0;
+  std::int64_t exit_cpu_ns = 0;
 };
 WriterStats writer_stats();
 

@@ -13,9 +13,9 @@
 namespace collscope::store {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 2;  // 1.1: calls_in_flight; 1.2: point_to_point,
+inline constexpr int kSchemaMinor = 3;  // 1.1: calls_in_flight; 1.2: point_to_point,
                                         // non-blocking times, op codes 18-91, nccl_profile, nccl_proxy_ops,
-                                        // collective_gpu_work
+                                        // collective_gpu_work; 1.3: event_batches
 
 // The largest world a reader accepts (meta.world_size): 8 Mi ranks, beyond any machine's process count, so that a
 // corrupt value is refused instead of sizing per-rank arrays.
@@ -173,7 +173,7 @@ constexpr ColumnFlags named(const char* sql_name) { return {0, sql_name, 0}; }
 constexpr ColumnFlags since(int minor) { return {0, nullptr, minor}; }
 constexpr ColumnFlags initial(std::int64_t value) { return {0, nullptr, 0, value}; }
 
-enum class SqlType : std::uint8_t { Integer, Real, Text };
+enum class SqlType : std::uint8_t { Integer, Real, Text, Blob };
 
 // One column of a table, as tables.def declares it.
 struct ColumnInfo {
@@ -189,6 +189,7 @@ template <> struct SqlTypeOf<double> { static constexpr SqlType value = SqlType:
 template <> struct SqlTypeOf<std::string> { static constexpr SqlType value = SqlType::Text; };
 template <> struct SqlTypeOf<Backend> { static constexpr SqlType value = SqlType::Text; };
 template <> struct SqlTypeOf<std::vector<std::int32_t>> { static constexpr SqlType value = SqlType::Text; };
+template <> struct SqlTypeOf<std::vector<std::uint8_t>> { static constexpr SqlType value = SqlType::Blob; };
 template <typename T> struct SqlTypeOf<std::optional<T>> : SqlTypeOf<T> {};
 template <typename T> inline constexpr bool kIsOptional = false;
 template <typename T> inline constexpr bool kIsOptional<std::optional<T>> = true;

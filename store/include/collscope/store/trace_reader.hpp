@@ -112,6 +112,10 @@ class TraceReader {
   };
   template <typename Row>
   void scan(ColumnSet<Row> cols, RowSink<Row> sink) const;
+  template <typename Row>
+  void scan_with_batches(ColumnSet<Row> cols, RowSink<Row> sink) const;
+  // Whether the file holds event_batches rows of `kind` (BatchKind): a run killed before its writer expanded them.
+  bool has_event_batches(std::int64_t kind) const;
   [[noreturn]] void fail(std::string_view what) const;
   void check_world();
 

@@ -3,6 +3,7 @@
 // Rows are buffered inside begin()/commit() batches; a crash loses at most the open batch. While the file is
 // open it is in WAL mode, so readers may read it at any time; closing it (the destructor) turns it into a single
 // self-contained file that any user can read from a read-only location, leaving nothing beside it.
+#include <collscope/store/event_batch.hpp>
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
@@ -24,6 +25,8 @@ class TraceWriter {
 
   void begin();
   void commit();
+  // Undoes the open transaction (rows added since begin() that were not yet written are discarded too).
+  void rollback();
 
   void set_meta(std::string_view key, std::string_view value);
   // Interned string id (>= 1; 0 means "none"). Cached: a string is written once.
@@ -47,6 +50,15 @@ class TraceWriter {
 
   // Last id assigned by an add call.
   std::int64_t last_id() const { return last_id_; }
+
+  // One event_batches row of `count` records of `kind` (event_batch.hpp) recorded by `thread`, `bytes` bytes at
+  // `payload`: their rows take the next `count` ids of the kind's table, in order. Returns the first.
+  std::int64_t add_event_batch(BatchKind kind, std::int64_t thread, std::int64_t count, const std::uint8_t* payload,
+                               std::size_t bytes);
+  // Turns every event_batches row into the rows it stands for and deletes it, in one transaction of its own
+  // (call outside begin()/commit()): a file that was finished looks as if every event had been a row. Returns the
+  // rows added. On failure nothing changes (the batches stay, readers decode them) and it throws.
+  std::int64_t expand_event_batches();
 
   struct Impl;
 
