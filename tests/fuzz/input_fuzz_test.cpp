@@ -328,23 +328,23 @@ Case timeline_case(int k, std::mt19937_64& rng, const fs::path& dir) {
 }
 
 // Issue 12 item 3: each bad value it reported (minutes and gigabytes then; a FIFO blocked forever) is read within
-// a second: a one-line error naming the file and the value, or, for the seq beyond the file, normal output with
-// that row left out. Bounded by CPU time, 1 s, which a loaded machine hardly changes (each takes about 0.1 s on an
-// idle 2-core machine: 10x margin), and by wall time, 3 s: the second plus margin for a 2-core machine that other
-// builds load to 4 to 8 (a blocked read uses no CPU, so only the wall bound sees it). A checking build (ASan,
-// TSan) is 3 to 12 times slower and shares CI's cores with nothing: its bounds are 5 times these.
+// a second: one line naming the file and the value (analyze goes on without that rank file; the seq beyond the
+// file: that row is left out). Bounded by the command's CPU time, 1 s, which other load hardly changes (each took
+// 0.11 to 0.22 s of CPU even in the ASan+UBSan build, on the 2-core machine at load 6: 4x margin or more), and by
+// wall time, 3 s: the second plus margin for a 2-core machine that other builds load to 6 to 8 (measured there:
+// 0.11 to 0.25 s); a blocked read uses no CPU, so only the wall bound sees it.
 TEST(Fuzz, IssueTwelveBadValuesAreReadWithinASecond) {
   ASSERT_TRUE(seeds().problem.empty()) << seeds().problem;
-  const double scale = kSanitized ? 5 : 1, cpu_bound = 1.0 * scale, wall_bound = 3.0 * scale;
+  constexpr double cpu_bound = 1.0, wall_bound = 3.0;  // seconds
   struct Bad {
     std::string what, file, sql;  // sql: an edit of `file` in a copy of the seed run ("fifo": replace it by a FIFO)
-    std::string said;             // what the one error line says after naming the file ("": normal output)
+    std::string said;             // what the line about it says after naming the file
   };
   const std::vector<Bad> bad = {
       {"meta.world_size = 100000000", "rank-00001.sqlite", "UPDATE meta SET value = '100000000' WHERE key = 'world_size'",
        "meta.world_size '100000000'"},
       {"one collectives.seq = 2^31 - 1", "rank-00001.sqlite",
-       "UPDATE collectives SET seq = 2147483647 WHERE id = (SELECT max(id) FROM collectives)", ""},
+       "UPDATE collectives SET seq = 2147483647 WHERE id = (SELECT max(id) FROM collectives)", "collectives row"},
       {"one strings.id = 268435455", "rank-00001.sqlite", "UPDATE strings SET id = 268435455 WHERE id = (SELECT max(id) FROM strings)",
        "strings.id 268435455"},
       {"a FIFO named rank-00001.sqlite", "rank-00001.sqlite", "fifo", "not a regular file"},
@@ -361,12 +361,9 @@ TEST(Fuzz, IssueTwelveBadValuesAreReadWithinASecond) {
     }
     const Outcome o = run_bounded(dir, {collscope_exe(), "analyze", "m"});
     EXPECT_EQ(judge(dir, o, make_case(b.what, {}, {b.file}, Output::Text).want), "") << b.what;
-    if (b.said.empty()) {
-      EXPECT_EQ(o.exit_code, 0) << b.what << ": " << o.err;
-    } else {
-      EXPECT_EQ(o.exit_code, 2) << b.what << ": " << o.err;
-      EXPECT_NE(o.err.find(b.file + ": " + b.said), std::string::npos) << b.what << ": " << o.err;
-    }
+    // analyze leaves an unreadable rank file out (exit 0, one warning naming it); either way the line names the
+    // file and the value.
+    EXPECT_NE(o.err.find(b.file + ": " + b.said), std::string::npos) << b.what << ": " << o.err;
     EXPECT_LE(o.cpu_seconds, cpu_bound) << b.what;
     EXPECT_LE(o.wall_seconds, wall_bound) << b.what;
     std::printf("%s: exit %d in %.2f s (%.2f s of CPU)\n", b.what.c_str(), o.exit_code, o.wall_seconds, o.cpu_seconds);
