@@ -35,8 +35,9 @@ constexpr bool kSanitized = false;
 #endif
 
 // A checking build runs up to ~12x slower (ASan+UBSan: `tune show --report` over 9 000 trials, 1.5 s -> 15 s of
-// CPU): its deadline is longer; a real hang runs past either.
-constexpr auto kDeadline = std::chrono::seconds(kSanitized ? 60 : 10);
+// CPU), and when other builds load the machine it gets a fraction of a core (at load 8 on 2 cores that report ran
+// past 60 s): its deadline is longer; a real hang runs past either.
+constexpr auto kDeadline = std::chrono::seconds(kSanitized ? 180 : 10);
 constexpr std::int64_t kMemoryLimit = std::int64_t{1} << 30;  // bytes
 
 struct Outcome {
@@ -44,6 +45,8 @@ struct Outcome {
   int signal = 0;
   bool timed_out = false;
   std::int64_t max_rss_bytes = 0;
+  double cpu_seconds = 0;   // user + system time of the command (its children included only if it waited for them)
+  double wall_seconds = 0;  // from fork to exit
   std::string out, err;  // stdout and stderr as written
 };
 
@@ -75,6 +78,7 @@ inline Outcome run_bounded(const fs::path& dir, const std::vector<std::string>& 
     ::_exit(127);
   }
   ::setpgid(pid, pid);
+  const auto started = std::chrono::steady_clock::now();
   Outcome o;
   int status = 0;
   rusage usage{};
@@ -93,7 +97,10 @@ inline Outcome run_bounded(const fs::path& dir, const std::vector<std::string>& 
   ::kill(-pid, SIGKILL);  // whatever the command left behind (a trial's job)
   if (WIFEXITED(status)) o.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
+  o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   o.max_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  o.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   o.out = test::read_file(dir / "out.txt");
   o.err = test::read_file(dir / "err.txt");
   return o;
