@@ -4,6 +4,7 @@
 #include <collscope/autotuner/report.hpp>
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/autotuner/tuner.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
@@ -32,13 +33,6 @@ void write_text(const fs::path& p, const std::string& text) {
 }
 
 bool numeric(const Knob& k) { return k.type == KnobType::Real || k.type == KnobType::Integer; }
-
-std::string settings_text(const SearchSpace& space, const Assignment& values) {
-  std::string out;
-  for (std::size_t i = 0; i < space.knobs().size() && i < values.size(); ++i)
-    out += fmt::format("{}{}={}", out.empty() ? "" : ", ", space.knobs()[i].name, values[i]);
-  return out;
-}
 
 std::string score_text(double v, const Objective& o) {
   return fmt::format("{}{}{}", chart::plain_number(v, std::fabs(v) / 1000), o.unit.empty() ? "" : " ", o.unit);
@@ -73,12 +67,12 @@ std::string convergence_chart(const SearchSpace& space, const std::vector<TrialR
     if (keeps_score(t.status) && t.score) {
       chart::Point p{.x = x, .y = *t.score,
                      .tip = fmt::format("trial {} ({}{}): {}; {}", t.id, t.kind, t.status == TrialStatus::Stopped ? ", stopped early" : "",
-                                        score_text(*t.score, o), settings_text(space, t.values))};
+                                        score_text(*t.score, o), space.describe(t.values, ", "))};
       (t.kind == "confirm" ? confirm : scored).points.push_back(p);
     } else if (worst) {
       failed.points.push_back({.x = x, .y = *worst,
                                .tip = fmt::format("trial {} {}: {}; {}", t.id, trial_status_name(t.status), t.reason.empty() ? "no score" : t.reason,
-                                                  settings_text(space, t.values))});
+                                                  space.describe(t.values, ", "))});
     }
     if (best) best_line.points.push_back({.x = x, .y = *best, .tip = fmt::format("after trial {}: {}", t.id, score_text(*best, o))});
   }
@@ -142,8 +136,10 @@ std::string effect_chart(const SearchSpace& space, const std::vector<TrialRecord
            },
            .integer = true, .min = -0.5, .max = double(k.values.size()) - 0.5};
   } else {
-    c.x = {.label = k.env ? fmt::format("{} ({})", k.name, *k.env) : k.name,
+    const std::string named = k.unit.empty() || k.unit == "bytes" ? k.name : fmt::format("{} ({})", k.name, k.unit);
+    c.x = {.label = k.env ? fmt::format("{} ({})", named, *k.env) : named,
            .scale = k.scale == KnobScale::Log ? chart::Scale::Log10 : chart::Scale::Linear, .integer = k.type == KnobType::Integer};
+    if (k.unit == "bytes") c.x.format = [](double v) { return run::format_bytes(v); };  // ticks "1 MiB", not "1M"
   }
   if (e.values.empty()) return chart::render(c) + "<p class=\"note\">Fewer than two scored trials: no model yet.</p>\n";
   chart::Series band{.name = "model: 95 % band (±2 sd)", .colour = palette::kModel, .mark = chart::Mark::Band};
@@ -158,7 +154,7 @@ std::string effect_chart(const SearchSpace& space, const std::vector<TrialRecord
   for (const auto& t : trials)
     if (keeps_score(t.status) && t.score && knob < t.values.size())
       seen.points.push_back({.x = x_of(t.values[knob]), .y = *t.score,
-                             .tip = fmt::format("trial {}: {}; {}", t.id, score_text(*t.score, o), settings_text(space, t.values))});
+                             .tip = fmt::format("trial {}: {}; {}", t.id, score_text(*t.score, o), space.describe(t.values, ", "))});
   if (!categories) c.series.push_back(band);
   c.series.push_back(mean);
   c.series.push_back(seen);
@@ -189,7 +185,8 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& reco
   std::string rows;
   for (const auto& t : trials) {
     std::string cells;
-    for (const auto& v : t.values) cells += "<td>" + xml_escape(v) + "</td>";
+    for (std::size_t i = 0; i < t.values.size() && i < space.knobs().size(); ++i)
+      cells += "<td>" + xml_escape(space.knobs()[i].shown(t.values[i])) + "</td>";
     const std::string_view status = trial_status_name(t.status);  // a fixed word: nothing to escape
     rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>\n", status, t.id,
                         xml_escape(t.kind), status, t.score ? xml_escape(score_text(*t.score, o)) : "–", cells, xml_escape(t.reason));
@@ -202,7 +199,8 @@ void write_report(const SearchSpace& space, const std::vector<TrialRecord>& reco
     best_text = fmt::format("Best: {} (mean over {} run{}):", xml_escape(score_text(best_settings_found->mean_score, o)),
                             best_settings_found->runs, best_settings_found->runs == 1 ? "" : "s");
     for (std::size_t i = 0; i < space.knobs().size(); ++i)
-      best_text += fmt::format(" <code>{}={}</code>", xml_escape(space.knobs()[i].name), xml_escape(best_settings_found->values[i]));
+      best_text += fmt::format(" <code>{}={}</code>", xml_escape(space.knobs()[i].name),
+                               xml_escape(space.knobs()[i].shown(best_settings_found->values[i])));
   }
   // Option names as code that never wraps: a browser breaks "--fixed-batch" after its first hyphen.
   static const std::regex option_name(R"((^|[\s(])(--[a-z][a-z0-9-]*))");

@@ -1,5 +1,6 @@
 // Search space parsing (yaml-cpp) and the unit-cube <-> value <-> feature maps.
 #include <collscope/autotuner/search_space.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
@@ -101,7 +102,7 @@ bool valid_env_name(const std::string& s) {
 bool valid_knob_name(const std::string& s) { return valid_env_name(s); }
 
 Knob parse_knob(const YAML::Node& n, const std::string& key, const Where& where) {
-  check_keys(n, key, {"name", "type", "scale", "min", "max", "values", "env", "default"}, where);
+  check_keys(n, key, {"name", "type", "scale", "min", "max", "values", "env", "default", "unit"}, where);
   Knob k;
   if (!n["name"]) where.fail(key + ".name", "missing");
   k.name = as_text(n["name"], key + ".name", where);
@@ -153,6 +154,11 @@ Knob parse_knob(const YAML::Node& n, const std::string& key, const Where& where)
       where.fail(key + ".values", "missing (a categorical knob lists its values)");
     }
     if (k.type == KnobType::Boolean && k.values.size() != 2) where.fail(key + ".values", "a boolean knob has 2 values");
+  }
+  if (n["unit"]) {
+    k.unit = as_text(n["unit"], key + ".unit", where);
+    if (k.unit.empty() || has_control_character(k.unit)) where.fail(key + ".unit", "must be a word such as bytes or ms");
+    if (k.type != KnobType::Real && k.type != KnobType::Integer) where.fail(key + ".unit", "only numeric knobs have a unit");
   }
   if (n["env"]) {
     k.env = as_text(n["env"], key + ".env", where);
@@ -391,6 +397,27 @@ std::optional<std::int64_t> SearchSpace::discrete_size() const {
     n *= levels;
   }
   return n;
+}
+
+std::string Knob::shown(const std::string& value) const {
+  if (unit.empty()) return value;
+  if (unit != "bytes") return value + " " + unit;
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(value, &used);
+    if (used != value.size() || !std::isfinite(v)) return value;
+  } catch (const std::exception&) {
+    return value;  // not a number (an edited study): shown as it is
+  }
+  return run::format_bytes(v);
+}
+
+std::string SearchSpace::describe(const Assignment& values, std::string_view separator) const {
+  std::string out;
+  for (std::size_t i = 0; i < knobs_.size() && i < values.size(); ++i)
+    out += fmt::format("{}{}={}", out.empty() ? "" : separator, knobs_[i].name, knobs_[i].shown(values[i]));
+  return out;
 }
 
 std::map<std::string, std::string> SearchSpace::named(const Assignment& values) const {

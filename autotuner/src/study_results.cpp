@@ -23,12 +23,6 @@ std::string score_unit(const Study& study, const Objective& objective) {
   return objective.unit;
 }
 
-std::string describe(const SearchSpace& space, const Assignment& values) {
-  std::string s;
-  for (std::size_t i = 0; i < values.size() && i < space.knobs().size(); ++i)
-    s += fmt::format("{}{}={}", s.empty() ? "" : " ", space.knobs()[i].name, values[i]);
-  return s;
-}
 
 bool scores_its_setting(const SearchSpace& space, const TrialRecord& t) {
   // A row whose values do not fit the space, or a score that is no number, is no candidate (older or edited studies).
@@ -189,7 +183,7 @@ void print_study(const std::string& study_path, std::ostream& out) {
     out << line << "  " << t.reason << "\n";
   }
   if (const auto best = best_settings(space, trials)) {
-    out << fmt::format("best: {} (mean of {} run(s), trials {}): {}\n", describe(space, best->values), best->runs,
+    out << fmt::format("best: {} (mean of {} run(s), trials {}): {}\n", space.describe(best->values), best->runs,
                        fmt::join(best->trial_ids, ","), format_score(best->mean_score, score_unit(study, space.objective())));
   } else {
     out << "best: none (no trial succeeded)\n";

@@ -359,7 +359,7 @@ TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
     const std::string log_path = (fs::path(record.dir) / "output.log").string();
     const std::string counter = fmt::format("trial {}/{}, {}", done + 1, planned, phase);
     if (options.progress) {
-      fmt::print(stderr, "collscope tune: {} ({}): {}\n", counter, record.kind, describe(space, record.values));
+      fmt::print(stderr, "collscope tune: {} ({}): {}\n", counter, record.kind, space.describe(record.values));
       if (!batch_probe.empty()) fmt::print(stderr, "collscope tune:   memory limit probe: {}\n", batch_probe);
     }
 
@@ -512,7 +512,7 @@ TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
     result.outcome = TuneOutcome::NoTrialSucceeded;
     return result;
   }
-  fmt::print("best: {} (mean of {} run(s): {})\n", describe(space, best->values), best->runs,
+  fmt::print("best: {} (mean of {} run(s): {})\n", space.describe(best->values), best->runs,
              format_score(best->mean_score, score_unit(study, objective)));
   for (const auto& note : notes) fmt::print("{}\n", note);
   if (!result.report_path.empty()) fmt::print("report: {}\n", result.report_path);

@@ -19,8 +19,6 @@ inline std::string format_score(double v, const std::string& unit) {
 // The unit of a study's scores: what the first score's source said (printed "img/s"), else the objective's.
 std::string score_unit(const Study& study, const Objective& objective);
 
-std::string describe(const SearchSpace& space, const Assignment& values);
-
 // Whether a trial's score counts toward its setting's mean: a successful run with a finite score whose values fit
 // the space (Horovod's warm-up samples are discarded, as Horovod discards them).
 bool scores_its_setting(const SearchSpace& space, const TrialRecord& t);

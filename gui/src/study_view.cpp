@@ -80,7 +80,7 @@ StudyData load_study(const std::string& path) {
   out.columns.insert(out.columns.end(), {"wall time", "why"});
   for (const auto& t : trials) {
     std::vector<std::string> row{std::to_string(t.id), t.kind, std::string(at::trial_status_name(t.status))};
-    row.insert(row.end(), t.values.begin(), t.values.end());
+    for (std::size_t i = 0; i < t.values.size() && i < space.knobs().size(); ++i) row.push_back(space.knobs()[i].shown(t.values[i]));
     row.push_back(t.score ? format_score(*t.score, {}) : "-");
     row.push_back(t.wall_s > 0 ? run::format_duration(t.wall_s * 1e9) : "-");
     row.push_back(t.reason);
@@ -94,10 +94,7 @@ StudyData load_study(const std::string& path) {
   out.best_so_far = at::best_mean_after_each(space, trials);
   if (const auto best = at::best_settings(space, trials)) {
     out.best_mean = best->mean_score;
-    std::string settings;
-    for (std::size_t i = 0; i < best->values.size() && i < space.knobs().size(); ++i)
-      settings += fmt::format("{}{}={}", settings.empty() ? "" : " ", space.knobs()[i].name, best->values[i]);
-    out.best_text = fmt::format("{} (mean of {} run{}, trial{} {})", settings, best->runs, best->runs == 1 ? "" : "s",
+    out.best_text = fmt::format("{} (mean of {} run{}, trial{} {})", space.describe(best->values), best->runs, best->runs == 1 ? "" : "s",
                                 best->trial_ids.size() == 1 ? "" : "s", fmt::join(best->trial_ids, ","));
   }
   return out;

@@ -152,3 +152,46 @@ TEST(StudyReport, BestSoFarIsTheBestSettingsMeanAfterEachTrial) {
     }
   }
 }
+
+// A knob with `unit: bytes` is shown humanised wherever people read it (the setting, the trial table, the effect
+// chart's ticks); the job and --export-env keep the raw number.
+TEST(StudyReport, ByteKnobsShownInBytesUnits) {
+  const auto space = SearchSpace::parse(R"(knobs:
+  - {name: fusion_threshold, env: HOROVOD_FUSION_THRESHOLD, type: integer, scale: log, min: 65536, max: 268435456, unit: bytes}
+  - {name: cycle, type: real, min: 0.1, max: 100, unit: ms}
+objective: {kind: throughput}
+)", "bytes.yaml");
+  const Assignment best = {"146292434", "5"};
+  EXPECT_EQ(space.describe(best), "fusion_threshold=140 MiB cycle=5 ms");
+  EXPECT_EQ(space.knobs()[0].shown("not a number"), "not a number");
+  std::vector<TrialRecord> all;
+  for (int i = 0; i < 4; ++i) {
+    TrialRecord t;
+    t.id = i + 1;
+    t.kind = "design";
+    t.status = TrialStatus::Ok;
+    t.values = {std::to_string(65536L << (3 * i)), std::to_string(1 + i)};
+    t.unit = space.to_unit(t.values);
+    t.score = 100 + i;
+    all.push_back(t);
+  }
+  const auto dir = fs::temp_directory_path() / fmt::format("collscope-study-report-bytes-{}", ::getpid());
+  fs::remove_all(dir);
+  write_report(space, all, dir.string(), "bytes study");
+  std::ifstream page(dir / "index.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<code>fusion_threshold=32 MiB</code>"), std::string::npos);  // the best trial: 65536 << 9
+  EXPECT_NE(html.find("<td>64 KiB</td>"), std::string::npos);                     // the trial table
+  EXPECT_EQ(html.find("33554432"), std::string::npos);                            // no raw byte count shown
+  EXPECT_NE(html.find("cycle (ms)"), std::string::npos);                           // the effect chart's axis
+  const auto space_error = [](const char* yaml) {
+    try {
+      SearchSpace::parse(yaml, "bad.yaml");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(space_error("knobs:\n  - {name: m, type: categorical, values: [a, b], unit: bytes}\n").find("bad.yaml"), std::string::npos);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}

@@ -22,6 +22,13 @@ struct Knob {
   std::vector<std::string> values;  // categorical / boolean: the choices, as the job reads them
   std::optional<std::string> env;   // environment variable that carries the value
   std::optional<std::string> default_value;  // the job's own default (reports compare against it)
+  // What the value measures, for people (`unit:` in the space): "bytes" is shown humanised ("128 MiB"), any other
+  // unit follows the value ("5 ms"); empty: the value as the job receives it. The job always gets the raw value.
+  std::string unit;
+
+  // The value as reports and the viewer show it: "140 MiB" for 146292434 with unit bytes (three significant
+  // digits, as every size).
+  std::string shown(const std::string& value) const;
 
   // Number of discrete levels (integer range size, category count); 0 for real knobs.
   std::int64_t level_count() const;
@@ -87,6 +94,9 @@ class SearchSpace {
   std::optional<std::int64_t> discrete_size() const;
 
   std::map<std::string, std::string> named(const Assignment& values) const;
+  // One setting for people: "fusion_threshold=128 MiB cycle_time_ms=5" (values as Knob::shown gives them);
+  // `separator` between knobs.
+  std::string describe(const Assignment& values, std::string_view separator = " ") const;
 
   // This space with knob `name` fixed at its default (a one-value categorical the model ignores): --fixed-batch.
   // Throws InputError naming the knob when it has no default.
