@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/absent_dir.hpp"
 #include "../common/run_process.hpp"
 
 namespace fs = std::filesystem;
@@ -28,12 +29,7 @@ namespace {
 
 const std::string kBin = env_or("COLLSCOPE_BIN", "build/bin");
 
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("collscope-event-batches-test-" + std::to_string(getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir.parent_path());
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return collscope::testing::absent_dir("collscope-event-batches-test", name); }
 
 void trace_probe(const fs::path& dir, std::vector<std::pair<std::string, std::string>> env) {
   std::vector<std::string> argv = {kBin + "/collscope", "trace", "-o", dir.string(), "--"};

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "../common/absent_dir.hpp"
 #include "../common/run_process.hpp"
 
 namespace fs = std::filesystem;
@@ -23,12 +24,7 @@ namespace {
 const std::string kBin = env_or("COLLSCOPE_BIN", "build/bin");
 constexpr long kBurst = 20000;
 
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("collscope-seq-drops-test-" + std::to_string(getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir.parent_path());
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return collscope::testing::absent_dir("collscope-seq-drops-test", name); }
 
 collscope::testing::ProcessResult trace(const fs::path& dir, std::vector<std::string> job) {
   std::vector<std::string> argv = {kBin + "/collscope", "trace", "-o", dir.string(), "--"};
