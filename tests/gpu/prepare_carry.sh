@@ -5,7 +5,8 @@
 # OUT/bin: collscope (stripped) and the two CUDA programs (sm_90 + PTX, static CUDA runtime, libnccl.so.2 found at
 # run time); OUT/lib: the preload, the NCCL profiler and tuner plugins and the non-glibc libraries they need;
 # OUT/lib-cxx: this machine's libstdc++/libgcc_s, used there only if the machine's are older; OUT/lib-cupti:
-# CUPTI 13, used there only if the machine has none; OUT/MANIFEST: what was built from. OUT is listed in
+# CUPTI 13, used there only if the machine has none; OUT/share/collscope/python: the sitecustomize of Python jobs;
+# OUT/MANIFEST: what was built from. OUT is listed in
 # .git/info/exclude, so it travels with the working tree but is never committed.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,8 +17,10 @@ cuda="${CUDA_HOME:-/usr/local/cuda}"
 
 cmake --build "$build" -j2 --target collscope collscope-preload collscope-nccl-profiler collscope-nccl-tuner
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/lib-cxx" "$out/lib-cupti"
+mkdir -p "$out/bin" "$out/lib" "$out/lib-cxx" "$out/lib-cupti" "$out/share/collscope/python"
 cp "$build/bin/collscope" "$out/bin/"
+# The Python job's annotation (steps, forward/backward/optimizer): collscope finds it at ../share/collscope/python.
+cp "$repo/tracer/python/sitecustomize.py" "$out/share/collscope/python/"
 cp "$build/lib/libcollscope-preload.so" "$build/lib/libcollscope-nccl-profiler.so" "$build/lib/libcollscope-nccl-tuner.so" "$out/lib/"
 strip --strip-debug "$out/bin/collscope" "$out"/lib/*.so
 

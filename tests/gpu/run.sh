@@ -12,6 +12,7 @@
 #
 #   tests/gpu/run.sh                 everything; without a GPU: "SKIP: no GPU found", exit 0
 #   tests/gpu/run.sh --build-only    only compile the CUDA programs (CI: nvcc, no GPU)
+#   tests/gpu/run.sh --overhead-only only (e), with ROUNDS rounds (default 3)
 #
 # What it runs: the carried build (COLLSCOPE_CARRY, default <repo>/gpu-carry, made on the build machine by
 # tests/gpu/prepare_carry.sh: collscope, its libraries, the plugins, the CUDA programs, CUPTI 13), else
@@ -28,8 +29,9 @@ carry="${COLLSCOPE_CARRY:-$repo/gpu-carry}"
 work="${WORK_DIR:-$(mktemp -d -t collscope-gpu-check.XXXXXX)}"
 mkdir -p "$work"
 summary="$work/summary.txt"
-build_only=0
+build_only=0 overhead_only=0
 [[ "${1:-}" == "--build-only" ]] && build_only=1
+[[ "${1:-}" == "--overhead-only" ]] && overhead_only=1
 started=$(date +%s)
 : >"$summary"
 
@@ -149,6 +151,7 @@ export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
 collscope="$bin/collscope"
 check() { "$python" "$here/check_trace.py" "$@"; }
 
+if (( ! overhead_only )); then
 # ---- (a) one rank, traced ---------------------------------------------------------------------------------------
 say "(a) one-rank NCCL job under collscope trace"
 timeout 180 "$collscope" trace -o "$work/a" -- "$programs/nccl_gpu_check" >"$work/a.log" 2>&1
@@ -237,12 +240,18 @@ else
   log="$work/pair-tuner-0.log"
   using="$(grep -m1 -o 'TUNER/Plugin: Using collscope (v[0-9])' "$log")"
   ours="$(grep -m1 -o 'collscope tuner: rule 1 (allreduce 0 inf ring ll 1) decides allreduce of [0-9]* bytes' "$log")"
-  applied="$(grep -c 'AllReduce: [0-9]* Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}' "$log")"
-  others="$(grep 'AllReduce: [0-9]* Bytes -> Algo' "$log" | grep -vc 'Algo RING proto LL channel{Lo..Hi}={0..0}')"
-  if (( rc == 0 )) && pair_ok pair-tuner && [[ -n "$using" && -n "$ours" ]] && (( applied > 0 && others == 0 )); then
-    record "(c) tuner plugin loaded by NCCL and applying a rule" PASS "$using; $ours; NCCL: $applied allreduces RING/LL on channel 0 only"
+  # Alone, each allreduce gets the rule's one channel. A group's allreduces share one kernel plan, which NCCL
+  # spreads over the sum of its tasks' channel counts (enqueue.cc, scheduleCollTasksToPlan): the group of two
+  # below runs on channels {0..1}, one task possibly straddling both. RING/LL everywhere either way.
+  alone_sizes='(4096|262144|4194304)' grouped_sizes='(1024|2097152)'
+  applied="$(grep -cE "AllReduce: $alone_sizes Bytes -> Algo RING proto LL channel\{Lo..Hi\}=\{0..0\}" "$log")"
+  grouped="$(grep -cE "AllReduce: $grouped_sizes Bytes -> Algo RING proto LL channel\{Lo..Hi\}=\{0..[01]\}" "$log")"
+  others="$(grep 'AllReduce: [0-9]* Bytes -> Algo' "$log" | grep -vcE 'Algo RING proto LL channel\{Lo..Hi\}=\{0..[01]\}')"
+  wide="$(grep -E "AllReduce: $alone_sizes Bytes -> Algo" "$log" | grep -vc 'channel{Lo..Hi}={0..0}')"
+  if (( rc == 0 )) && pair_ok pair-tuner && [[ -n "$using" && -n "$ours" ]] && (( applied > 0 && grouped > 0 && others == 0 && wide == 0 )); then
+    record "(c) tuner plugin loaded by NCCL and applying a rule" PASS "$using; $ours; NCCL: $applied lone allreduces RING/LL on channel 0 only, $grouped grouped RING/LL within the group's 2 channels"
   else
-    record "(c) tuner plugin loaded by NCCL and applying a rule" FAIL "exit $rc; '${using:-not loaded}'; '${ours:-no rule decided}'; RING/LL/1ch lines $applied, other choices $others"
+    record "(c) tuner plugin loaded by NCCL and applying a rule" FAIL "exit $rc; '${using:-not loaded}'; '${ours:-no rule decided}'; lone RING/LL/1ch $applied (wider $wide), grouped RING/LL $grouped, other choices $others"
   fi
 fi
 
@@ -264,26 +273,53 @@ else
   record "(d) PyTorch DDP traced: steps, phases, NCCL calls, kernels" "$([[ $st -eq 0 ]] && echo PASS || echo FAIL)" "$(grep -E 'FAIL' "$work/d-check.log" | head -2 | tr '\n' ' ')"
 fi
 
+fi  # overhead_only
+
 # ---- (e) overhead: alternate untraced / traced, median step times -----------------------------------------------
-say "(e) step time, untraced vs traced (alternating)"
+# ROUNDS rounds (default 3), each running every variant once in turn (the machine's drift falls on all alike); a variant's ratio
+# is the median over rounds of (its median step / the round's untraced median step). The breakdown variants say
+# where a cost comes from: without the Python annotation, without CUPTI.
+rounds="${ROUNDS:-3}"
+# Every run on the same cores: a launch-bound step's time otherwise varies by some 20 % from process to process
+# with where the scheduler puts it.
+pin=()
+command -v taskset >/dev/null 2>&1 && (( $(nproc) >= 8 )) && pin=(taskset -c 2-7)
+say "(e) step time, untraced vs traced (alternating, $rounds rounds${pin:+, pinned to cores 2-7})"
 step_ms() { grep -m1 '^step_ms_median' "$1" | awk '{print $2}'; }
-declare -a plain_ms traced_ms profiled_ms
-for i in 1 2; do
-  timeout 300 "$python" "$here/ddp_train.py" --steps 60 --warmup 10 >"$work/e-plain-$i.log" 2>&1 && plain_ms+=("$(step_ms "$work/e-plain-$i.log")")
-  timeout 300 "$collscope" trace -o "$work/e-traced-$i" -- "$python" "$here/ddp_train.py" --steps 60 --warmup 10 >"$work/e-traced-$i.log" 2>&1 \
-    && traced_ms+=("$(step_ms "$work/e-traced-$i.log")")
-  timeout 300 "$collscope" trace --nccl-profiler -o "$work/e-profiled-$i" -- "$python" "$here/ddp_train.py" --steps 60 --warmup 10 >"$work/e-profiled-$i.log" 2>&1 \
-    && profiled_ms+=("$(step_ms "$work/e-profiled-$i.log")")
+variants=(plain traced profiled no-python no-cupti)
+declare -A ms
+for ((i = 1; i <= rounds; i++)); do
+  for v in "${variants[@]}"; do
+    job=("$python" "$here/ddp_train.py" --steps 200 --warmup 20)
+    case $v in
+      plain) cmd=("${job[@]}") ;;
+      traced) cmd=("$collscope" trace -o "$work/e-$v-$i" -- "${job[@]}") ;;
+      profiled) cmd=("$collscope" trace --nccl-profiler -o "$work/e-$v-$i" -- "${job[@]}") ;;
+      no-python) cmd=("$collscope" trace --no-python-annotation -o "$work/e-$v-$i" -- "${job[@]}") ;;
+      no-cupti) cmd=(env COLLSCOPE_CUPTI=0 "$collscope" trace -o "$work/e-$v-$i" -- "${job[@]}") ;;
+    esac
+    # The pin goes before collscope (its affinity passes to the job): `collscope trace -- taskset ...` would
+    # hide that the job is Python.
+    timeout 300 "${pin[@]}" "${cmd[@]}" >"$work/e-$v-$i.log" 2>&1 && ms[$v]+="$(step_ms "$work/e-$v-$i.log") "
+  done
 done
-if (( ${#plain_ms[@]} == 2 && ${#traced_ms[@]} == 2 )); then
-  ratio="$("$python" -c "import sys; p=sorted(map(float,'${plain_ms[*]}'.split())); t=sorted(map(float,'${traced_ms[*]}'.split())); print(f'{(t[0]+t[1])/(p[0]+p[1]):.3f}')")"
-  detail="untraced ${plain_ms[*]} ms, traced ${traced_ms[*]} ms (median step of each run): ratio $ratio"
-  if (( ${#profiled_ms[@]} == 2 )); then
-    pr="$("$python" -c "p=sorted(map(float,'${plain_ms[*]}'.split())); t=sorted(map(float,'${profiled_ms[*]}'.split())); print(f'{(t[0]+t[1])/(p[0]+p[1]):.3f}')")"
-    detail="$detail; with --nccl-profiler ${profiled_ms[*]} ms: ratio $pr"
-  fi
+ratio_of() {  # VARIANT: the median over rounds of variant/plain, or nothing when a run failed
+  "$python" - "${ms[plain]:-}" "${ms[$1]:-}" "$rounds" <<'PY'
+import statistics, sys
+p, t = sys.argv[1].split(), sys.argv[2].split()
+if len(p) == len(t) == int(sys.argv[3]):
+    print(f"{statistics.median(float(b) / float(a) for a, b in zip(p, t)):.3f}")
+PY
+}
+ratio="$(ratio_of traced)"
+if [[ -n "$ratio" ]]; then
+  detail="untraced ${ms[plain]}ms, traced ${ms[traced]}ms (median step of each run, $rounds rounds): ratio $ratio"
+  for v in profiled no-python no-cupti; do
+    r="$(ratio_of $v)"
+    detail="$detail; $v ${ms[$v]:-failed }ms: ${r:-n/a}"
+  done
   record "(e) traced / untraced step time" "$("$python" -c "print('PASS' if $ratio <= 1.10 else 'FAIL')")" "$detail (bound 1.10)"
 else
-  record "(e) traced / untraced step time" FAIL "runs failed: untraced ${plain_ms[*]:-none}, traced ${traced_ms[*]:-none}"
+  record "(e) traced / untraced step time" FAIL "runs failed: untraced ${ms[plain]:-none}, traced ${ms[traced]:-none}"
 fi
 finish

@@ -1,12 +1,18 @@
 // CUPTI activity collection, opened at run time. The preload links no CUDA library: in a process that has CUDA
 // (cuInit or cudaGetDeviceCount resolve in it) the collector dlopens libcupti and the driver, enables kernel
-// (concurrent), memcpy, memset, synchronisation and external-correlation records, and hands CUPTI 8 MiB buffers
-// through its request/complete callbacks. Completed buffers are queued; the writer thread decodes them at each
-// drain (cupti_decode.hpp), writes gpu_activities rows, and fills collectives.gpu_start_ns/gpu_end_ns of the NCCL
-// calls whose external correlation id the kernels carry. The final drain flushes CUPTI.
+// (concurrent), memcpy, memset and synchronisation records, and hands CUPTI 8 MiB buffers through its
+// request/complete callbacks. Completed buffers are queued; the writer thread decodes them at each drain
+// (cupti_decode.hpp), writes gpu_activities rows, and fills collectives.gpu_start_ns/gpu_end_ns of the NCCL calls
+// that launched them. The final drain flushes CUPTI.
+//
+// Which NCCL call launched a kernel, copy or memset: CUPTI's callback API, on the launch and async copy/memset
+// entry points of the runtime and the driver, gives each launch's correlation id (the one its activity record
+// carries); inside an NCCL call the interposer wrapped, the callback notes (our correlation id, CUPTI's). CUPTI's
+// external-correlation records cannot do this cheaply: they are emitted only beside API activity records, which
+// would mean recording every CUDA API call of the job. Outside NCCL calls the callback returns at once.
 //
 // Without a driver or a device, meta `gpu_capture` says so in one line and nothing else happens: the job's
-// output and exit code are untouched (nothing is printed).
+// output and exit code are untouched (nothing is printed). COLLSCOPE_CUPTI=0 leaves CUPTI unopened.
 #include <cupti.h>
 #include <dlfcn.h>
 
@@ -19,6 +25,7 @@
 #include <filesystem>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clock.hpp"
@@ -46,8 +53,6 @@ struct Cupti {
   decltype(&cuptiActivityFlushAll) ActivityFlushAll = nullptr;
   decltype(&cuptiActivityGetNextRecord) ActivityGetNextRecord = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) ActivityGetNumDroppedRecords = nullptr;
-  decltype(&cuptiActivityPushExternalCorrelationId) PushExternalCorrelationId = nullptr;
-  decltype(&cuptiActivityPopExternalCorrelationId) PopExternalCorrelationId = nullptr;
   decltype(&cuptiGetTimestamp) GetTimestamp = nullptr;
   decltype(&cuptiSubscribe) Subscribe = nullptr;
   decltype(&cuptiEnableCallback) EnableCallback = nullptr;
@@ -58,8 +63,15 @@ struct Completed {
   std::size_t valid;
 };
 
+// (our correlation id, CUPTI's correlation id) of one launch inside an NCCL call.
+struct LaunchLink {
+  std::uint64_t external_id;
+  std::uint32_t correlation;
+};
+
 struct State {
   std::mutex mutex;
+  std::vector<LaunchLink> launches;  // guarded by mutex; noted only inside NCCL calls (a few per call)
   bool tried = false;
   std::string note;  // meta gpu_capture, written by the next drain
   bool note_dirty = false;
@@ -131,11 +143,16 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
   s.completed.push_back({buffer, valid});
 }
 
-// Device-to-device copies, for the fusion-buffer inference (gpu_fusion.hpp).
-void CUPTIAPI runtime_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
-  const auto* info = static_cast<const CUpti_CallbackData*>(data);
-  if (info->callbackSite != CUPTI_API_ENTER) return;
+// The NCCL call (our correlation id) whose launches this thread is making; 0 outside NCCL calls. A group's
+// launches happen in its outermost ncclGroupEnd, which sets the group's id.
+thread_local std::uint64_t t_launching_for = 0;
+
+// Device-to-device copies by the job, for the fusion-buffer inference (gpu_fusion.hpp).
+void note_job_copy(CUpti_CallbackId cbid, const CUpti_CallbackData* info) {
+  if (cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 && cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020)
+    return;
+  // A copy NCCL itself makes inside a call (a one-rank collective out of place) packs no tensor of the job's.
+  if (nccl_profile::inside_nccl_call()) return;
   // cudaMemcpyAsync(dst, src, count, kind, stream) and cudaMemcpy(dst, src, count, kind): dst and count lead.
   struct Params {
     void* dst;
@@ -143,14 +160,42 @@ void CUPTIAPI runtime_callback(void*, CUpti_CallbackDomain domain, CUpti_Callbac
     std::size_t count;
     int kind;
   };
-  if (cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 && cbid != CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020)
-    return;
-  // A copy NCCL itself makes inside a call (a one-rank collective out of place) packs no tensor of the job's.
-  if (nccl_profile::inside_nccl_call()) return;
   const auto* p = static_cast<const Params*>(info->functionParams);
   constexpr int kDeviceToDevice = 3, kDefault = 4;
   if (p && (p->kind == kDeviceToDevice || p->kind == kDefault)) note_copy(p->dst, p->count);
 }
+
+void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  if (const std::uint64_t external = t_launching_for) {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.launches.push_back({external, info->correlationId});
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) note_job_copy(cbid, info);
+}
+
+// The entry points that put work on a stream: launches, async copies and memsets (runtime and driver: NCCL
+// launches its kernels through the driver, its one-rank copies through the runtime).
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,             CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,   CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,        CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000};
+constexpr CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,           CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,         CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async};
 
 std::string result_string(CUptiResult rc) {
   const char* s = nullptr;
@@ -165,6 +210,10 @@ bool resolve(void* lib, const char* name, F& out) {
 }
 
 void start_cupti_locked(State& s) {
+  if (const char* off = std::getenv("COLLSCOPE_CUPTI"); off && std::string_view(off) == "0") {
+    set_note("CUPTI off (COLLSCOPE_CUPTI=0): no GPU activity");
+    return;
+  }
   void* lib = open_first(cupti_candidates());
   if (!lib) {
     set_note("CUDA found in the process but libcupti not found (set COLLSCOPE_CUPTI_LIBRARY): no GPU activity");
@@ -177,12 +226,9 @@ void start_cupti_locked(State& s) {
             resolve(lib, "cuptiActivityFlushAll", a.ActivityFlushAll) &&
             resolve(lib, "cuptiActivityGetNextRecord", a.ActivityGetNextRecord) &&
             resolve(lib, "cuptiActivityGetNumDroppedRecords", a.ActivityGetNumDroppedRecords) &&
-            resolve(lib, "cuptiActivityPushExternalCorrelationId", a.PushExternalCorrelationId) &&
-            resolve(lib, "cuptiActivityPopExternalCorrelationId", a.PopExternalCorrelationId) &&
             resolve(lib, "cuptiGetTimestamp", a.GetTimestamp);
   resolve(lib, "cuptiActivityRegisterTimestampCallback", a.ActivityRegisterTimestampCallback);
-  resolve(lib, "cuptiSubscribe", a.Subscribe);
-  resolve(lib, "cuptiEnableCallback", a.EnableCallback);
+  ok = ok && resolve(lib, "cuptiSubscribe", a.Subscribe) && resolve(lib, "cuptiEnableCallback", a.EnableCallback);
   if (!ok) {
     set_note("libcupti lacks an entry point collscope needs: no GPU activity");
     return;
@@ -225,21 +271,24 @@ void start_cupti_locked(State& s) {
   }
   CUptiResult rc = a.ActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
   for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                  CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION})
+                                  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION})
     if (rc == CUPTI_SUCCESS) rc = a.ActivityEnable(kind);
   if (rc != CUPTI_SUCCESS) {
     set_note(fmt::format("CUPTI activity not enabled: {}", result_string(rc)));
     return;
   }
-  if (a.Subscribe && a.EnableCallback) {
-    CUpti_SubscriberHandle subscriber{};
-    if (a.Subscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&runtime_callback), nullptr) == CUPTI_SUCCESS) {
-      a.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
-      a.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020);
-    }
+  // One subscriber per process: a job that profiles itself with CUPTI (torch.profiler) keeps its own, and the
+  // GPU activities are then recorded without their NCCL calls (said in gpu_capture).
+  CUpti_SubscriberHandle subscriber{};
+  const CUptiResult sub = a.Subscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&api_callback), nullptr);
+  std::string links = "NCCL launches tied by callback";
+  if (sub == CUPTI_SUCCESS) {
+    for (CUpti_CallbackId id : kRuntimeLaunches) a.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+    for (CUpti_CallbackId id : kDriverLaunches) a.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  } else {
+    links = fmt::format("no CUPTI callbacks ({}): GPU work not tied to NCCL calls", result_string(sub));
   }
-  set_note(fmt::format("CUPTI {} active on {} device(s), driver {}", version, devices, driver_version));
+  set_note(fmt::format("CUPTI {} active on {} device(s), driver {}; {}", version, devices, driver_version, links));
   g_active.store(true, std::memory_order_release);
 }
 
@@ -290,10 +339,14 @@ void on_drain(WriterContext& ctx) {
     s.last_flush_ns = now;
   }
   std::deque<Completed> buffers;
+  std::vector<LaunchLink> launches;
   {
     std::lock_guard lock(s.mutex);
     buffers.swap(s.completed);
+    launches.swap(s.launches);
   }
+  // Links first: each was noted at its launch, before its activity record could be in a completed buffer.
+  for (const LaunchLink& l : launches) s.matcher.add_external(l.external_id, l.correlation);
   for (const Completed& c : buffers) write_buffer(s, c, ctx);
   for (const auto& u : s.matcher.take_updates())
     // A collective NCCL's profiler timed from its kernel channels keeps those times (nccl_profile_sink.hpp).
@@ -330,15 +383,8 @@ void ensure_cupti() {
 
 bool cupti_active() { return g_active.load(std::memory_order_relaxed); }
 
-void push_correlation(std::uint64_t id) {
-  if (g_active.load(std::memory_order_relaxed))
-    state().api.PushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
-}
+void push_correlation(std::uint64_t id) { t_launching_for = id; }
 
-void pop_correlation() {
-  if (!g_active.load(std::memory_order_relaxed)) return;
-  std::uint64_t id = 0;
-  state().api.PopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
-}
+void pop_correlation() { t_launching_for = 0; }
 
 }  // namespace collscope::tracer::gpu

@@ -10,8 +10,8 @@ namespace collscope::tracer::gpu {
 void ensure_cupti();
 bool cupti_active();
 
-// Brackets an NCCL call (or the GroupEnd that launches a group) with a CUPTI external correlation id, so that
-// the kernels it launches can be matched to its collectives rows.
+// Brackets an NCCL call (or the GroupEnd that launches a group) with its correlation id (collectives.correlation):
+// the kernels, copies and memsets this thread launches in between are tied to its collectives rows. Not nested.
 void push_correlation(std::uint64_t id);
 void pop_correlation();
 
