@@ -71,6 +71,7 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
   run::apply_waits(a.lateness, a.steps);
   a.op_sizes = op_size_stats(matched);
   a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options});
+  if (auto note = straggler_within_noise({run, clocks, matched, a.steps, a.lateness, options})) a.notes.push_back(*note);
   for (const auto& t : matched.truncations) {
     const auto& name = run.communicators[t.comm].name;
     a.notes.push_back(fmt::format("rank {}'s trace lacks its last {} call(s) on {} (from seq {}) that the other ranks "

@@ -26,6 +26,87 @@ int step_at(const StepSummary& steps, std::int64_t t) {
   return t < it->end_ns ? static_cast<int>(it - steps.steps.begin()) : -1;
 }
 
+// A thread's scheduler counters as functions of aligned time: linear between its samples.
+class ThreadCounters {
+ public:
+  ThreadCounters(const RankTrace& trace, std::int64_t thread, std::int64_t offset_ns) {
+    for (const auto& s : trace.cpu_samples)
+      if (s.thread == thread) t_.push_back(s.t_ns + offset_ns), cpu_.push_back(double(s.cpu_ns)), runq_.push_back(double(s.runq_ns));
+  }
+  bool empty() const { return t_.size() < 2; }
+  // (on a CPU, waiting for one) over [a, b], or nullopt when the samples do not cover it.
+  std::optional<std::pair<double, double>> over(std::int64_t a, std::int64_t b) const {
+    if (t_.size() < 2 || a < t_.front() || b > t_.back() || b < a) return std::nullopt;
+    const auto ca = at(a), cb = at(b);
+    return std::make_pair(cb.first - ca.first, cb.second - ca.second);
+  }
+
+ private:
+  std::pair<double, double> at(std::int64_t t) const {
+    const std::size_t i = static_cast<std::size_t>(std::upper_bound(t_.begin(), t_.end(), t) - t_.begin());
+    if (i == 0) return {cpu_.front(), runq_.front()};
+    if (i == t_.size()) return {cpu_.back(), runq_.back()};
+    const double f = double(t - t_[i - 1]) / double(std::max<std::int64_t>(1, t_[i] - t_[i - 1]));
+    return {cpu_[i - 1] + f * (cpu_[i] - cpu_[i - 1]), runq_[i - 1] + f * (runq_[i] - runq_[i - 1])};
+  }
+  std::vector<std::int64_t> t_;
+  std::vector<double> cpu_, runq_;
+};
+
+// The thread with the most rows among `threads` (ties: the lowest id); -1 when none.
+std::int64_t busiest(const std::map<std::int64_t, int>& threads) {
+  std::int64_t best = -1;
+  int most = 0;
+  for (const auto& [thread, n] : threads)
+    if (n > most) best = thread, most = n;
+  return best;
+}
+
+// Own time of each rank in each step (aligned [start, end) windows) → on CPU / run queue / off CPU, then each
+// rank's median excess over the others. `windows[r][k]`: the rank's own part of step k.
+void causes_from_windows(const Run& run, const ClockAlignment& clocks, const std::vector<std::int64_t>& thread,
+                         const std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>>& windows,
+                         Lateness& out) {
+  const std::size_t nranks = run.ranks.size();
+  const std::size_t nsteps = windows.empty() ? 0 : windows[0].size();
+  const double none = std::nan("");
+  // [kind][rank][step]: 0 on CPU, 1 run queue, 2 off CPU, 3 own time.
+  std::vector<std::vector<std::vector<double>>> v(4, std::vector<std::vector<double>>(nranks, std::vector<double>(nsteps, none)));
+  for (std::size_t r = 0; r < nranks; ++r) {
+    if (thread[r] < 0) return;
+    const ThreadCounters counters(run.ranks[r], thread[r], clocks.offset_ns[r]);
+    if (counters.empty()) return;
+    for (std::size_t k = 0; k < nsteps; ++k) {
+      double cpu = 0, runq = 0, own = 0;
+      bool covered = true;
+      for (const auto& [a, b] : windows[r][k]) {
+        const auto d = counters.over(a, b);
+        if (!d) { covered = false; break; }
+        cpu += d->first, runq += d->second, own += double(b - a);
+      }
+      if (!covered || windows[r][k].empty()) continue;
+      v[0][r][k] = cpu, v[1][r][k] = runq, v[2][r][k] = own - cpu - runq, v[3][r][k] = own;
+    }
+  }
+  out.causes.assign(nranks, {});
+  std::vector<double> others, excess;
+  for (std::size_t r = 0; r < nranks; ++r) {
+    double* fields[4] = {&out.causes[r].on_cpu_ns, &out.causes[r].run_queue_ns, &out.causes[r].off_cpu_ns, &out.causes[r].own_ns};
+    for (int kind = 0; kind < 4; ++kind) {
+      excess.clear();
+      for (std::size_t k = static_cast<std::size_t>(out.first_measured); k < nsteps; ++k) {
+        if (std::isnan(v[kind][r][k])) continue;
+        if (kind == 3) { excess.push_back(v[kind][r][k]); continue; }
+        others.clear();
+        for (std::size_t o = 0; o < nranks; ++o)
+          if (o != r && !std::isnan(v[kind][o][k])) others.push_back(v[kind][o][k]);
+        if (!others.empty()) excess.push_back(v[kind][r][k] - median_of(others));
+      }
+      *fields[kind] = median_of(excess);
+    }
+  }
+}
+
 void from_collectives(const Run& run, const ClockAlignment& clocks, const MatchedRun& m, const StepSummary& steps,
                       Lateness& out) {
   const std::size_t nranks = run.ranks.size();
@@ -56,6 +137,30 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
       for (int r : present) out.wait_ns[r][k] += double(last - arrival[r]);
     }
   }
+  // Causes: each rank's own time is the gaps between its calls on the thread that makes its synchronising ones.
+  const std::size_t buckets = out.lateness_ns.empty() ? 0 : out.lateness_ns[0].size();
+  std::vector<std::int64_t> thread(nranks, -1);
+  std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>> windows(
+      nranks, std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(buckets));
+  for (std::size_t r = 0; r < nranks; ++r) {
+    const auto& calls = run.ranks[r].collectives;
+    std::map<std::int64_t, int> sync_threads;
+    for (const auto& c : calls)
+      if (store::is_synchronising(c.op)) ++sync_threads[c.thread];
+    thread[r] = busiest(sync_threads);
+    std::int64_t prev_end = INT64_MIN;
+    for (const auto& c : calls) {
+      if (c.thread != thread[r]) continue;
+      const std::int64_t a = clocks.aligned(static_cast<int>(r), c.start_ns);
+      if (prev_end != INT64_MIN && a > prev_end) {
+        const int k = steps.steps.empty() ? 0 : step_at(steps, a);
+        if (k >= 0 && (steps.steps.empty() || prev_end >= steps.steps[static_cast<std::size_t>(k)].start_ns))
+          windows[r][static_cast<std::size_t>(k)].emplace_back(prev_end, a);
+      }
+      prev_end = std::max(prev_end, clocks.aligned(static_cast<int>(r), c.end_ns));
+    }
+  }
+  causes_from_windows(run, clocks, thread, windows, out);
 }
 
 // Phase boundaries: (name id, is_end); the step's own start and end use name id -1.
@@ -156,12 +261,14 @@ bool from_phases(const Run& run, const ClockAlignment& clocks, const StepSummary
   std::vector<std::vector<double>> median_lag(ordered.size(), std::vector<double>(nranks, 0));
   for (std::size_t bi = 0; bi < ordered.size(); ++bi)
     for (std::size_t r = 0; r < nranks; ++r) median_lag[bi][r] = median_lag_at(bi, r);
+  std::size_t latest_rank = 0, latest_boundary = 0;
   for (std::size_t r = 0; r < nranks; ++r) {
     std::size_t worst = 0;
     for (std::size_t bi = 1; bi < ordered.size(); ++bi)
       if (median_lag[bi][r] > median_lag[worst][r]) worst = bi;
     for (std::size_t k = 0; k < nsteps; ++k)
       out.lateness_ns[r][k] = std::isnan(lag[worst][r][k]) ? 0.0 : std::max(0.0, lag[worst][r][k]);
+    if (median_lag[worst][r] > median_lag[latest_boundary][latest_rank]) latest_rank = r, latest_boundary = worst;
   }
   for (std::size_t k = 0; k < nsteps; ++k) {
     double latest = 0;
@@ -174,6 +281,27 @@ bool from_phases(const Run& run, const ClockAlignment& clocks, const StepSummary
     seg.label = segment_label(run, ordered[bi].second, ordered[bi + 1].second);
     for (std::size_t r = 0; r < nranks; ++r) seg.lag_gain_ns.push_back(median_lag[bi + 1][r] - median_lag[bi][r]);
     out.segments.push_back(std::move(seg));
+  }
+  // Causes: every rank's own part of a step is where the latest rank falls behind: the segments between
+  // consecutive boundaries over which its median lag grows, on the thread that marks the steps.
+  {
+    std::vector<std::int64_t> thread(nranks, -1);
+    std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>> windows(
+        nranks, std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(nsteps));
+    for (std::size_t r = 0; r < nranks; ++r) {
+      std::map<std::int64_t, int> step_threads;
+      for (const auto& x : run.ranks[r].nvtx_ranges)
+        if (step_names.contains(x.name)) ++step_threads[x.thread];
+      thread[r] = busiest(step_threads);
+      for (std::size_t bi = 0; bi + 1 < ordered.size(); ++bi) {
+        if (!(median_lag[bi + 1][latest_rank] > median_lag[bi][latest_rank])) continue;
+        for (std::size_t k = 0; k < nsteps; ++k) {
+          const std::int64_t a = time_at(ordered[bi].second, r, k), b = time_at(ordered[bi + 1].second, r, k);
+          if (a != 0 && b > a) windows[r][k].emplace_back(a, b);
+        }
+      }
+    }
+    causes_from_windows(run, clocks, thread, windows, out);
   }
   std::string names;
   for (const auto& [offset, b] : ordered)
@@ -225,6 +353,14 @@ Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const Ma
   out.median_wait_ns.assign(nranks, 0);
   out.total_lateness_ns.assign(nranks, 0);
   out.total_wait_ns.assign(nranks, 0);
+  out.steps_latest.assign(nranks, 0);
+  out.measured_steps = static_cast<int>(buckets) - out.first_measured;
+  for (std::size_t k = static_cast<std::size_t>(out.first_measured); k < buckets; ++k) {
+    std::size_t top = 0;
+    for (std::size_t r = 1; r < nranks; ++r)
+      if (out.lateness_ns[r][k] > out.lateness_ns[top][k]) top = r;
+    if (nranks > 0 && out.lateness_ns[top][k] > 0) ++out.steps_latest[top];
+  }
   for (std::size_t r = 0; r < nranks; ++r) {
     const auto& l = out.lateness_ns[r];
     const auto& w = out.wait_ns[r];

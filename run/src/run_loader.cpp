@@ -450,6 +450,13 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       g.stream = r.stream;
       t.gpu_activities.push_back(g);
     });
+    reader.for_each<store::CpuSampleRow>([&](const store::CpuSampleRow& r) {
+      std::int64_t end = r.t_ns;
+      if (screen.span("cpu_samples", r.thread, r.t_ns, end) &&
+          screen.within("cpu_samples", r.thread, "cpu_ns", r.cpu_ns, L::kMaxSpanNs) &&
+          screen.within("cpu_samples", r.thread, "runq_ns", r.runq_ns, L::kMaxSpanNs))
+        t.cpu_samples.push_back(r);
+    });
     if (unknown_comm > 0)
       out.problems.push_back(fmt::format("{}: {} collectives name a communicator the file does not define (ignored)",
                                          path, unknown_comm));

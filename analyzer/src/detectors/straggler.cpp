@@ -1,39 +1,208 @@
 // Straggler: one rank the others wait for, step after step. Lateness and wait are run/lateness.hpp's: from the
-// NVTX phases of the steps when the job marks them, else from the synchronising collectives.
+// NVTX phases of the steps when the job marks them, else from the synchronising collectives. Named only when it
+// is consistent (a sign test over the measured steps) and above the run's noise; then its cause, from the
+// rank's CPU samples: more work, a slower or shared CPU, waiting for a CPU, or off a CPU.
 #include "detector_support.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace collscope::analyzer {
 
 using detail::run_wall_ns;
 
+namespace {
+
+// The latest rank in the median step, if it passes the size limits (share of the step, dominance, floor).
+struct Candidate {
+  std::size_t top = 0;
+  double late = 0, next = 0, step_ns = 0;
+  bool per_step = false;
+};
+
+std::optional<Candidate> size_candidate(const DetectorInput& in) {
+  const Lateness& lateness = in.lateness;
+  const DetectorThresholds& limits = in.limits();
+  const std::size_t n = in.run.ranks.size();
+  if (n < 2 || !lateness.measurable()) return std::nullopt;
+  Candidate c;
+  for (std::size_t r = 1; r < n; ++r)
+    if (lateness.median_lateness_ns[r] > lateness.median_lateness_ns[c.top]) c.top = r;
+  for (std::size_t r = 0; r < n; ++r)
+    if (r != c.top) c.next = std::max(c.next, lateness.median_lateness_ns[r]);
+  c.late = lateness.median_lateness_ns[c.top];  // per step, median: one long stall is not a straggler
+  c.per_step = !in.steps.steps.empty();
+  c.step_ns = c.per_step ? in.steps.median_step_ns : run_wall_ns(in.matched);
+  // Late by a real share of the step, and far more than any other rank. The share is of the step, with an
+  // absolute floor: a 30 ms straggler in a 400 ms step (7.5 %) is one.
+  if (c.step_ns <= 0 || c.late <= 0 || c.late < limits.straggler_dominance * c.next) return std::nullopt;
+  if (c.late < limits.straggler_min_share * c.step_ns || c.late < limits.straggler_min_delay_ns) return std::nullopt;
+  return c;
+}
+
+// P(X >= k) for X ~ Binomial(n, p).
+double binomial_tail(int k, int n, double p) {
+  double sum = 0;
+  for (int i = k; i <= n; ++i)
+    sum += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) + i * std::log(p) +
+                    (n - i) * std::log1p(-p));
+  return std::min(1.0, sum);
+}
+
+// Is the candidate late consistently, beyond what chance and the run's own noise give?
+struct Consistency {
+  bool tested = false;  // enough measured steps for the sign test
+  int latest = 0, measured = 0;
+  double p = 1;          // chance of being the latest this often if every rank were equally likely to be
+  double noise_ns = 0;   // the run's step-time noise: 1.4826 x the median absolute deviation of the measured steps
+  bool consistent = true;
+};
+
+Consistency consistency(const DetectorInput& in, const Candidate& c) {
+  Consistency out;
+  const Lateness& lateness = in.lateness;
+  out.measured = lateness.measured_steps;
+  out.latest = c.top < lateness.steps_latest.size() ? lateness.steps_latest[c.top] : 0;
+  if (!c.per_step || out.measured < in.limits().straggler_min_steps_for_test) return out;
+  out.tested = true;
+  out.p = binomial_tail(out.latest, out.measured, 1.0 / double(in.run.ranks.size()));
+  std::vector<double> durations;
+  for (std::size_t k = static_cast<std::size_t>(std::max(0, in.steps.warmup_steps)); k < in.steps.steps.size(); ++k)
+    durations.push_back(double(in.steps.steps[k].end_ns - in.steps.steps[k].start_ns));
+  const double m = median_of(durations);
+  for (double& d : durations) d = std::abs(d - m);
+  out.noise_ns = 1.4826 * median_of(durations);
+  out.consistent = out.p <= in.limits().straggler_false_positive_rate && c.late > 2 * out.noise_ns;
+  return out;
+}
+
+enum class Cause { Unknown = 0, MoreWork = 1, SameWorkMoreCpu = 2, WaitingForCpu = 3, OffCpu = 4 };
+
+struct CauseReading {
+  Cause cause = Cause::Unknown;
+  std::optional<run::LatenessCauses> excess;  // from the CPU samples
+  std::string own_ranges;                     // NVTX ranges only the late rank runs in its steps
+  std::string why;                            // one clause: what the cause rests on
+};
+
+CauseReading read_cause(const DetectorInput& in, const Candidate& c) {
+  CauseReading out;
+  const Run& run = in.run;
+  // Work only it does: NVTX ranges (not steps) no other rank has, inside its measured steps.
+  std::set<std::int32_t> others;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r)
+    if (r != c.top)
+      for (const auto& x : run.ranks[r].nvtx_ranges) others.insert(x.name);
+  const StepNames step_names(run, in.steps.range_name);
+  std::map<std::int32_t, double> own;
+  for (const auto& x : run.ranks[c.top].nvtx_ranges)
+    if (!others.count(x.name) && !step_names.contains(x.name) && x.end_ns > x.start_ns) own[x.name] += double(x.end_ns - x.start_ns);
+  const double measured = std::max(1, in.lateness.measured_steps);
+  for (const auto& [name, total] : own)
+    if (total / measured >= 0.25 * c.late) out.own_ranges += (out.own_ranges.empty() ? "" : ", ") + run.strings[name];
+  if (c.top < in.lateness.causes.size()) out.excess = in.lateness.causes[c.top];
+  if (!out.excess) {
+    if (!out.own_ranges.empty()) {
+      out.cause = Cause::MoreWork;
+      out.why = fmt::format("it runs {} in its steps, which no other rank does", out.own_ranges);
+    } else {
+      out.why = "the trace has no CPU samples (schema 1.4+, COLLSCOPE_CPU_SAMPLE_US) to tell why";
+    }
+    return out;
+  }
+  const auto& e = *out.excess;
+  const double on = std::max(0.0, e.on_cpu_ns), q = std::max(0.0, e.run_queue_ns), off = std::max(0.0, e.off_cpu_ns);
+  const std::string split = fmt::format("per step, more than the others: {} on a CPU, {} waiting for one, {} off one",
+                                        format_ms(e.on_cpu_ns), format_ms(e.run_queue_ns), format_ms(e.off_cpu_ns));
+  // The samples must account for a real part of the lateness (the rest is in boundaries they do not cover).
+  if (on + q + off < 0.25 * c.late) {
+    out.why = "its CPU samples do not explain it (" + split + ")";
+    return out;
+  }
+  if (off >= on && off >= q) {
+    out.cause = Cause::OffCpu;
+  } else if (q >= on) {
+    out.cause = Cause::WaitingForCpu;
+  } else if (!out.own_ranges.empty()) {
+    out.cause = Cause::MoreWork;
+  } else {
+    out.cause = Cause::SameWorkMoreCpu;
+  }
+  out.why = split;
+  if (out.cause == Cause::MoreWork) out.why += fmt::format("; it runs {}, which no other rank does", out.own_ranges);
+  return out;
+}
+
+std::string_view cause_title(Cause c) {
+  switch (c) {
+    case Cause::MoreWork: return "more work than the others";
+    case Cause::SameWorkMoreCpu: return "more CPU time for the same phases: a slower or shared CPU, or uneven data";
+    case Cause::WaitingForCpu: return "waiting for a CPU";
+    case Cause::OffCpu: return "off a CPU (sleeping or blocked)";
+    case Cause::Unknown: break;
+  }
+  return "cause not measured";
+}
+
+std::string cause_advice(Cause c, int rank, const std::string& where, const std::string& saving) {
+  switch (c) {
+    case Cause::MoreWork:
+      return fmt::format("Rank {} does more work{}: balance the data or the decomposition; that saves about {} per "
+                         "step.", rank, where, saving);
+    case Cause::SameWorkMoreCpu:
+      return fmt::format("Rank {} needs more CPU time{} than the others. If every rank does the same work (equal "
+                         "batches, a data-parallel job), its CPU is slower or shared (a busy hyperthread sibling, a "
+                         "slower or stolen virtual CPU): compare the node's cores, bind ranks to distinct physical "
+                         "cores (mpirun --bind-to core) and keep other processes off them; if its share of the data "
+                         "is larger, balance that. Up to {} per step.", rank, where, saving);
+    case Cause::WaitingForCpu:
+      return fmt::format("Rank {} waits for a CPU{}: more busy threads than cores, or another process on its "
+                         "cores. Check the placement: threads per rank against cores (OMP_NUM_THREADS, "
+                         "torch.set_num_threads), mpirun --bind-to core / --map-by, other processes on the node. "
+                         "Up to {} per step.", rank, where, saving);
+    case Cause::OffCpu:
+      return fmt::format("Rank {} is off a CPU without work to run{} (sleeping, blocked on I/O or a lock, page "
+                         "faults): look at its input pipeline, I/O and sleeps; balancing work would not help. Up to "
+                         "{} per step.", rank, where, saving);
+    case Cause::Unknown: break;
+  }
+  return fmt::format("Find what makes rank {} slow{} (input pipeline, CPU binding, a slower GPU or host, noisy "
+                     "neighbours); that saves about {} per step.", rank, where, saving);
+}
+
+}  // namespace
+
+std::optional<std::string> straggler_within_noise(const DetectorInput& in) {
+  const auto c = size_candidate(in);
+  if (!c) return std::nullopt;
+  const Consistency k = consistency(in, *c);
+  if (k.consistent) return std::nullopt;
+  const CauseReading cause = read_cause(in, *c);
+  return fmt::format("the ranks differ within noise: rank {} is {} late in the median step, but it is the latest in "
+                     "{} of {} measured steps (chance {:.2g}, named from {:.2g}) and the step time varies by {} "
+                     "(1.4826 x MAD); no straggler named.{}",
+                     in.run.ranks[c->top].world_rank, format_ms(c->late), k.latest, k.measured, k.p,
+                     in.limits().straggler_false_positive_rate, format_ms(k.noise_ns),
+                     fmt::format(" What there is of it: {} ({}).",
+                                                                      cause_title(cause.cause), cause.why));
+}
+
 std::vector<Finding> detect_stragglers(const DetectorInput& in) {
   const Run& run = in.run;
   const MatchedRun& m = in.matched;
-  const StepSummary& steps = in.steps;
   const Lateness& lateness = in.lateness;
   const DetectorThresholds& limits = in.limits();
   std::vector<Finding> out;
-  const std::size_t n = run.ranks.size();
-  if (n < 2 || !lateness.measurable()) return out;
-  // The rank latest in the median step, and how late the next one is.
-  std::size_t top = 0;
-  for (std::size_t r = 1; r < n; ++r)
-    if (lateness.median_lateness_ns[r] > lateness.median_lateness_ns[top]) top = r;
-  double next = 0;
-  for (std::size_t r = 0; r < n; ++r)
-    if (r != top) next = std::max(next, lateness.median_lateness_ns[r]);
-  const double late = lateness.median_lateness_ns[top];  // per step, median: one long stall is not a straggler
-  const bool per_step = !steps.steps.empty();
-  const double step_ns = per_step ? steps.median_step_ns : run_wall_ns(m);
-  // Late by a real share of the step, and far more than any other rank. The share is of the step, with an
-  // absolute floor: a 30 ms straggler in a 400 ms step (7.5 %) is one.
-  if (step_ns <= 0 || late <= 0 || late < limits.straggler_dominance * next) return out;
-  if (late < limits.straggler_min_share * step_ns || late < limits.straggler_min_delay_ns) return out;
+  const auto candidate = size_candidate(in);
+  if (!candidate) return out;
+  const Consistency consistent = consistency(in, *candidate);
+  if (!consistent.consistent) return out;
+  const std::size_t n = run.ranks.size(), top = candidate->top;
+  const double late = candidate->late, next = candidate->next, step_ns = candidate->step_ns;
+  const bool per_step = candidate->per_step;
   const int world_rank = run.ranks[top].world_rank;
   std::vector<double> others_wait;
   for (std::size_t r = 0; r < n; ++r)
@@ -62,8 +231,10 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
   f.kind = FindingKind::Straggler;
   f.severity = late >= limits.straggler_critical_share * step_ns ? Severity::Critical : Severity::Warning;
   f.ranks = {world_rank};
-  f.title = fmt::format("rank {} is a straggler: it reaches each step's synchronisation {} after the others{}", world_rank,
-                        format_ms(late), gains.empty() ? "" : fmt::format(" ({} {})", format_ms(gains[0].first), gains[0].second));
+  const CauseReading cause = read_cause(in, *candidate);
+  f.title = fmt::format("rank {} is a straggler ({}): it reaches each step's synchronisation {} after the others{}",
+                        world_rank, cause_title(cause.cause), format_ms(late),
+                        gains.empty() ? "" : fmt::format(" ({} {})", format_ms(gains[0].first), gains[0].second));
   f.cost_ns = lateness.total_lateness_ns[top];
   f.evidence = {{"lateness_per_step_ns", late},
                 {"delay_per_step_ns", late},
@@ -75,7 +246,17 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
                 {"step_time_ns", step_ns},
                 {"step_time_without_straggler_ns", std::max(0.0, step_ns - late)},
                 {"share_of_step_pct", 100 * late / step_ns},
-                {"from_step_phases", phases ? 1.0 : 0.0}};
+                {"from_step_phases", phases ? 1.0 : 0.0},
+                {"cause_code", double(static_cast<int>(cause.cause))},
+                {"steps_latest", double(consistent.latest)},
+                {"steps_measured", double(consistent.measured)},
+                {"sign_test_p", consistent.p},
+                {"step_noise_ns", consistent.noise_ns}};
+  if (cause.excess) {
+    f.evidence["on_cpu_excess_per_step_ns"] = cause.excess->on_cpu_ns;
+    f.evidence["run_queue_excess_per_step_ns"] = cause.excess->run_queue_ns;
+    f.evidence["off_cpu_excess_per_step_ns"] = cause.excess->off_cpu_ns;
+  }
   if (!gains.empty()) f.evidence["largest_lag_gain_ns"] = gains[0].first;
   f.evidence_text = fmt::format(
       "lateness {}: rank {}{} is {} late in the median {} ({:.0f} % of the {} step), {} in all; the next latest rank "
@@ -87,10 +268,11 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
                                 format_duration(limits.late_arrival_ns), late_arrivals, sync),
       where.empty() ? "" : fmt::format(" Where it falls behind in the step: {}.", where),
       format_ms(std::max(0.0, step_ns - late)));
-  f.suggestion = fmt::format(
-      "Find what makes rank {} slow{} (input pipeline, CPU binding, a slower GPU or host, noisy neighbours); "
-      "balancing it saves about {} per step.",
-      world_rank, gains.empty() ? " before it communicates" : " " + gains[0].second, format_ms(late));
+  f.evidence_text += fmt::format(" Why: {}.", cause.why);
+  if (consistent.tested)
+    f.evidence_text += fmt::format(" It is the latest rank in {} of {} measured steps (chance {:.2g} if every rank "
+                                   "were equally likely to be).", consistent.latest, consistent.measured, consistent.p);
+  f.suggestion = cause_advice(cause.cause, world_rank, gains.empty() ? "" : " " + gains[0].second, format_ms(late));
   out.push_back(std::move(f));
   return out;
 }

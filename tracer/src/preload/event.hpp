@@ -24,6 +24,7 @@ enum class EventKind : std::uint8_t {
   CollectiveGpuTime,
   Extension,        // reserved for components that register their own handler
   PointToPoint,     // MPI: op, comm_slot, seq, count, datatype, peer + bytes (send side), mpi (receive side, times)
+  CpuSample,        // op = site (0 entry, 1 exit), t0, a[0] = cpu ns, a[1] = run-queue ns, a[2] = timeslices
 };
 
 // MPI calls: what a non-blocking call adds to its row, and the point-to-point fields beyond the header.

@@ -96,6 +96,7 @@ int pop(std::uint64_t domain) {
   const std::int32_t level = --(*depth);
   if (!recording()) return level;
   const std::uint64_t t = ticks();
+  maybe_sample_cpu(t, CpuSampleSite::RangeBoundary);
   emit([&](Event& e) {
     e.kind = EventKind::NvtxPop;
     e.t0 = t;

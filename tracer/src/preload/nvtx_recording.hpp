@@ -23,6 +23,7 @@
 #include <string>
 
 #include "clock.hpp"
+#include "cpu_sampling.hpp"
 #include "runtime.hpp"
 #include "thread_buffer.hpp"
 
@@ -72,6 +73,7 @@ int push(std::uint64_t domain, Name&& fill_name) {
   const std::int32_t level = (*depth)++;
   if (!recording()) return level;
   const std::uint64_t t = ticks();
+  maybe_sample_cpu(t, CpuSampleSite::RangeBoundary);
   emit([&](Event& e) {
     e.kind = EventKind::NvtxPush;
     e.t0 = t;

@@ -8,6 +8,7 @@
 
 #include "clock.hpp"
 #include "comm_registry.hpp"
+#include "cpu_sampling.hpp"
 #include "event.hpp"
 #include "runtime.hpp"
 #include "thread_buffer.hpp"
@@ -68,9 +69,11 @@ template <typename Call, typename Finish = NothingToFinish>
 int record_blocking(Event& e, bool in_flight, Call&& call, Finish&& finish = {}) {
   ThreadBuffer& tb = this_thread_buffer();
   e.t0 = ticks();
+  maybe_sample_cpu(e.t0, CpuSampleSite::CallEntry);
   if (in_flight) publish_in_flight(tb, e);
   const int rc = call_inside(call);
   e.t1 = ticks();
+  maybe_sample_cpu(e.t1, CpuSampleSite::CallExit);
   if (in_flight) tb.leave_call();
   e.status = rc;
   finish(e);

@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "comm_registry.hpp"
+#include "cpu_sampling.hpp"
 #include "event_rows.hpp"
 #include "string_pool.hpp"
 #include "thread_buffer.hpp"
@@ -437,6 +438,7 @@ void wake_writer() {
 void runtime_start(const StartInfo& info) {
   int expected = kIdle;
   if (!g_phase.compare_exchange_strong(expected, kRunning)) return;
+  init_cpu_sampling();
   static bool atfork_registered = false;
   if (!atfork_registered) {
     pthread_atfork(nullptr, nullptr, at_fork_child);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,7 +53,11 @@ struct DetectorThresholds {
   // in steps up to 300 ms (the 15 % of earlier versions hid it from 200 ms on).
   double straggler_min_share = 0.10;
   double straggler_min_delay_ns = 200e3;
-  double straggler_critical_share = 0.2;      // of the step: critical from here
+  double straggler_critical_share = 0.2;
+  // Named only when it is the latest rank in so many of the measured steps that ranks late by chance (each
+  // equally likely to be the latest in a step) would do so in at most this share of runs (one-sided sign test).
+  double straggler_false_positive_rate = 0.01;
+  int straggler_min_steps_for_test = 5;  // fewer measured steps: no test (the run's lateness as a whole)      // of the step: critical from here
   double late_arrival_ns = 20e3;              // a rank "arrives last" only when later than this
   // Latency-bound: payload collectives in [control, fusable) bytes are what fusion would merge.
   std::int64_t control_message_bytes = 1 << 10;
@@ -113,6 +118,9 @@ struct DetectorInput {
 // Each detector looks at one thing (one file each in src/detectors/); detect_findings runs them all.
 std::vector<Finding> detect_mismatches(const DetectorInput&);
 std::vector<Finding> detect_stragglers(const DetectorInput&);
+// When the latest rank is late by more than the straggler's size limits but not consistently enough to be named
+// (the sign test in straggler.cpp), the report's one line saying so, with the figures; else nullopt.
+std::optional<std::string> straggler_within_noise(const DetectorInput&);
 std::vector<Finding> detect_latency_bound(const DetectorInput&);
 std::vector<Finding> detect_low_bandwidth(const DetectorInput&);
 std::vector<Finding> detect_exposed_communication(const DetectorInput&);

@@ -14,6 +14,14 @@
 //   phase lag  of a rank at a phase boundary (the start or end of the step, or of an NVTX range every rank has
 //              inside the step, by name): its aligned time there − the median of the other ranks' times.
 //
+//   causes     of a rank's lateness (schema 1.4 traces, cpu_samples): over its own part of each step, how much
+//              more time than the median other rank it spent on a CPU (more work, or a slower or shared CPU),
+//              waiting runnable for a CPU (run queue: more busy threads than cores, another process), and off a
+//              CPU without being runnable (sleeping, blocked on I/O or a lock, page faults). Its own part: from
+//              phases, the step's start to the boundary where the latest rank is furthest behind; from
+//              collectives, the gaps between its MPI calls on the thread that makes the synchronising ones.
+//              Each is the median over the measured steps, ns.
+//
 // Which source: phases when the job marks steps and phases with NVTX (they show what the ranks do between
 // collectives); else collectives, unless every rank makes all its collectives from one background thread
 // (Horovod): then the ranks meet in lockstep whatever they compute, and lateness cannot be measured (`basis`
@@ -38,6 +46,14 @@ struct LagSegment {
   std::vector<double> lag_gain_ns;  // per rank index: median over steps of its lag at the segment's end − at its start
 };
 
+// Why a rank is late: its excess over the median other rank in each kind of time (see `causes` above), ns.
+struct LatenessCauses {
+  double on_cpu_ns = 0;
+  double run_queue_ns = 0;
+  double off_cpu_ns = 0;
+  double own_ns = 0;  // the time these add up to on this rank (its own part of the step), median per step
+};
+
 struct Lateness {
   LatenessSource source = LatenessSource::None;
   std::string basis;  // one line: what the numbers rest on, or why lateness cannot be measured
@@ -47,6 +63,11 @@ struct Lateness {
   // Per rank index: the median over measured steps, and the sum over all of them.
   std::vector<double> median_lateness_ns, median_wait_ns, total_lateness_ns, total_wait_ns;
   std::vector<LagSegment> segments;  // in step order (phases only)
+  // Per rank index; empty when the trace has no CPU samples (before schema 1.4, COLLSCOPE_CPU_SAMPLE_US=0).
+  std::vector<LatenessCauses> causes;
+  // How many measured steps each rank was the latest in, and the steps measured (the straggler's sign test).
+  std::vector<int> steps_latest;
+  int measured_steps = 0;
   bool measurable() const { return source != LatenessSource::None; }
 };
 

@@ -149,6 +149,9 @@ struct RankTrace {
   std::vector<GpuActivity> gpu_activities;
   std::vector<store::ThreadRow> threads;
   std::vector<store::BufferRow> buffers;
+  // Scheduler counters of the threads that made MPI calls or NVTX ranges, by thread then time (schema 1.4; none
+  // before): what run/lateness.hpp turns into why a rank is late.
+  std::vector<store::CpuSampleRow> cpu_samples;
 
   // The non-blocking times of collectives[call]; nullptr for blocking calls and files before schema 1.2.
   const NonblockingTimes* nonblocking_times(std::size_t call) const;

@@ -1,0 +1,86 @@
+// Scheduler counters of the threads that make MPI calls (cpu_sampling.hpp), and their rows.
+#include "cpu_sampling.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+
+#include "runtime.hpp"
+#include "thread_buffer.hpp"
+
+namespace collscope::tracer {
+
+std::uint64_t g_cpu_sample_gap_ticks = 0;
+constinit thread_local std::uint64_t t_last_cpu_sample = 0;
+
+namespace {
+
+// -2: not opened yet on this thread; -1: cannot be read here (no /proc, an old kernel): never tried again.
+constinit thread_local int t_schedstat_fd = -2;
+
+bool read_schedstat(std::uint64_t (&values)[3]) {
+  if (t_schedstat_fd == -2) t_schedstat_fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (t_schedstat_fd < 0) return false;
+  char buf[96];
+  const ssize_t n = ::pread(t_schedstat_fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return false;
+  // "<ns on a CPU> <ns waiting on a run queue> <timeslices>\n"
+  const char* p = buf;
+  const char* end = buf + n;
+  for (auto& v : values) {
+    while (p < end && *p == ' ') ++p;
+    const auto r = std::from_chars(p, end, v);
+    if (r.ec != std::errc{}) return false;
+    p = r.ptr;
+  }
+  return true;
+}
+
+}  // namespace
+
+void take_cpu_sample(std::uint64_t now_ticks, CpuSampleSite site) {
+  t_last_cpu_sample = now_ticks;
+  std::uint64_t v[3];
+  if (!read_schedstat(v)) return;
+  emit([&](Event& e) {
+    e = Event{};
+    e.kind = EventKind::CpuSample;
+    e.op = static_cast<std::uint8_t>(site);
+    e.t0 = now_ticks;
+    e.a[0] = v[0];
+    e.a[1] = v[1];
+    e.a[2] = v[2];
+  });
+}
+
+void init_cpu_sampling() {
+  static const bool registered = [] {
+    set_event_handler(EventKind::CpuSample, [](const Event& e, WriterContext& ctx) {
+      ctx.writer.add(store::CpuSampleRow{e.thread, ctx.clock.to_ns(e.t0), e.op, static_cast<std::int64_t>(e.a[0]),
+                                         static_cast<std::int64_t>(e.a[1]), static_cast<std::int64_t>(e.a[2])});
+    });
+    return true;
+  }();
+  (void)registered;
+  long gap_us = 1000;
+  if (const char* env = std::getenv("COLLSCOPE_CPU_SAMPLE_US"); env && *env) gap_us = std::strtol(env, nullptr, 10);
+  if (gap_us <= 0 || ::access("/proc/thread-self/schedstat", R_OK) != 0) {
+    runtime_set_meta("cpu_sampling", gap_us <= 0 ? "off (COLLSCOPE_CPU_SAMPLE_US=0)" : "off (no /proc/thread-self/schedstat)");
+    return;
+  }
+  // Ticks per microsecond, over 200 us of wall time (ticks are ns already without an invariant TSC).
+  const std::int64_t ns0 = monotonic_ns();
+  const std::uint64_t t0 = ticks();
+  std::int64_t ns1 = ns0;
+  while ((ns1 = monotonic_ns()) - ns0 < 200'000) {
+  }
+  const double ticks_per_ns = double(ticks() - t0) / double(ns1 - ns0);
+  g_cpu_sample_gap_ticks = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(ticks_per_ns * 1000.0 * double(gap_us)));
+  runtime_set_meta("cpu_sampling", fmt::format("schedstat at MPI call entry/exit, every >= {} us per thread", gap_us));
+}
+
+}  // namespace collscope::tracer
