@@ -214,7 +214,7 @@ TEST(EventBatches, ReaderDecodesWhatAKilledRunLeftAsItsRows) {
   ASSERT_EQ(sql_int(path, "SELECT count(*) FROM event_batches"), 10);
   ASSERT_EQ(sql_int(path, "SELECT count(*) FROM collectives"), 6);    // only the plain rows
   TraceReader r(path);
-  EXPECT_EQ(r.schema_version().minor, 3);
+  EXPECT_EQ(r.schema_version().minor, collscope::store::kSchemaMinor);
   expect_rows(r.collectives(), want.collectives, "collectives");
   expect_rows(r.rows<PointToPointRow>(), want.p2p, "point_to_point");
   EXPECT_EQ(r.row_count("collectives"), 300);

@@ -178,7 +178,7 @@ TEST(Store, PointToPointRowsRoundTrip) {
     w.commit();
   }
   TraceReader reader(path);
-  EXPECT_EQ(reader.schema_version().minor, 3);
+  EXPECT_EQ(reader.schema_version().minor, collscope::store::kSchemaMinor);
   const auto rows = reader.rows<PointToPointRow>();
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].op, Op::Sendrecv);

@@ -106,7 +106,7 @@ TEST(EventBatches, FinishedAndKilledRunsHoldTheRowsOfTheRowPath) {
     // Finished with batches: the same rows for plain SQL, and no batch left.
     EXPECT_EQ(calls_via_sql(batches / f), want) << f;
     EXPECT_EQ(sql_int(batches / f, "SELECT count(*) FROM event_batches"), 0) << f;
-    EXPECT_EQ(TraceReader((batches / f).string()).schema_version().minor, 3);
+    EXPECT_EQ(TraceReader((batches / f).string()).schema_version().minor, collscope::store::kSchemaMinor);
     // Batches left (a killed run): plain SQL sees no MPI call, the reader sees them all.
     EXPECT_GT(sql_int(kept / f, "SELECT count(*) FROM event_batches"), 0) << f;
     EXPECT_EQ(sql_int(kept / f, "SELECT count(*) FROM point_to_point"), 0) << f;

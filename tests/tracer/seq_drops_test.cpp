@@ -31,7 +31,9 @@ collscope::testing::ProcessResult trace(const fs::path& dir, std::vector<std::st
   argv.insert(argv.end(), job.begin(), job.end());
   // The smallest ring (1024 events) and a writer that drains only on its 400 ms timer: the burst overflows the ring
   // whenever the timer fires (the default 16384-event ring could hold most of it between two drains).
-  return run_process(argv, {{"COLLSCOPE_EARLY_WAKE", "0"}, {"COLLSCOPE_FLUSH_MS", "400"}, {"COLLSCOPE_RING_EVENTS", "1024"}},
+  return run_process(argv, {{"COLLSCOPE_EARLY_WAKE", "0"}, {"COLLSCOPE_FLUSH_MS", "400"}, {"COLLSCOPE_RING_EVENTS", "1024"},
+                      // CPU samples share the ring and its drop count: off, so the count is the calls alone
+                      {"COLLSCOPE_CPU_SAMPLE_US", "0"}},
                      120);
 }
 

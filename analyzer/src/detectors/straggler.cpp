@@ -43,6 +43,9 @@ std::optional<Candidate> size_candidate(const DetectorInput& in) {
   return c;
 }
 
+// A probability as people read it, never in scientific notation: "0.073", "< 0.001".
+std::string format_chance(double p) { return p < 0.001 ? std::string("< 0.001") : fmt::format("{:.3f}", p); }
+
 // P(X >= k) for X ~ Binomial(n, p).
 double binomial_tail(int k, int n, double p) {
   double sum = 0;
@@ -57,7 +60,7 @@ struct Consistency {
   bool tested = false;  // enough measured steps for the sign test
   int latest = 0, measured = 0;
   double p = 1;          // chance of being the latest this often if every rank were equally likely to be
-  double noise_ns = 0;   // the run's step-time noise: 1.4826 x the median absolute deviation of the measured steps
+  double noise_ns = 0;   // how much its lateness varies from step to step: 1.4826 x its median absolute deviation
   bool consistent = true;
 };
 
@@ -69,13 +72,11 @@ Consistency consistency(const DetectorInput& in, const Candidate& c) {
   if (!c.per_step || out.measured < in.limits().straggler_min_steps_for_test) return out;
   out.tested = true;
   out.p = binomial_tail(out.latest, out.measured, 1.0 / double(in.run.ranks.size()));
-  std::vector<double> durations;
-  for (std::size_t k = static_cast<std::size_t>(std::max(0, in.steps.warmup_steps)); k < in.steps.steps.size(); ++k)
-    durations.push_back(double(in.steps.steps[k].end_ns - in.steps.steps[k].start_ns));
-  const double m = median_of(durations);
-  for (double& d : durations) d = std::abs(d - m);
-  out.noise_ns = 1.4826 * median_of(durations);
-  out.consistent = out.p <= in.limits().straggler_false_positive_rate && c.late > 2 * out.noise_ns;
+  const auto& per_step = lateness.lateness_ns[c.top];
+  std::vector<double> deviations(per_step.begin() + lateness.first_measured, per_step.end());
+  for (double& d : deviations) d = std::abs(d - c.late);
+  out.noise_ns = 1.4826 * median_of(deviations);
+  out.consistent = out.p <= in.limits().straggler_false_positive_rate && c.late > out.noise_ns;
   return out;
 }
 
@@ -182,10 +183,10 @@ std::optional<std::string> straggler_within_noise(const DetectorInput& in) {
   if (k.consistent) return std::nullopt;
   const CauseReading cause = read_cause(in, *c);
   return fmt::format("the ranks differ within noise: rank {} is {} late in the median step, but it is the latest in "
-                     "{} of {} measured steps (chance {:.2g}, named from {:.2g}) and the step time varies by {} "
-                     "(1.4826 x MAD); no straggler named.{}",
-                     in.run.ranks[c->top].world_rank, format_ms(c->late), k.latest, k.measured, k.p,
-                     in.limits().straggler_false_positive_rate, format_ms(k.noise_ns),
+                     "{} of {} measured steps (chance {}; named from {}) and its lateness varies by {} from step to "
+                     "step (1.4826 x MAD); no straggler named.{}",
+                     in.run.ranks[c->top].world_rank, format_ms(c->late), k.latest, k.measured, format_chance(k.p),
+                     format_chance(in.limits().straggler_false_positive_rate), format_ms(k.noise_ns),
                      fmt::format(" What there is of it: {} ({}).",
                                                                       cause_title(cause.cause), cause.why));
 }
@@ -270,8 +271,9 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
       format_ms(std::max(0.0, step_ns - late)));
   f.evidence_text += fmt::format(" Why: {}.", cause.why);
   if (consistent.tested)
-    f.evidence_text += fmt::format(" It is the latest rank in {} of {} measured steps (chance {:.2g} if every rank "
-                                   "were equally likely to be).", consistent.latest, consistent.measured, consistent.p);
+    f.evidence_text += fmt::format(" It is the latest rank in {} of {} measured steps (chance {} if every rank "
+                                   "were equally likely to be).", consistent.latest, consistent.measured,
+                                   format_chance(consistent.p));
   f.suggestion = cause_advice(cause.cause, world_rank, gains.empty() ? "" : " " + gains[0].second, format_ms(late));
   out.push_back(std::move(f));
   return out;

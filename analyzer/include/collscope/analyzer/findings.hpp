@@ -119,7 +119,7 @@ struct DetectorInput {
 std::vector<Finding> detect_mismatches(const DetectorInput&);
 std::vector<Finding> detect_stragglers(const DetectorInput&);
 // When the latest rank is late by more than the straggler's size limits but not consistently enough to be named
-// (the sign test in straggler.cpp), the report's one line saying so, with the figures; else nullopt.
+// (the sign test and noise bound in straggler.cpp), the report's one line saying so, with the figures; else nullopt.
 std::optional<std::string> straggler_within_noise(const DetectorInput&);
 std::vector<Finding> detect_latency_bound(const DetectorInput&);
 std::vector<Finding> detect_low_bandwidth(const DetectorInput&);
