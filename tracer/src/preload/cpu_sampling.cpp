@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -14,7 +15,7 @@
 
 namespace collscope::tracer {
 
-std::uint64_t g_cpu_sample_gap_ticks = 0;
+std::atomic<std::uint64_t> g_cpu_sample_gap_ticks{0};
 constinit thread_local std::uint64_t t_last_cpu_sample = 0;
 
 namespace {
@@ -79,7 +80,8 @@ void init_cpu_sampling() {
   while ((ns1 = monotonic_ns()) - ns0 < 200'000) {
   }
   const double ticks_per_ns = double(ticks() - t0) / double(ns1 - ns0);
-  g_cpu_sample_gap_ticks = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(ticks_per_ns * 1000.0 * double(gap_us)));
+  g_cpu_sample_gap_ticks.store(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(ticks_per_ns * 1000.0 * double(gap_us))),
+                               std::memory_order_relaxed);
   runtime_set_meta("cpu_sampling", fmt::format("schedstat at MPI call entry/exit, every >= {} us per thread", gap_us));
 }
 
