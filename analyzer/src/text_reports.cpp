@@ -44,6 +44,7 @@ std::string workload_text(const run::Workload& w) {
   std::string lib = w.mpi_library.substr(0, w.mpi_library.find(','));
   if (w.mpi) s += " over MPI" + (lib.empty() ? std::string() : " (" + lib + ")");
   if (w.nccl) s += std::string(w.mpi ? " and" : " over") + " NCCL";
+  if (w.torch_distributed) s += std::string(w.mpi || w.nccl ? " and" : " over") + " torch.distributed";
   return s;
 }
 
@@ -142,7 +143,7 @@ nlohmann::json json_report(const Analysis& a) {
   j["notes"] = a.notes;
   const auto w = run::describe_workload(a.run);
   j["workload"] = {{"benchmark", w.benchmark}, {"horovod", w.horovod}, {"horovod_version", w.horovod_version},
-                   {"mpi", w.mpi}, {"nccl", w.nccl}, {"mpi_library", w.mpi_library}, {"text", workload_text(w)}};
+                   {"mpi", w.mpi}, {"nccl", w.nccl}, {"torch_distributed", w.torch_distributed}, {"mpi_library", w.mpi_library}, {"text", workload_text(w)}};
   json ranks = json::array();
   for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
     const auto& t = a.run.ranks[r];

@@ -293,6 +293,13 @@ bool from_phases(const Run& run, const ClockAlignment& clocks, const StepSummary
       for (const auto& x : run.ranks[r].nvtx_ranges)
         if (step_names.contains(x.name)) ++step_threads[x.thread];
       thread[r] = busiest(step_threads);
+      // Behind already at the step's start: it fell behind between steps (data loading, the input pipeline),
+      // from the previous step's end to this one's start.
+      if (ordered.front().second == Boundary{-1, false} && median_lag.front()[latest_rank] > 0)
+        for (std::size_t k = 1; k < nsteps; ++k) {
+          const std::int64_t a = time_at({-1, true}, r, k - 1), b = time_at({-1, false}, r, k);
+          if (b > a) windows[r][k].emplace_back(a, b);
+        }
       for (std::size_t bi = 0; bi + 1 < ordered.size(); ++bi) {
         if (!(median_lag[bi + 1][latest_rank] > median_lag[bi][latest_rank])) continue;
         for (std::size_t k = 0; k < nsteps; ++k) {

@@ -71,7 +71,12 @@ Workload describe_workload(const Run& run) {
   if (!w.horovod_version.empty() || (control && collectives_from_background_thread(run))) w.horovod = true;
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
     if (!used[c]) continue;
-    (run.communicators[c].backend == store::Backend::Nccl ? w.nccl : w.mpi) = true;
+    switch (run.communicators[c].backend) {
+      case store::Backend::Nccl: w.nccl = true; break;
+      case store::Backend::Mpi: w.mpi = true; break;
+      case store::Backend::Gloo:
+      case store::Backend::Torch: w.torch_distributed = true; break;
+    }
   }
   return w;
 }

@@ -60,7 +60,7 @@ struct Codec<Backend> {
     const std::string_view name = backend_name(v);
     sqlite3_bind_text(s, p, name.data(), static_cast<int>(name.size()), SQLITE_STATIC);
   }
-  static void read(sqlite3_stmt* s, int c, Backend& v) { v = column_text(s, c) == "nccl" ? Backend::Nccl : Backend::Mpi; }
+  static void read(sqlite3_stmt* s, int c, Backend& v) { v = backend_from_name(column_text(s, c)).value_or(Backend::Mpi); }
 };
 
 // Communicator members: "0,2,5".

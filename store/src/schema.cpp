@@ -91,7 +91,21 @@ bool is_synchronising(Op op) {
   }
 }
 
-std::string_view backend_name(Backend b) { return b == Backend::Nccl ? "nccl" : "mpi"; }
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::Nccl: return "nccl";
+    case Backend::Gloo: return "gloo";
+    case Backend::Torch: return "torch";
+    case Backend::Mpi: break;
+  }
+  return "mpi";
+}
+
+std::optional<Backend> backend_from_name(std::string_view name) {
+  for (Backend b : {Backend::Mpi, Backend::Nccl, Backend::Gloo, Backend::Torch})
+    if (backend_name(b) == name) return b;
+  return std::nullopt;
+}
 
 std::string_view gpu_activity_kind_name(GpuActivityKind k) {
   switch (k) {

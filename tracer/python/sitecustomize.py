@@ -40,7 +40,17 @@ def _collscope_annotate():
                         ("range_push", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)),
                         ("range_pop", ctypes.CFUNCTYPE(ctypes.c_int)),
                         ("start", ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int)),
-                        ("set_meta", ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p))]
+                        ("set_meta", ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p)),
+                        # Appended: torch.distributed process groups (present when `size` covers them).
+                        ("now", ctypes.CFUNCTYPE(ctypes.c_uint64)),
+                        ("comm_register", ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint64, ctypes.c_char_p,
+                                                           ctypes.c_int, ctypes.c_int,
+                                                           ctypes.POINTER(ctypes.c_int32), ctypes.c_char_p)),
+                        ("collective_issue", ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint32, ctypes.c_char_p)),
+                        ("collective", ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_int64, ctypes.c_char_p,
+                                                        ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_int,
+                                                        ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                                                        ctypes.c_int))]
 
         try:
             entry = ctypes.CDLL(None).collscope_annotation_v1  # dlopen(NULL): the preload if it is loaded
@@ -49,9 +59,10 @@ def _collscope_annotate():
         entry.restype = ctypes.POINTER(Table)
         entry.argtypes = []
         t = entry()
-        if not t or t.contents.version != 1 or t.contents.size < ctypes.sizeof(Table):
+        if not t or t.contents.version != 1 or t.contents.size < Table.now.offset:
             warn("the preload's annotation table is not version 1")
             return None
+        state["distributed_api"] = t.contents.size >= ctypes.sizeof(Table)
         return t.contents
 
     def fail(e):
@@ -182,6 +193,223 @@ def _collscope_annotate():
         optimizer.__init__ = init
         torch.nn.Module.__call__ = call
         torch.Tensor.backward = tensor_backward
+        if state.get("distributed_api"):
+            wrap_distributed(torch, t)
+
+    def wrap_distributed(torch, t):
+        """torch.distributed's operations on process groups that neither the MPI nor the NCCL interposer sees
+        (gloo, custom backends) become collectives rows: one communicator per process group, each operation
+        numbered per group in call order, async work completed when its future completes. DDP's bucket
+        allreduces, which DDP issues from C++, are seen through a communication hook equal to its default one,
+        registered at the first forward unless the job registered its own (then that hook is wrapped)."""
+        import ctypes
+        import functools
+        import inspect
+        import threading
+        import zlib
+
+        dist = torch.distributed
+        if not dist.is_available():
+            return
+        now, issue, record = t.now, t.collective_issue, t.collective
+        groups = {}  # id(process group) -> (handle, group's world ranks); handle 0: not ours to record
+        created = [0]  # process groups made in this process, in order (the same order on every rank)
+        local = threading.local()  # depth of wrapped calls: an operation made inside another is not recorded
+
+        def register(pg, name):
+            try:
+                backend = str(dist.get_backend(pg)).lower()
+                size = dist.get_world_size(pg)
+                rank = dist.get_rank(pg)
+                try:
+                    members = [dist.distributed_c10d._get_global_rank(pg, i) for i in range(size)]
+                except Exception:
+                    members = list(range(size))
+                created[0] += 1
+                if backend in ("nccl", "mpi") or rank < 0:  # the interposers record these (once)
+                    groups[id(pg)] = (0, members, pg)
+                    return
+                text = "torch:%d:%s:%s" % (created[0], backend, ",".join(map(str, members)))
+                key = zlib.crc32(text.encode()) | (zlib.adler32(text.encode()) << 32)
+                array = (ctypes.c_int32 * size)(*members)
+                handle = t.comm_register(key, backend.encode(), rank, size, array, name.encode())
+                groups[id(pg)] = (handle, members, pg)
+            except Exception as e:
+                fail(e)
+
+        init_process_group = dist.init_process_group
+
+        def init(*args, **kwargs):
+            result = init_process_group(*args, **kwargs)
+            try:
+                # The tracer starts here: rank and world size from the process group, one file per rank.
+                if not state["failed"]:
+                    t.start(dist.get_rank(), dist.get_world_size())
+                    register(dist.group.WORLD, "default group")
+            except Exception as e:
+                fail(e)
+            return result
+
+        functools.update_wrapper(init, init_process_group)
+        dist.init_process_group = init
+
+        new_group = dist.new_group
+
+        def make_group(*args, **kwargs):
+            pg = new_group(*args, **kwargs)
+            try:
+                if pg is not None and pg != dist.GroupMember.NON_GROUP_MEMBER:
+                    register(pg, "new_group %d" % created[0])
+                else:
+                    created[0] += 1  # not a member: the others count it too
+            except Exception as e:
+                fail(e)
+            return pg
+
+        functools.update_wrapper(make_group, new_group)
+        dist.new_group = make_group
+
+        def nbytes(x):
+            if isinstance(x, (list, tuple)):
+                return sum(nbytes(y) for y in x)
+            return x.numel() * x.element_size() if hasattr(x, "element_size") else 0
+
+        def count_of(x):
+            if isinstance(x, (list, tuple)):
+                return sum(count_of(y) for y in x)
+            return x.numel() if hasattr(x, "numel") else 0
+
+        def dtype_of(x):
+            while isinstance(x, (list, tuple)) and x:
+                x = x[0]
+            return str(getattr(x, "dtype", "")).encode()
+
+        # name -> (op, the argument whose tensors are the payload, the argument naming a root/peer (global rank))
+        ops = {
+            "all_reduce": (b"allreduce", "tensor", None), "broadcast": (b"bcast", "tensor", "src"),
+            "all_gather": (b"allgather", "tensor_list", None), "all_gather_into_tensor": (b"allgather", "output_tensor", None),
+            "_all_gather_base": (b"allgather", "output_tensor", None), "reduce_scatter": (b"reduce_scatter", "input_list", None),
+            "reduce_scatter_tensor": (b"reduce_scatter", "input", None), "_reduce_scatter_base": (b"reduce_scatter", "input", None),
+            "all_to_all": (b"alltoall", "input_tensor_list", None), "all_to_all_single": (b"alltoall", "input", None),
+            "barrier": (b"barrier", None, None), "monitored_barrier": (b"barrier", None, None),
+            "reduce": (b"reduce", "tensor", "dst"), "gather": (b"gather", "tensor", "dst"),
+            "scatter": (b"scatter", "tensor", "src"), "send": (b"send", "tensor", "dst"), "recv": (b"recv", "tensor", "src"),
+            "isend": (b"isend", "tensor", "dst"), "irecv": (b"irecv", "tensor", "src"),
+        }
+
+        def traced(name, original, op, payload, peer_arg):
+            signature = inspect.signature(original)
+
+            def wrapper(*args, **kwargs):
+                if getattr(local, "depth", 0) or state["failed"]:
+                    return original(*args, **kwargs)
+                try:
+                    bound = signature.bind(*args, **kwargs)
+                    arguments = bound.arguments
+                    group = arguments.get("group") or dist.group.WORLD
+                    handle, members, _ = groups.get(id(group), (0, None, None))
+                except Exception as e:
+                    fail(e)
+                    handle = 0
+                if not handle:
+                    return original(*args, **kwargs)
+                number = issue(handle, op)
+                issued = now()
+                local.depth = 1
+                try:
+                    result = original(*args, **kwargs)
+                except Exception:
+                    returned = now()
+                    try:
+                        record(handle, number, op, 0, 0, b"", -1, issued, returned, returned, 1)
+                    except Exception:
+                        pass
+                    raise
+                finally:
+                    local.depth = 0
+                returned = now()
+                try:
+                    data = arguments.get(payload) if payload else None
+                    peer = arguments.get(peer_arg, -1) if peer_arg else -1
+                    if peer is None:
+                        peer = -1
+                    if peer >= 0 and members is not None:
+                        peer = members.index(peer) if peer in members else -1
+                    values = (handle, number, op, count_of(data) if data is not None else 0,
+                              nbytes(data) if data is not None else 0, dtype_of(data) if data is not None else b"",
+                              peer)
+                    future = None
+                    if result is not None and hasattr(result, "get_future"):
+                        try:
+                            future = result.get_future()
+                        except Exception:
+                            future = None
+                    if future is None:
+                        record(*values, issued, returned, returned, 0)
+                    else:
+                        future.add_done_callback(lambda f: record(*values, issued, returned, now(), 0))
+                except Exception as e:
+                    fail(e)
+                return result
+
+            functools.update_wrapper(wrapper, original)
+            return wrapper
+
+        for name, (op, payload, peer_arg) in ops.items():
+            original = getattr(dist, name, None)
+            if original is not None:
+                setattr(dist, name, traced(name, original, op, payload, peer_arg))
+
+        # DDP: its buckets' allreduces come from C++; a hook equal to its default one (divide by the group's
+        # size, allreduce, take the result) goes through the wrapped all_reduce above.
+        try:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+        except Exception:
+            return
+        forward, register_hook = DDP.forward, DDP.register_comm_hook
+
+        def allreduce_hook(process_group, bucket):
+            group = process_group if process_group is not None else dist.group.WORLD
+            tensor = bucket.buffer()
+            tensor.div_(dist.get_world_size(group))
+            return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(lambda f: f.value()[0])
+
+        def ddp_forward(self, *args, **kwargs):
+            if not getattr(self, "_collscope_seen", False):
+                self._collscope_seen = True
+                try:
+                    if getattr(self, "_collscope_user_hook", False) is False and getattr(self, "reducer", None) is not None:
+                        group = getattr(self, "process_group", None)
+                        handle = groups.get(id(group if group is not None else dist.group.WORLD), (0,))[0]
+                        if handle:
+                            register_hook(self, group, allreduce_hook)
+                        cap = getattr(self, "bucket_bytes_cap", None)
+                        if cap:
+                            t.set_meta(b"ddp.bucket_cap_mb", ("%g" % (cap / 1048576.0)).encode())
+                        for knob in ("gradient_as_bucket_view", "find_unused_parameters", "static_graph"):
+                            if hasattr(self, knob):
+                                t.set_meta(("ddp." + knob).encode(), str(bool(getattr(self, knob))).lower().encode())
+                except Exception as e:
+                    fail(e)
+            return forward(self, *args, **kwargs)
+
+        def user_hook(self, state_, hook):
+            self._collscope_user_hook = True  # theirs stays theirs; its allreduces go through all_reduce anyway
+            return register_hook(self, state_, hook)
+
+        register_builtin = getattr(DDP, "_register_builtin_comm_hook", None)
+
+        def user_builtin_hook(self, comm_hook_type):
+            self._collscope_user_hook = True  # a C++ hook: its allreduces are not seen (said in no row)
+            return register_builtin(self, comm_hook_type)
+
+        functools.update_wrapper(ddp_forward, forward)
+        functools.update_wrapper(user_hook, register_hook)
+        DDP.forward = ddp_forward
+        DDP.register_comm_hook = user_hook
+        if register_builtin is not None:
+            functools.update_wrapper(user_builtin_hook, register_builtin)
+            DDP._register_builtin_comm_hook = user_builtin_hook
 
     class TorchFinder:
         """Finds nothing itself: when `torch` is imported it lets the other finders find it, then wraps its

@@ -77,15 +77,25 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
     f.evidence_text = fmt::format("{} instances, median busbw {}, p95 {}{}; {} spent in them.", b.busbw.size(),
                                   run::format_bandwidth(median), run::format_bandwidth(best),
                                   link > 0 ? ", link " + run::format_bandwidth(link) : "", format_ms(b.duration));
-    // Knobs of the backend the communicator uses: NCCL's for NCCL communicators, the MPI library's for MPI ones.
-    const bool nccl = run.communicators[comm].backend == store::Backend::Nccl;
+    // Knobs of the backend the communicator uses: NCCL's for NCCL communicators, the MPI library's for MPI ones,
+    // gloo's (its transport) for torch.distributed groups on gloo; none for a custom backend.
+    const store::Backend backend = run.communicators[comm].backend;
+    const bool nccl = backend == store::Backend::Nccl;
     const auto workload = run::describe_workload(run);
     const bool mpich = workload.mpi_library.find("MPICH") != std::string::npos;
     const std::string mpi_knobs =
         mpich ? "MPICH's algorithm for it (MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM and its siblings)"
               : "Open MPI's algorithm for it (--mca coll_tuned_use_dynamic_rules 1 with coll_tuned_<op>_algorithm), the "
                 "transport (--mca btl / pml)";
-    if (nccl)
+    if (backend == store::Backend::Gloo || backend == store::Backend::Torch)
+      f.suggestion = fmt::format(
+          "{}look for contention (other jobs, more busy threads than cores: torch.set_num_threads against the "
+          "cores per rank){}.",
+          below_link ? "" : "The same size sometimes runs much faster: ",
+          backend == store::Backend::Gloo ? "; gloo's transport is the network interface it picked "
+                                            "(GLOO_SOCKET_IFNAME names the one to use)"
+                                          : "");
+    else if (nccl)
       f.suggestion = below_link
                          ? "Check the transport actually used (NCCL_DEBUG=INFO: IB/NVLink vs sockets, NCCL_IB_HCA, "
                            "NCCL_SOCKET_IFNAME), NIC/GPU affinity and NCCL_ALGO/NCCL_PROTO for this size."

@@ -269,6 +269,15 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
                                 format_duration(limits.late_arrival_ns), late_arrivals, sync),
       where.empty() ? "" : fmt::format(" Where it falls behind in the step: {}.", where),
       format_ms(std::max(0.0, step_ns - late)));
+  if (late >= step_ns) {
+    // Late by more than a step lasts: it falls behind between the steps' ranges (before its forward), which the
+    // step time does not hold; "without it" would be nothing.
+    const auto cut = f.evidence_text.rfind(" Without it a step would take");
+    if (cut != std::string::npos) f.evidence_text.erase(cut);
+    f.evidence_text += fmt::format(" It falls behind between steps (before its step begins: loading data, the "
+                                   "input pipeline), by more than the {} a step takes.", format_ms(step_ns));
+    f.evidence.erase("step_time_without_straggler_ns");
+  }
   f.evidence_text += fmt::format(" Why: {}.", cause.why);
   if (consistent.tested)
     f.evidence_text += fmt::format(" It is the latest rank in {} of {} measured steps (chance {} if every rank "

@@ -5,11 +5,16 @@
 #include <collscope/tracer/annotation.h>
 
 #include <atomic>
+#include <string_view>
 
+#include "comm_registry.hpp"
 #include "nvtx_recording.hpp"
+#include "recorder.hpp"
 #include "runtime.hpp"
+#include "string_pool.hpp"
 
 using namespace collscope::tracer;
+namespace store = collscope::store;
 
 namespace {
 
@@ -34,8 +39,84 @@ void set_meta(const char* key, const char* value) {
   if (key && *key && value) runtime_set_meta(key, value);
 }
 
-constexpr collscope_annotation_v1_t kTable = {1, sizeof(collscope_annotation_v1_t), &range_push, &range_pop, &start,
-                                              &set_meta};
+std::uint64_t now() { return ticks(); }
+
+std::uint32_t register_group(std::uint64_t key, const char* backend, int rank, int size, const std::int32_t* members,
+                             const char* name) {
+  if (size <= 0 || rank < 0 || rank >= size || !members) return 0;
+  CommDescription d;
+  d.key = key;
+  d.backend = backend && std::string_view(backend) == "gloo" ? store::Backend::Gloo : store::Backend::Torch;
+  d.size = size;
+  d.rank = rank;
+  d.members.assign(members, members + size);
+  d.name = name ? name : "";
+  // The key is the group's identity in this process too: a handle no MPI or NCCL object can have (odd).
+  return comm_register(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(key | 1)), std::move(d));
+}
+
+bool is_point_to_point(store::Op op) {
+  const std::string_view n = store::op_name(op);
+  return n == "send" || n == "recv" || n == "isend" || n == "irecv";
+}
+
+std::int64_t collective_issue(std::uint32_t comm, const char* op_name) {
+  const auto op = op_name ? store::op_from_name(op_name) : std::nullopt;
+  if (comm == 0 || !op) return -1;
+  return take_seq(comm, is_point_to_point(*op) ? SeqSpace::PointToPoint : SeqSpace::Collective);
+}
+
+void collective(std::uint32_t comm, std::int64_t number, const char* op_name, std::int64_t count, std::int64_t bytes,
+                const char* datatype, int peer_or_root, std::uint64_t issued, std::uint64_t returned,
+                std::uint64_t completed, int status) {
+  const auto op = op_name ? store::op_from_name(op_name) : std::nullopt;
+  if (comm == 0 || number < 0 || !op || !recording()) return;
+  const CommSlot& slot = comm_slot(comm);
+  const auto world = [&](int group_rank) {
+    return group_rank >= 0 && static_cast<std::size_t>(group_rank) < slot.members.size() ? slot.members[group_rank] : -1;
+  };
+  Event e{};
+  e.op = static_cast<std::uint8_t>(*op);
+  e.comm_slot = comm;
+  e.seq = number;
+  e.count = count;
+  e.bytes = bytes;
+  e.datatype = datatype && *datatype ? pool_intern(datatype) : 0;
+  e.status = status;
+  e.t0 = issued;
+  e.t1 = completed;
+  e.root = -1;
+  e.peer = -1;
+  if (completed > returned) {  // async work: posted at `issued`, completed later
+    e.flags |= kFlagNonBlocking;
+    e.mpi.post_end = returned;
+  }
+  const std::string_view name = store::op_name(*op);
+  if (is_point_to_point(*op)) {
+    e.kind = EventKind::PointToPoint;
+    if (name == "send" || name == "isend") {
+      e.flags |= kFlagSends;
+      e.peer = world(peer_or_root);
+      e.mpi.send_tag = 0;
+    } else {
+      e.flags |= kFlagReceives;
+      e.mpi.recv_peer = world(peer_or_root);
+      e.mpi.recv_tag = 0;
+      e.mpi.recv_bytes = bytes;
+      e.bytes = 0;
+    }
+  } else {
+    e.kind = EventKind::Collective;
+    e.root = peer_or_root;
+  }
+  record(e);
+}
+
+constexpr collscope_annotation_v1_t kTable = {1,      sizeof(collscope_annotation_v1_t),
+                                              &range_push, &range_pop,
+                                              &start,  &set_meta,
+                                              &now,    &register_group,
+                                              &collective_issue, &collective};
 
 }  // namespace
 

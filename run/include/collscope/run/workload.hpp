@@ -24,6 +24,7 @@ struct Workload {
                                 // one background thread, with bitwise-reduction readiness negotiation among them
   std::string horovod_version;  // meta "python.horovod_version" (written by collscope trace's Python annotation when Horovod is imported)
   bool mpi = false, nccl = false;  // backends of the communicators with collectives
+  bool torch_distributed = false;  // torch.distributed process groups on gloo or a custom backend (Python annotation)
   std::string mpi_library;      // meta mpi_library_version ("Open MPI v4.1.4, ...", "MPICH Version: 4.0 ...")
   bool compute_recorded = false;  // GPU kernels or NVTX ranges other than steps: what overlap claims need
 };

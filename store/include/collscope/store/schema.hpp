@@ -132,8 +132,11 @@ double bus_bandwidth_factor(Op op, int ranks);
 // Blocking collectives whose end is nearly simultaneous on all ranks (used for clock alignment).
 bool is_synchronising(Op op);
 
-enum class Backend : std::uint8_t { Mpi = 0, Nccl = 1 };
+// Who carried a communicator's calls: MPI or NCCL (the interposers), or a torch.distributed process group whose
+// backend neither interposer sees (gloo; any other custom backend is Torch), recorded by the Python annotation.
+enum class Backend : std::uint8_t { Mpi = 0, Nccl = 1, Gloo = 2, Torch = 3 };
 std::string_view backend_name(Backend b);
+std::optional<Backend> backend_from_name(std::string_view name);  // nullopt for a name no version wrote
 
 // How a collective call ended. 0 = success; otherwise the backend's error code (MPI or ncclResult_t), or
 // kStatusFreed: a non-blocking MPI call whose request was freed (MPI_Request_free) before its completion was seen.

@@ -35,6 +35,28 @@ typedef struct collscope_annotation_v1_t {
    * earlier one). Not for the hot path: it takes a lock. The sitecustomize writes python.version,
    * python.torch_version and python.horovod_version (read by the analyzer for Horovod's defaults). */
   void (*set_meta)(const char* key, const char* value);
+  /* Appended (size >= offsetof the field + its size): torch.distributed process groups whose backend neither the
+   * MPI nor the NCCL interposer sees (gloo, custom backends), recorded by the sitecustomize. */
+  /* The tracer's timestamp now (ticks, converted by the writer): for the two times collective() takes. */
+  uint64_t (*now)(void);
+  /* Registers a process group as a communicator: `key` identical on every member (the sitecustomize hashes the
+   * group's ranks and its creation order), `backend` "gloo" (anything else: a custom torch backend), this
+   * process's `rank` in it, its `size`, `members` the world ranks in group rank order (size entries), `name` as
+   * people know it ("default group", "new_group 1"). Returns the communicator's handle (>= 1), 0 when the table
+   * of communicators is full or the process records nothing. Takes a lock: once per group. */
+  uint32_t (*comm_register)(uint64_t key, const char* backend, int rank, int size, const int32_t* members,
+                            const char* name);
+  /* Records one operation on communicator `comm`: `op` a name of the ops table ("allreduce", "bcast",
+   * "allgather", "reduce_scatter", "alltoall", "barrier", "reduce", "gather", "scatter", "send", "recv", "isend",
+   * "irecv", ...), `count` elements and `bytes` of this rank's payload, `datatype` ("torch.float32"), `peer_or_root`
+   * the root of a rooted collective or the group rank of a send/receive's peer (-1: none), `issued` when the call
+   * was made and `returned` when it returned (both from now()), `completed` when its work completed (async work:
+   * later; equal to `returned` for a blocking call), `status` 0 for success. Collectives are numbered per
+   * communicator in call order (the same on every member, as torch.distributed requires). Call it in issue order:
+   * an async operation's number is taken by collective_issue() then. */
+  int64_t (*collective_issue)(uint32_t comm, const char* op);
+  void (*collective)(uint32_t comm, int64_t number, const char* op, int64_t count, int64_t bytes, const char* datatype,
+                     int peer_or_root, uint64_t issued, uint64_t returned, uint64_t completed, int status);
 } collscope_annotation_v1_t;
 
 /* Defined by libcollscope-preload.so (where it was built with NVTX support). */
