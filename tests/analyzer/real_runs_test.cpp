@@ -70,10 +70,13 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
   const double per_step = f->evidence.at("delay_per_step_ns");
   EXPECT_GE(per_step, 0.8 * slow_ms * 1e6);
   EXPECT_LE(per_step, 1.2 * slow_ms * 1e6);
-  // The injected delay is compute in a range only rank 1 runs: more work, measured on a CPU.
-  EXPECT_EQ(f->evidence.at("cause_code"), 1.0) << text_report(a);
-  EXPECT_GE(f->evidence.at("on_cpu_excess_per_step_ns"), 0.6 * slow_ms * 1e6) << text_report(a);
-  EXPECT_NE(f->evidence_text.find("straggler_compute"), std::string::npos) << f->evidence_text;
+  // The injected delay is a spin in a range only rank 1 runs, until a wall-clock deadline: its time is on a CPU
+  // or, on a busy machine, waiting for one (measured: 22-30 ms on a CPU and 1-8 ms waiting at load 3 on 2 cores).
+  // The cause is more work unless the machine took most of the spin's CPU.
+  const double on_cpu = f->evidence.at("on_cpu_excess_per_step_ns"), waiting = f->evidence.at("run_queue_excess_per_step_ns");
+  EXPECT_GE(on_cpu + waiting, 0.8 * slow_ms * 1e6) << text_report(a);
+  EXPECT_EQ(f->evidence.at("cause_code"), on_cpu >= waiting ? 1.0 : 3.0) << text_report(a);
+  if (on_cpu >= waiting) EXPECT_NE(f->evidence_text.find("straggler_compute"), std::string::npos) << f->evidence_text;
 }
 
 TEST_F(RealRuns, NoStragglerWithoutInjectionTenRuns) {
