@@ -76,6 +76,7 @@ def _collscope_annotate():
         if t is None:
             return
         import functools
+        import os
         import threading
 
         push, pop = t.range_push, t.range_pop
@@ -193,7 +194,8 @@ def _collscope_annotate():
         optimizer.__init__ = init
         torch.nn.Module.__call__ = call
         torch.Tensor.backward = tensor_backward
-        if state.get("distributed_api"):
+        # COLLSCOPE_TORCH_DISTRIBUTED=0: ranges only, torch.distributed untouched.
+        if state.get("distributed_api") and os.environ.get("COLLSCOPE_TORCH_DISTRIBUTED", "1") != "0":
             wrap_distributed(torch, t)
 
     def wrap_distributed(torch, t):
@@ -206,13 +208,16 @@ def _collscope_annotate():
         import functools
         import inspect
         import threading
+        import warnings
         import zlib
 
         dist = torch.distributed
         if not dist.is_available():
             return
         now, issue, record = t.now, t.collective_issue, t.collective
-        groups = {}  # id(process group) -> (handle, group's world ranks); handle 0: not ours to record
+        # id(process group) -> (handle, the group's world ranks); handle 0: not ours to record. No reference to the
+        # group itself: its lifetime (its threads, joined when it is freed) stays the job's.
+        groups = {}
         created = [0]  # process groups made in this process, in order (the same order on every rank)
         local = threading.local()  # depth of wrapped calls: an operation made inside another is not recorded
 
@@ -221,19 +226,23 @@ def _collscope_annotate():
                 backend = str(dist.get_backend(pg)).lower()
                 size = dist.get_world_size(pg)
                 rank = dist.get_rank(pg)
+                c10d = dist.distributed_c10d
+                global_rank = getattr(c10d, "get_global_rank", None) or getattr(c10d, "_get_global_rank", None)
                 try:
-                    members = [dist.distributed_c10d._get_global_rank(pg, i) for i in range(size)]
+                    with warnings.catch_warnings():  # torch 1.13 warns that _get_global_rank is deprecated
+                        warnings.simplefilter("ignore")
+                        members = [global_rank(pg, i) for i in range(size)] if pg is not dist.group.WORLD else list(range(size))
                 except Exception:
                     members = list(range(size))
                 created[0] += 1
                 if backend in ("nccl", "mpi") or rank < 0:  # the interposers record these (once)
-                    groups[id(pg)] = (0, members, pg)
+                    groups[id(pg)] = (0, members)
                     return
                 text = "torch:%d:%s:%s" % (created[0], backend, ",".join(map(str, members)))
                 key = zlib.crc32(text.encode()) | (zlib.adler32(text.encode()) << 32)
                 array = (ctypes.c_int32 * size)(*members)
                 handle = t.comm_register(key, backend.encode(), rank, size, array, name.encode())
-                groups[id(pg)] = (handle, members, pg)
+                groups[id(pg)] = (handle, members)
             except Exception as e:
                 fail(e)
 
@@ -252,6 +261,22 @@ def _collscope_annotate():
 
         functools.update_wrapper(init, init_process_group)
         dist.init_process_group = init
+
+        destroy_process_group = dist.destroy_process_group
+
+        def destroy(*args, **kwargs):
+            try:
+                group = args[0] if args else kwargs.get("group")
+                if group is None:
+                    groups.clear()
+                else:
+                    groups.pop(id(group), None)
+            except Exception as e:
+                fail(e)
+            return destroy_process_group(*args, **kwargs)
+
+        functools.update_wrapper(destroy, destroy_process_group)
+        dist.destroy_process_group = destroy
 
         new_group = dist.new_group
 
@@ -307,7 +332,7 @@ def _collscope_annotate():
                     bound = signature.bind(*args, **kwargs)
                     arguments = bound.arguments
                     group = arguments.get("group") or dist.group.WORLD
-                    handle, members, _ = groups.get(id(group), (0, None, None))
+                    handle, members = groups.get(id(group), (0, None))
                 except Exception as e:
                     fail(e)
                     handle = 0
