@@ -2,7 +2,7 @@
 // there): 2 ranks, 30 steps, 101 gradient tensors; rank 1 sleeps 30 ms per step in the straggler run.
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/report.hpp>
-#include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/formats/horovod_timeline.hpp>
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@ using namespace collscope;
 namespace {
 
 struct Imported {
-  plugins::HorovodImportCounts counts;
+  formats::HorovodImportCounts counts;
   analyzer::Analysis analysis;
 };
 
@@ -30,7 +30,7 @@ const Imported& imported(const std::string& name) {
   const fs::path gz = fs::path(COLLSCOPE_TEST_DATA_DIR) / "horovod-0.28.1-cpu" / ("timeline-" + name + ".json.gz");
   EXPECT_EQ(test::shell("gzip -dc '" + gz.string() + "' > '" + json.string() + "'"), 0);
   Imported x;
-  x.counts = plugins::import_horovod_timeline(json.string(), (root / name).string());
+  x.counts = formats::import_horovod_timeline(json.string(), (root / name).string());
   x.analysis = analyzer::analyze_run((root / name).string());
   return cache.emplace(name, std::move(x)).first->second;
 }

@@ -2,8 +2,8 @@
 // run of it is exported to a Chrome trace whose events are counted against the trace's rows.
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/report.hpp>
-#include <collscope/plugins/chrome_trace.hpp>
-#include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/formats/chrome_trace.hpp>
+#include <collscope/formats/horovod_timeline.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
@@ -80,7 +80,7 @@ TEST_F(PluginsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
   const double slow_ms = 40;
   ASSERT_EQ(run_with_timeline(timeline, 3, fmt::format("--steps 12 --model-scale 0.02 --slow-rank 1 --slow-ms {}", slow_ms)), 0);
   const auto run = test_root() / "slow-imported";
-  const auto counts = plugins::import_horovod_timeline(timeline.string(), run.string());
+  const auto counts = formats::import_horovod_timeline(timeline.string(), run.string());
   // What the trainer says it did (rank 0's report): 161 tensors, each reduced once per step, on 3 ranks.
   const json report = sample_report(timeline.string() + ".log", 0);
   ASSERT_FALSE(report.is_null());
@@ -127,7 +127,7 @@ TEST_F(PluginsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
     const auto timeline = test_root() / fmt::format("plain-timeline-{}.json", i);
     ASSERT_EQ(run_with_timeline(timeline, 3, "--steps 12 --model-scale 0.02"), 0);
     const auto run = test_root() / fmt::format("plain-imported-{}", i);
-    plugins::import_horovod_timeline(timeline.string(), run.string());
+    formats::import_horovod_timeline(timeline.string(), run.string());
     const auto a = analyzer::analyze_run(run.string());
     const auto* f = find(a, analyzer::FindingKind::Straggler);
     if (f && (f->severity == analyzer::Severity::Critical || f->evidence.at("delay_per_step_ns") >= 2e6)) {
@@ -141,14 +141,14 @@ TEST_F(PluginsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
 TEST_F(PluginsOnSample, TruncatedTimelineKeepsItsCompleteEvents) {
   const auto timeline = test_root() / "full-timeline.json";
   ASSERT_EQ(run_with_timeline(timeline, 2, "--steps 6 --model-scale 0.02"), 0);
-  const auto full = plugins::import_horovod_timeline(timeline.string(), (test_root() / "full-imported").string());
+  const auto full = formats::import_horovod_timeline(timeline.string(), (test_root() / "full-imported").string());
   // A job killed while rank 0 wrote: the file stops inside an event, without the closing bracket.
   std::string text = read_text(timeline);
   const auto cut = text.find("\"args\": {\"dtype\"", text.size() / 2);
   ASSERT_NE(cut, std::string::npos);
   const auto truncated = test_root() / "truncated-timeline.json";
   std::ofstream(truncated, std::ios::binary) << text.substr(0, cut + 12);
-  const auto part = plugins::import_horovod_timeline(truncated.string(), (test_root() / "truncated-imported").string());
+  const auto part = formats::import_horovod_timeline(truncated.string(), (test_root() / "truncated-imported").string());
   EXPECT_TRUE(part.truncated);
   EXPECT_GT(part.tensor_operations, 0);
   EXPECT_LT(part.tensor_operations, full.tensor_operations);
@@ -170,7 +170,7 @@ TEST(HorovodTimelineImport, BadFilesGiveOneLineNamingTheFile) {
     const auto path = dir / name;
     std::ofstream(path, std::ios::binary) << content;
     try {
-      plugins::import_horovod_timeline(path.string(), (dir / (name + ".run")).string());
+      formats::import_horovod_timeline(path.string(), (dir / (name + ".run")).string());
       ADD_FAILURE() << name << " was accepted";
     } catch (const InputError& e) {
       const std::string what = e.what();
@@ -178,7 +178,7 @@ TEST(HorovodTimelineImport, BadFilesGiveOneLineNamingTheFile) {
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
-  EXPECT_THROW(plugins::import_horovod_timeline((dir / "missing.json").string(), (dir / "m.run").string()), InputError);
+  EXPECT_THROW(formats::import_horovod_timeline((dir / "missing.json").string(), (dir / "m.run").string()), InputError);
 }
 
 TEST_F(PluginsOnSample, ChromeTraceHoldsEveryRowAndLinksEveryMatchedCollective) {
@@ -332,7 +332,7 @@ TEST(ChromeExport, GpuActivitiesMarksAndCallsInFlightBecomeTheirOwnEvents) {
     w.commit();
   }
   std::ostringstream out;
-  const auto counts = plugins::export_chrome_trace(run.string(), out);
+  const auto counts = formats::export_chrome_trace(run.string(), out);
   EXPECT_EQ(counts.collectives, 1);
   EXPECT_EQ(counts.gpu_activities, 2);
   EXPECT_EQ(counts.calls_in_flight, 1);
@@ -401,7 +401,7 @@ TEST(HorovodTimelineImport, FusionCacheHitsBroadcastAndNcclFromAHandWrittenTimel
 {"ph": "E", "ts": 1110, "pid": 4, "args": {"dtype": "HOROVOD_FLOAT64", "shape": "[2, 3]"}}
 ], "displayTimeUnit": "ms"})";
   const auto run = dir / "run";
-  const auto counts = plugins::import_horovod_timeline(path.string(), run.string());
+  const auto counts = formats::import_horovod_timeline(path.string(), run.string());
   EXPECT_EQ(counts.ranks, 2);
   EXPECT_EQ(counts.tensors, 4);
   EXPECT_EQ(counts.tensor_operations, 4);
@@ -483,7 +483,7 @@ TEST(HorovodTimelineImport, StepsFromTheGradientsDespiteOneOffBroadcasts) {
     f << "\n]\n";
   }
   const auto run = dir / "run";
-  const auto counts = plugins::import_horovod_timeline(path.string(), run.string());
+  const auto counts = formats::import_horovod_timeline(path.string(), run.string());
   EXPECT_EQ(counts.ranks, 4);
   EXPECT_EQ(counts.steps, 6);
   EXPECT_EQ(counts.collectives, 2 + 6);  // two broadcasts, one fused allreduce per step

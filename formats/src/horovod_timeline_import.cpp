@@ -3,7 +3,7 @@
 // operation begin (name = response type), nested activity begin/end pairs, and the operation end carrying dtype
 // and shape. This file replays that state machine per tensor, groups the tensors whose communication activity
 // ran together into one fused collective, and writes the run with the store's TraceWriter.
-#include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/formats/horovod_timeline.hpp>
 #include <collscope/run/format.hpp>
 #include <collscope/run/physical_limits.hpp>
 
@@ -28,7 +28,7 @@
 #include <vector>
 
 
-namespace collscope::plugins {
+namespace collscope::formats {
 
 // Bytes per element of Horovod's DataType_Name ("HOROVOD_FLOAT32") or a framework's name ("float32").
 std::int64_t detail::element_size(std::string dtype) {
@@ -557,4 +557,4 @@ HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, co
   return counts;
 }
 
-}  // namespace collscope::plugins
+}  // namespace collscope::formats

@@ -1,5 +1,5 @@
 #pragma once
-// The Horovod Timeline as the importer reads it (internal to plugins/): per tensor, its operations with their
+// The Horovod Timeline as the importer reads it (internal to formats/): per tensor, its operations with their
 // negotiation ticks and activities. horovod_timeline_import.cpp reads and writes; horovod_timeline_rounds.cpp
 // finds the training steps, sizes what the file leaves unsized and judges what the ticks can show.
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace collscope::plugins::detail {
+namespace collscope::formats::detail {
 
 constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
 constexpr std::uint64_t kHorovodCommKey = 0x686f726f766f6400ULL;  // "horovod\0": one world communicator
@@ -69,4 +69,4 @@ struct TickAssessment {
 };
 TickAssessment assess_ticks(const Timeline& t, int ranks);
 
-}  // namespace collscope::plugins::detail
+}  // namespace collscope::formats::detail

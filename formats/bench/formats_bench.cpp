@@ -1,10 +1,10 @@
 // Export and import speed. Chrome trace export of a generated run against reading the same rows with the store
 // (the floor: export cannot be faster than reading), both measured in this run; Horovod Timeline import of a
 // timeline generated in the same form as Horovod's, against parsing that file alone with nlohmann::json.
-// Usage: plugins_bench [--ranks 8] [--collectives 125000] [--dir /tmp/collscope-plugins-bench]
+// Usage: formats_bench [--ranks 8] [--collectives 125000] [--dir /tmp/collscope-formats-bench]
 #include <collscope/testing/synthetic_run.hpp>
-#include <collscope/plugins/chrome_trace.hpp>
-#include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/formats/chrome_trace.hpp>
+#include <collscope/formats/horovod_timeline.hpp>
 #include <collscope/store/trace_reader.hpp>
 
 #include <fmt/format.h>
@@ -100,7 +100,7 @@ long in_child(F&& f, double& seconds_out) {
 int main(int argc, char** argv) {
   int ranks = 8;
   std::int64_t collectives = 125000;
-  std::string dir = (fs::temp_directory_path() / "collscope-plugins-bench").string();
+  std::string dir = (fs::temp_directory_path() / "collscope-formats-bench").string();
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--ranks")) ranks = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--collectives")) collectives = std::stoll(argv[i + 1]);
@@ -125,11 +125,11 @@ int main(int argc, char** argv) {
     }
   });
   std::int64_t json_bytes = 0;
-  plugins::ChromeExportCounts counts;
+  formats::ChromeExportCounts counts;
   const double export_s = seconds([&] {
     CountingBuffer sink;
     std::ostream out(&sink);
-    counts = plugins::export_chrome_trace(run, out);
+    counts = formats::export_chrome_trace(run, out);
     json_bytes = sink.bytes;
   });
   fmt::print("chrome export: {} ranks, {} rows ({} collectives, {} matched), {:.1f} MiB of JSON\n", counts.ranks, rows,
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   write_timeline(timeline, ranks, 200, 160);
   double parse_s = 0, import_s = 0;
   long parse_kib = 0, import_kib = 0;
-  plugins::HorovodImportCounts imported;
+  formats::HorovodImportCounts imported;
   // Each in its own process: peak RSS (ru_maxrss) is per process and never goes down.
   parse_kib = in_child([&] {
     parse_s = seconds([&] {
@@ -152,9 +152,9 @@ int main(int argc, char** argv) {
       [[maybe_unused]] const auto document = nlohmann::json::parse(s.str());
     });
   }, parse_s);
-  import_kib = in_child([&] { import_s = seconds([&] { imported = plugins::import_horovod_timeline(timeline, dir + "/imported"); }); },
+  import_kib = in_child([&] { import_s = seconds([&] { imported = formats::import_horovod_timeline(timeline, dir + "/imported"); }); },
                         import_s);
-  imported = plugins::import_horovod_timeline(timeline, dir + "/imported");
+  imported = formats::import_horovod_timeline(timeline, dir + "/imported");
   fmt::print("horovod import: {:.1f} MiB, {} tensor operations, {} ticks -> {} collectives x {} ranks\n",
              double(fs::file_size(timeline)) / (1 << 20), imported.tensor_operations, imported.ticks, imported.collectives,
              imported.ranks);

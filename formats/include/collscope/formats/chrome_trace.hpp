@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace collscope::plugins {
+namespace collscope::formats {
 
 struct ChromeExportOptions {
   bool flows = true;  // arrows linking the same collective on every rank (costs memory: 32 B per collective)
@@ -36,4 +36,4 @@ struct ChromeExportCounts {
 ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream& out,
                                        const ChromeExportOptions& options = {});
 
-}  // namespace collscope::plugins
+}  // namespace collscope::formats

@@ -6,7 +6,7 @@
 
 #include "horovod_timeline_model.hpp"
 
-namespace collscope::plugins::detail {
+namespace collscope::formats::detail {
 namespace {
 
 // The gradients: the tensors sharing the most common operation count (at least 2). Tensors seen a different number
@@ -149,4 +149,4 @@ TickAssessment assess_ticks(const Timeline& t, int ranks) {
   return out;
 }
 
-}  // namespace collscope::plugins::detail
+}  // namespace collscope::formats::detail

@@ -1,6 +1,6 @@
-#include <collscope/plugins/chrome_trace.hpp>
-#include <collscope/plugins/cli.hpp>
-#include <collscope/plugins/horovod_timeline.hpp>
+#include <collscope/formats/chrome_trace.hpp>
+#include <collscope/formats/cli.hpp>
+#include <collscope/formats/horovod_timeline.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/schema.hpp>
 
@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-namespace collscope::plugins {
+namespace collscope::formats {
 namespace {
 
 struct ExportArgs {
@@ -147,4 +147,4 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   imp->callback([&action, i] { action = [i] { return run_import(*i); }; });
 }
 
-}  // namespace collscope::plugins
+}  // namespace collscope::formats

@@ -1,6 +1,6 @@
 // Chrome trace export. Streams each rank's rows straight to the output (a 10 M-row run never sits in memory);
 // only the flow points (32 B per collective) are kept until the end, to chain each collective across ranks.
-#include <collscope/plugins/chrome_trace.hpp>
+#include <collscope/formats/chrome_trace.hpp>
 #include <collscope/run/clock_alignment.hpp>
 #include <collscope/run/physical_limits.hpp>
 #include <collscope/run/run.hpp>
@@ -19,7 +19,7 @@
 
 #include "json_text.hpp"
 
-namespace collscope::plugins {
+namespace collscope::formats {
 namespace {
 
 using detail::json_quote;
@@ -281,4 +281,4 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
   return counts;
 }
 
-}  // namespace collscope::plugins
+}  // namespace collscope::formats

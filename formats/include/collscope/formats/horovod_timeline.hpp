@@ -3,7 +3,7 @@
 // (one rank-NNNNN.sqlite per rank, the same schema as the tracer's), so `collscope analyze`, `compare` and `view`
 // work on jobs that were never traced by collscope.
 //
-// What the timeline holds and how it maps (rank 0's clock throughout; see docs/plugins.md):
+// What the timeline holds and how it maps (rank 0's clock throughout; see docs/formats.md):
 // - each fused operation (tensors whose MPI_/NCCL_/GLOO_ activity ran together) is one collective, seq in order,
 //   on one world communicator; its bytes are the sum of its tensors' shape × dtype;
 // - a rank arrives at it when it had reported the last of its tensors ready (the negotiation ticks), and leaves
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace collscope::plugins {
+namespace collscope::formats {
 
 struct HorovodImportCounts {
   std::int64_t ranks = 0;
@@ -47,4 +47,4 @@ struct HorovodImportCounts {
 HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, const std::string& run_dir,
                                             int world_size = 0);
 
-}  // namespace collscope::plugins
+}  // namespace collscope::formats

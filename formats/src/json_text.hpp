@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace collscope::plugins::detail {
+namespace collscope::formats::detail {
 
 // `s` as a JSON string literal, quotes included; ill-formed UTF-8 becomes U+FFFD, so the file stays valid JSON.
 inline std::string json_quote(std::string_view s) {
@@ -45,4 +45,4 @@ inline std::string json_quote(std::string_view s) {
   return out;
 }
 
-}  // namespace collscope::plugins::detail
+}  // namespace collscope::formats::detail
