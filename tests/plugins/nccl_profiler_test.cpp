@@ -16,7 +16,7 @@
 #include <map>
 #include <thread>
 
-#include "../../plugins/src/nccl_profiler/nccl_profiler_api.hpp"
+#include "../../tracer/src/nccl/profiler/nccl/profiler.hpp"
 #include "../common/run_process.hpp"
 #include "../tracer/gpu/nccl_double_profiler.hpp"
 

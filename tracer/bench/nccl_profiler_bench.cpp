@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "../src/nccl_profiler/nccl_profiler_api.hpp"
+#include "../src/nccl/profiler/nccl/profiler.hpp"
 
 using namespace collscope::nccl_profiler;
 

@@ -13,7 +13,7 @@
 #include "clock.hpp"
 #include "comm_registry.hpp"
 #include "nccl_profile_sink.hpp"
-#include "nccl_profiler_api.hpp"
+#include "nccl/profiler.hpp"
 
 namespace collscope::nccl_profiler {
 namespace np = tracer::nccl_profile;

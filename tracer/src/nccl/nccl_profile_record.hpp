@@ -1,6 +1,6 @@
 #pragma once
-// What the NCCL profiler plugin (plugins/src/nccl_profiler/) hands the recorder: one 128-byte ring event per
-// finished collective and one per network transfer, of kind EventKind::Extension, decoded by the writer-side sink
+// What the NCCL profiler plugin (profiler/) hands the recorder: one 128-byte ring event per finished collective
+// and one per network transfer, of kind EventKind::Extension, decoded by the writer-side sink
 // (nccl_profile_sink.hpp). Plain data, the same size as Event, copied whole into a ring slot.
 #include <cstdint>
 #include <cstring>

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "nccl_profiler_api.hpp"
+#include "nccl/profiler.hpp"
 #include "profiler_core.hpp"
 
 namespace collscope::nccl_profiler {

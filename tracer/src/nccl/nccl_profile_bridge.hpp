@@ -7,9 +7,10 @@
 // and one row per collective. A plugin that finds no preload uses its own copy of the recorder (the same runtime
 // code, linked into it) and writes the rank file itself.
 //
-// The interposer side (nccl_interpose.cpp) tells the plugin which call a profiler event belongs to: the call this
-// thread is inside (NCCL >= 2.28 reports API events synchronously inside it), the communicator being created on
-// this thread (the plugin's init runs inside ncclCommInitRank), and NCCL's own per-function sequence numbers.
+// The interposer side (src/preload/nccl_interpose.cpp) tells the plugin which call a profiler event belongs to:
+// the call this thread is inside (NCCL >= 2.28 reports API events synchronously inside it), the communicator
+// being created on this thread (the plugin's init runs inside ncclCommInitRank), and NCCL's own per-function
+// sequence numbers.
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
