@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../../plugins/src/nccl_tuner/nccl_tuner_api.hpp"
+#include "../../tracer/src/nccl/tuner/nccl/tuner.hpp"
 
 using namespace collscope::nccl_tuner;
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "../../plugins/src/nccl_tuner/nccl_tuner_api.hpp"
-#include <collscope/plugins/nccl_tuning_rules.hpp>
+#include "../../tracer/src/nccl/tuner/nccl/tuner.hpp"
+#include <collscope/tracer/nccl_tuning_rules.hpp>
 
 namespace fs = std::filesystem;
 using namespace collscope::nccl_tuner;

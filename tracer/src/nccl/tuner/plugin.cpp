@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "nccl_tuner_api.hpp"
-#include <collscope/plugins/nccl_tuning_rules.hpp>
+#include "nccl/tuner.hpp"
+#include <collscope/tracer/nccl_tuning_rules.hpp>
 
 namespace collscope::nccl_tuner {
 namespace {

@@ -1,6 +1,6 @@
-#include <collscope/plugins/nccl_tuning_rules.hpp>
+#include <collscope/tracer/nccl_tuning_rules.hpp>
 
-#include "nccl_tuner_api.hpp"
+#include "nccl/tuner.hpp"
 
 #include <cctype>
 #include <limits>

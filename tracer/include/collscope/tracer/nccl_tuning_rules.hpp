@@ -1,5 +1,5 @@
 #pragma once
-// Rules the collscope NCCL tuner plugin applies (plugins/src/nccl_tuner/), and `collscope tune
+// Rules the collscope NCCL tuner plugin applies (tracer/src/nccl/tuner/), and `collscope tune
 // --export-nccl-rules` writes: for an operation and a message size range (and optionally a communicator size),
 // which algorithm and protocol NCCL should use, how many channels and what chunk size.
 //
