@@ -16,9 +16,9 @@
 #include <map>
 #include <thread>
 
-#include "../../tracer/src/nccl/profiler/nccl/profiler.hpp"
-#include "../common/run_process.hpp"
-#include "../tracer/gpu/nccl_double_profiler.hpp"
+#include "../../../tracer/src/nccl/profiler/nccl/profiler.hpp"
+#include "../../common/run_process.hpp"
+#include "../gpu/nccl_double_profiler.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::nccl_profiler;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../../tracer/src/nccl/tuner/nccl/tuner.hpp"
+#include "../../../tracer/src/nccl/tuner/nccl/tuner.hpp"
 #include <collscope/tracer/nccl_tuning_rules.hpp>
 
 namespace fs = std::filesystem;

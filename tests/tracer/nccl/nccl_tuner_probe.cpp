@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../../tracer/src/nccl/tuner/nccl/tuner.hpp"
+#include "../../../tracer/src/nccl/tuner/nccl/tuner.hpp"
 
 using namespace collscope::nccl_tuner;
 

@@ -1,4 +1,4 @@
-// Ground truth for the plugins: the fusion trainer writes a Horovod Timeline with a known straggler, and a traced
+// Ground truth for the converters: the fusion trainer writes a Horovod Timeline with a known straggler, and a traced
 // run of it is exported to a Chrome trace whose events are counted against the trace's rows.
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/report.hpp>
@@ -32,7 +32,7 @@ namespace {
 using collscope::test::bin_dir;
 using collscope::test::shell;
 
-fs::path test_root() { return collscope::test::temp_root("collscope-plugins"); }
+fs::path test_root() { return collscope::test::temp_root("collscope-formats"); }
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -53,7 +53,7 @@ json sample_report(const fs::path& log, int rank) {
   return {};
 }
 
-class PluginsOnSample : public ::testing::Test {
+class FormatsOnSample : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(fs::path(bin_dir()) / "fusion_trainer") || !fs::exists(fs::path(bin_dir()) / "collscope"))
@@ -75,7 +75,7 @@ const analyzer::Finding* find(const analyzer::Analysis& a, analyzer::FindingKind
 
 }  // namespace
 
-TEST_F(PluginsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
+TEST_F(FormatsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
   const auto timeline = test_root() / "slow-timeline.json";
   const double slow_ms = 40;
   ASSERT_EQ(run_with_timeline(timeline, 3, fmt::format("--steps 12 --model-scale 0.02 --slow-rank 1 --slow-ms {}", slow_ms)), 0);
@@ -118,7 +118,7 @@ TEST_F(PluginsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
   EXPECT_EQ(find(a, analyzer::FindingKind::ExposedCommunication), nullptr) << analyzer::text_report(a);
 }
 
-TEST_F(PluginsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
+TEST_F(FormatsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
   // Rank 0 writes the timeline on its background thread, so it may be a little late: never by much. A shared host
   // can really slow one rank for a whole short run (see RealRuns.NoStragglerWithoutInjectionTenRuns), so one of
   // two runs may show it; both never do without a cause.
@@ -138,7 +138,7 @@ TEST_F(PluginsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
   EXPECT_LE(notable, 1);
 }
 
-TEST_F(PluginsOnSample, TruncatedTimelineKeepsItsCompleteEvents) {
+TEST_F(FormatsOnSample, TruncatedTimelineKeepsItsCompleteEvents) {
   const auto timeline = test_root() / "full-timeline.json";
   ASSERT_EQ(run_with_timeline(timeline, 2, "--steps 6 --model-scale 0.02"), 0);
   const auto full = formats::import_horovod_timeline(timeline.string(), (test_root() / "full-imported").string());
@@ -181,7 +181,7 @@ TEST(HorovodTimelineImport, BadFilesGiveOneLineNamingTheFile) {
   EXPECT_THROW(formats::import_horovod_timeline((dir / "missing.json").string(), (dir / "m.run").string()), InputError);
 }
 
-TEST_F(PluginsOnSample, ChromeTraceHoldsEveryRowAndLinksEveryMatchedCollective) {
+TEST_F(FormatsOnSample, ChromeTraceHoldsEveryRowAndLinksEveryMatchedCollective) {
   const auto run = test_root() / "traced";
   ASSERT_EQ(shell(fmt::format("timeout 60 {0}/collscope trace -o {1} -- mpirun -np 3 {0}/fusion_trainer --steps 4 "
                               "--model-scale 0.02 > {1}.log 2>&1",
@@ -277,7 +277,7 @@ TEST_F(PluginsOnSample, ChromeTraceHoldsEveryRowAndLinksEveryMatchedCollective) 
   EXPECT_FALSE(fs::exists(missing.string() + ".partial"));
 }
 
-TEST_F(PluginsOnSample, CommandLineErrorsAreOneLineAndExitTwo) {
+TEST_F(FormatsOnSample, CommandLineErrorsAreOneLineAndExitTwo) {
   const auto err = test_root() / "cli.err";
   for (const std::string& args : {std::string("export /nonexistent/run -o x.json"), std::string("import /nonexistent.json -o r"),
                                   std::string("export")}) {

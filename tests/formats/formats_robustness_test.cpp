@@ -21,7 +21,7 @@ using collscope::test::shell_quote;
 
 namespace {
 
-fs::path root() { return collscope::test::temp_root("collscope-plugins-robust"); }
+fs::path root() { return collscope::test::temp_root("collscope-formats-robust"); }
 
 // A Horovod timeline of `tensors` gradients reduced once per step on 2 ranks (the writer's event sequence), tensor 0
 // named `first_name` (raw bytes, as Horovod writes whatever the framework named it).
@@ -48,9 +48,9 @@ std::string timeline(int tensors, int steps, const std::string& first_name) {
 
 }  // namespace
 
-// Issue 12.7: a thread and a communicator name cut mid-character (the kernel cuts names at 15 bytes) and a Latin-1
-// byte: the Chrome trace is still valid JSON, with U+FFFD where the bytes were.
-TEST(PluginsRobustness, ExportIsValidJsonWithInvalidUtf8Names) {
+// A thread and a communicator name cut mid-character (the kernel cuts names at 15 bytes) and a Latin-1 byte: the
+// Chrome trace is still valid JSON, with U+FFFD where the bytes were.
+TEST(FormatsRobustness, ExportIsValidJsonWithInvalidUtf8Names) {
   const fs::path dir = root() / "export";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -75,9 +75,9 @@ TEST(PluginsRobustness, ExportIsValidJsonWithInvalidUtf8Names) {
   EXPECT_TRUE(thread);
 }
 
-// Issue 12.7: a Latin-1 byte in a tensor name (0xE9, "é") imports; before, the parser stopped at the first event and
-// the import failed with "no Horovod operations found".
-TEST(PluginsRobustness, LatinOneTensorNameImports) {
+// A Latin-1 byte in a tensor name (0xE9, "é") imports; before, the parser stopped at the first event and the
+// import failed with "no Horovod operations found".
+TEST(FormatsRobustness, LatinOneTensorNameImports) {
   const fs::path dir = root() / "latin1";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -91,9 +91,9 @@ TEST(PluginsRobustness, LatinOneTensorNameImports) {
   EXPECT_EQ(nlohmann::json::parse(read_file(dir / "out.txt"))["summary"]["steps"], 5);
 }
 
-// Issue 12.7: a garbage byte in the middle of a timeline is one line naming the file and the byte, exit 2; before,
-// the import kept the first half, said the file had ended mid-event, and exited 0.
-TEST(PluginsRobustness, GarbageByteMidTimelineIsOneLineNamingTheByte) {
+// A garbage byte in the middle of a timeline is one line naming the file and the byte, exit 2; before, the import
+// kept the first half, said the file had ended mid-event, and exited 0.
+TEST(FormatsRobustness, GarbageByteMidTimelineIsOneLineNamingTheByte) {
   const fs::path dir = root() / "garbage";
   fs::remove_all(dir);
   fs::create_directories(dir);
