@@ -7,7 +7,7 @@
 #   share/collscope/samples/                             search spaces (fusion_trainer/space.yaml, spaces/*.yaml)
 #   share/man/man1/collscope.1.gz                        every command's --help, as a man page
 #   share/doc/collscope/                                 README and docs/
-# The targets install themselves (cli/, tracer/, plugins/, gui/, samples/); this file adds the rest.
+# The targets install themselves (cli/, tracer/, gui/, samples/); this file adds the rest.
 include(CMakePackageConfigHelpers)
 
 set(COLLSCOPE_INSTALL_PRIVATE_LIBDIR ${CMAKE_INSTALL_LIBDIR}/collscope)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checking builds (docs/reliability.md), run by scripts/test.sh (CI) after the plain suite: an ASan+UBSan build and
-# a TSan build of only what their tests need (not the viewer, the benchmarks, the autotuner's or the plugins'
-# tests), at -O0 -g1, code loaded into jobs at -O1 (cmake/CollscopeSanitize.cmake), and those tests. Every sanitizer report fails its test
+# a TSan build of only what their tests need (not the viewer, the benchmarks, the autotuner's, the formats' or the
+# NCCL plugins' tests), at -O0 -g1, code loaded into jobs at -O1 (cmake/CollscopeSanitize.cmake), and those tests. Every sanitizer report fails its test
 # (tests/CMakeLists.txt: halt_on_error, exitcode=86, -fno-sanitize-recover). Run after scripts/install-deps.sh;
 # takes no arguments. Exit 0: every test clean. COLLSCOPE_SANITIZE_CHECKS=0 skips it (a quick local scripts/test.sh).
 #   build-asan: -fsanitize=address,undefined; code loaded into traced jobs (the preload) gets UBSan in trap mode.

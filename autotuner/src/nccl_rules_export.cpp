@@ -5,24 +5,17 @@
 // checks it with the plugin's own parser and writes it normalised, with where it came from.
 #include <collscope/autotuner/tuner.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/tracer/nccl_tuning_rules.hpp>
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 
-#ifdef COLLSCOPE_HAVE_NCCL_RULES
-#include <collscope/plugins/nccl_tuning_rules.hpp>
-#endif
-
 namespace collscope::autotuner {
 
 void write_nccl_rules(const SearchSpace& space, const BestSettings& best, const std::string& study_path,
                       const std::string& path) {
-#ifndef COLLSCOPE_HAVE_NCCL_RULES
-  (void)space, (void)best, (void)study_path;
-  throw InputError(fmt::format("{}: --export-nccl-rules: this collscope was built without the plugins component", path));
-#else
   const ConfigFile* tmpl = nullptr;
   std::size_t index = 0;
   for (std::size_t i = 0; i < space.config_files().size(); ++i)
@@ -62,7 +55,6 @@ void write_nccl_rules(const SearchSpace& space, const BestSettings& best, const 
   std::error_code ec;
   std::filesystem::rename(partial, path, ec);
   if (ec) throw Error(fmt::format("{}: cannot rename {} into place: {}", path, partial, ec.message()));
-#endif
 }
 
 }  // namespace collscope::autotuner

@@ -17,8 +17,8 @@
 #ifdef COLLSCOPE_HAVE_AUTOTUNER
 #include <collscope/autotuner/cli.hpp>
 #endif
-#ifdef COLLSCOPE_HAVE_PLUGINS
-#include <collscope/plugins/cli.hpp>
+#ifdef COLLSCOPE_HAVE_FORMATS
+#include <collscope/formats/cli.hpp>
 #endif
 
 namespace {
@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
 #ifdef COLLSCOPE_HAVE_AUTOTUNER
   collscope::autotuner::add_cli_commands(app, action);
 #endif
-#ifdef COLLSCOPE_HAVE_PLUGINS
-  collscope::plugins::add_cli_commands(app, action);
+#ifdef COLLSCOPE_HAVE_FORMATS
+  collscope::formats::add_cli_commands(app, action);
 #endif
 
   // Listed under "Commands:" in every help (CLI11's default group name is "Subcommands").

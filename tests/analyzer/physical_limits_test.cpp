@@ -155,7 +155,7 @@ TEST(PhysicalLimits, SeqBeyondTheFileAndHugeWorldsStaySmallAndFast) {
 }
 
 // A Horovod timeline of 2 ranks, one tensor reduced per step, the last operation with `shape`, one tick named
-// `tick` (the plugins tests' event sequence).
+// `tick` (the formats tests' event sequence).
 std::string timeline(const std::string& shape, const std::string& tick = "1") {
   std::string out = "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": \"grad\"}},\n";
   std::int64_t ts = 100;

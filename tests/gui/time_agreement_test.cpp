@@ -5,7 +5,7 @@
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/gui/run_loader.hpp>
-#include <collscope/plugins/chrome_trace.hpp>
+#include <collscope/formats/chrome_trace.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/testing/synthetic_run.hpp>
 
@@ -74,7 +74,7 @@ class TimeAgreementTest : public QObject {
 
     // The Chrome export: "ts" in microseconds with three decimals, i.e. nanoseconds of run time.
     std::ostringstream out;
-    plugins::export_chrome_trace(dir.string(), out);
+    formats::export_chrome_trace(dir.string(), out);
     const auto trace = nlohmann::json::parse(out.str());
     std::map<std::string, std::uint64_t> key_by_name;  // names used by one communicator only
     std::map<std::string, int> uses;

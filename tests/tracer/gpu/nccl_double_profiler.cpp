@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../../plugins/src/nccl_profiler/nccl_profiler_api.hpp"
+#include "../../../tracer/src/nccl/profiler/nccl/profiler.hpp"
 
 namespace nccl_double {
 namespace p = collscope::nccl_profiler;

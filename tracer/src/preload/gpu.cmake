@@ -28,8 +28,10 @@ if(CUDAToolkit_FOUND AND COLLSCOPE_NCCL_INCLUDE_DIR AND COLLSCOPE_CUPTI_INCLUDE_
   target_sources(collscope-preload PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/nccl_interpose.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cupti_collector.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/nccl_profile_bridge.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/nccl_profile_sink.cpp)
+    ${COLLSCOPE_TRACER_NCCL_DIR}/nccl_profile_bridge.cpp
+    ${COLLSCOPE_TRACER_NCCL_DIR}/nccl_profile_sink.cpp)
+  # The sink and bridge are shared with the NCCL profiler plugin (tracer/src/nccl), which compiles them too.
+  target_include_directories(collscope-preload PRIVATE ${COLLSCOPE_TRACER_NCCL_DIR})
   # The preload exports collscope_recorder_bridge_v1(): the NCCL profiler plugin records through it.
   target_compile_definitions(collscope-preload PRIVATE COLLSCOPE_EXPORT_RECORDER_BRIDGE=1)
   target_link_libraries(collscope-preload PRIVATE collscope_gpu_capture)

@@ -1,6 +1,6 @@
 #pragma once
 // The data contract: one SQLite file per rank, schema v1 (docs/trace-format.md documents every column).
-// Everything downstream (analyzer, autotuner, gui, plugins) sees a run only through these rows. The tables are
+// Everything downstream (analyzer, autotuner, gui, formats) sees a run only through these rows. The tables are
 // declared once, in tables.def; this header turns that list into the row structs and their column tables.
 #include <cstdint>
 #include <iterator>

@@ -1,0 +1,150 @@
+#include <collscope/formats/chrome_trace.hpp>
+#include <collscope/formats/cli.hpp>
+#include <collscope/formats/horovod_timeline.hpp>
+#include <collscope/store/error.hpp>
+#include <collscope/store/schema.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+namespace collscope::formats {
+namespace {
+
+struct ExportArgs {
+  std::string run_dir;
+  std::string output;
+  std::string format = "chrome";
+  bool no_flows = false;
+  std::string ranks;
+  double from_ms = 0, to_ms = -1;
+};
+
+struct ImportArgs {
+  std::string input;
+  std::string run_dir;
+  std::string format = "horovod-timeline";
+  int world_size = 0;
+};
+
+// "0,2,4-7" -> {0, 2, 4, 5, 6, 7}.
+std::vector<int> parse_ranks(const std::string& text) {
+  std::vector<int> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, comma - at);
+    try {
+      std::size_t used = 0;
+      const int lo = std::stoi(part, &used);
+      int hi = lo;
+      if (used < part.size()) {
+        if (part[used] != '-') throw std::invalid_argument(part);
+        std::size_t used_hi = 0;
+        hi = std::stoi(part.substr(used + 1), &used_hi);
+        if (used + 1 + used_hi != part.size()) throw std::invalid_argument(part);
+      }
+      if (lo < 0 || hi < lo || hi - lo > 1'000'000) throw std::invalid_argument(part);
+      for (int r = lo; r <= hi; ++r) out.push_back(r);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--ranks {}: '{}' is not a rank or a range like 4-7", text, part));
+    }
+    at = comma + 1;
+  }
+  return out;
+}
+
+int run_export(const ExportArgs& args) {
+  if (args.format != "chrome" && args.format != "perfetto")
+    throw InputError(fmt::format("--format {}: unknown (chrome)", args.format));
+  ChromeExportOptions options;
+  options.flows = !args.no_flows;
+  if (!args.ranks.empty()) options.ranks = parse_ranks(args.ranks);
+  if (args.from_ms < 0) throw InputError(fmt::format("--from-ms {}: must not be negative", args.from_ms));
+  if (args.to_ms >= 0 && args.to_ms < args.from_ms)
+    throw InputError(fmt::format("--to-ms {} is before --from-ms {}", args.to_ms, args.from_ms));
+  options.from_ns = static_cast<std::int64_t>(args.from_ms * 1e6);
+  if (args.to_ms >= 0) options.to_ns = static_cast<std::int64_t>(args.to_ms * 1e6);
+  ChromeExportCounts counts;
+  if (args.output.empty() || args.output == "-") {
+    counts = naming_input(args.run_dir, "exporting this run",
+                          [&] { return export_chrome_trace(args.run_dir, std::cout, options); });
+  } else {
+    // Written next to the target and renamed: a failed export never leaves half a file under the name asked for.
+    const std::string partial = args.output + ".partial";
+    try {
+      std::ofstream out(partial, std::ios::binary);
+      if (!out) throw InputError(fmt::format("{}: cannot write", args.output));
+      counts = naming_input(args.run_dir, "exporting this run", [&] { return export_chrome_trace(args.run_dir, out, options); });
+      out.close();
+      if (!out) throw InputError(fmt::format("{}: write failed", args.output));
+    } catch (...) {
+      std::error_code ec;
+      std::filesystem::remove(partial, ec);
+      throw;
+    }
+    std::filesystem::rename(partial, args.output);
+  }
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope export: %s\n", p.c_str());
+  std::fprintf(stderr,
+               "collscope export: %lld ranks, %lld collectives (%lld matched across ranks), %lld NVTX ranges, %lld GPU "
+               "activities, %lld calls in flight -> %s (open in ui.perfetto.dev or chrome://tracing)\n",
+               static_cast<long long>(counts.ranks), static_cast<long long>(counts.collectives),
+               static_cast<long long>(counts.flows), static_cast<long long>(counts.nvtx_ranges),
+               static_cast<long long>(counts.gpu_activities), static_cast<long long>(counts.calls_in_flight),
+               args.output.empty() ? "stdout" : args.output.c_str());
+  return 0;
+}
+
+int run_import(const ImportArgs& args) {
+  if (args.format != "horovod-timeline")
+    throw InputError(fmt::format("--format {}: unknown (horovod-timeline)", args.format));
+  const auto counts = naming_input(args.input, "importing this timeline",
+                                   [&] { return import_horovod_timeline(args.input, args.run_dir, args.world_size); });
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope import: %s\n", p.c_str());
+  std::fprintf(stderr,
+               "collscope import: %s: %lld ranks, %lld tensors, %lld tensor operations fused into %lld collectives, "
+               "%lld negotiation ticks, %lld steps%s%s -> %s\n",
+               args.input.c_str(), static_cast<long long>(counts.ranks), static_cast<long long>(counts.tensors),
+               static_cast<long long>(counts.tensor_operations), static_cast<long long>(counts.collectives),
+               static_cast<long long>(counts.ticks), static_cast<long long>(counts.steps),
+               counts.truncated ? " (the file ended mid-event: the complete events were kept)" : "",
+               counts.replaced_utf8 ? fmt::format(" ({} invalid UTF-8 sequence(s) in names read as U+FFFD)", counts.replaced_utf8).c_str() : "",
+               args.run_dir.c_str());
+  if (!counts.lateness_unknown.empty())
+    std::fprintf(stderr, "collscope import: %s: %s\n", args.input.c_str(), counts.lateness_unknown.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_cli_commands(CLI::App& app, std::function<int()>& action) {
+  auto e = std::make_shared<ExportArgs>();
+  auto* exp = app.add_subcommand("export", "Write a traced run as a Chrome trace (JSON) for Perfetto or chrome://tracing");
+  exp->add_option("RUN_DIR", e->run_dir, "Run directory with rank-*.sqlite")->required();
+  exp->add_option("-o,--output", e->output, "Write the trace to FILE (default: stdout)")->type_name("FILE");
+  exp->add_option("--format", e->format, "chrome (the Trace Event Format Perfetto also reads)")->capture_default_str()->type_name("FORMAT");
+  exp->add_flag("--no-flows", e->no_flows, "Leave out the arrows linking each collective across its ranks");
+  exp->add_option("--ranks", e->ranks, "Only these world ranks, e.g. 0,3,8-15 (a browser opens ~1 GB of JSON at most)")->type_name("LIST");
+  exp->add_option("--from-ms", e->from_ms, "Only events that end after this time (ms from the run's start)")->type_name("MS");
+  exp->add_option("--to-ms", e->to_ms, "Only events that start before this time (ms from the run's start)")->type_name("MS");
+  exp->footer("Example: collscope export run1 -o run1.json   # then open run1.json in ui.perfetto.dev");
+  exp->callback([&action, e] { action = [e] { return run_export(*e); }; });
+
+  auto i = std::make_shared<ImportArgs>();
+  auto* imp = app.add_subcommand("import", "Turn a Horovod Timeline (HOROVOD_TIMELINE) into a run directory to analyze");
+  imp->add_option("TIMELINE", i->input, "Timeline file written by Horovod's rank 0")->required();
+  imp->add_option("-o,--output", i->run_dir, "Run directory to write (rank-*.sqlite)")->required()->type_name("DIR");
+  imp->add_option("--format", i->format, "horovod-timeline")->capture_default_str()->type_name("FORMAT");
+  imp->add_option("--world-size", i->world_size, "Ranks of the job (default: highest rank in the negotiation + 1)")
+      ->check(CLI::Range(1, store::kMaxWorldSize));
+  imp->footer("Example: collscope import timeline.json -o run1 && collscope analyze run1");
+  imp->callback([&action, i] { action = [i] { return run_import(*i); }; });
+}
+
+}  // namespace collscope::formats
