@@ -103,12 +103,16 @@ for rank in range(2):
     counts = dict(((o, comm), (n, b)) for o, comm, n, b in db.execute(
         "SELECT o.name, c.comm, count(*), sum(c.bytes) FROM collectives c JOIN ops o ON o.code = c.op GROUP BY 1, 2"))
     world = comms[0][0] if comms else 1
-    grads = db.execute("SELECT count(*) FROM collectives WHERE op = 1 AND comm = ? AND bytes = ?",
+    # DDP's buckets are async work: the non-blocking form, iallreduce (op 2).
+    grads = db.execute("SELECT count(*) FROM collectives WHERE op = 2 AND comm = ? AND bytes = ?",
                        (world, expect["grad_bytes"])).fetchone()[0]
     check(grads == STEPS, "rank %d: DDP's bucket allreduce once per step with the gradients' %d bytes: %d of %d"
           % (rank, expect["grad_bytes"], grads, STEPS))
-    check(counts.get(("allreduce", world), (0, 0))[0] == STEPS + expect["explicit_allreduce"],
-          "rank %d: allreduces on the default group: %s" % (rank, counts.get(("allreduce", world))))
+    check(counts.get(("allreduce", world), (0, 0))[0] == expect["explicit_allreduce"] - 2,
+          "rank %d: blocking allreduces on the default group: %s" % (rank, counts.get(("allreduce", world))))
+    check(counts.get(("iallreduce", world), (0, 0))[0] == STEPS + 2,
+          "rank %d: async allreduces on the default group (DDP's buckets, 2 explicit): %s"
+          % (rank, counts.get(("iallreduce", world))))
     check(counts.get(("bcast", world), (0, 0))[0] == expect["explicit_bcast"], "rank %d: broadcasts" % rank)
     check(counts.get(("allgather", world), (0, 0)) == (1, 2 * 1000 * 4), "rank %d: the allgather and its gathered bytes" % rank)
     check(counts.get(("allreduce", world + 1), (0, 0))[0] == expect["second_group_allreduce"],
@@ -116,7 +120,7 @@ for rank in range(2):
     seqs = [r[0] for r in db.execute("SELECT seq FROM collectives WHERE comm = ? ORDER BY start_ns", (world,))]
     check(seqs == list(range(len(seqs))), "rank %d: the default group's calls numbered in call order" % rank)
     asynchronous = db.execute("SELECT count(*) FROM collectives WHERE post_end_ns IS NOT NULL AND end_ns >= post_end_ns"
-                              " AND op = 1").fetchone()[0]
+                              " AND op = 2").fetchone()[0]
     check(asynchronous >= STEPS + 2, "rank %d: async work (DDP buckets, 2 async allreduces) completed after it "
           "was issued: %d" % (rank, asynchronous))
     meta = dict(db.execute("SELECT key, value FROM meta"))
@@ -152,7 +156,7 @@ if stragglers:
 run, accumulated = run_job("no-sync", "--steps", "6", "--accumulate", "2")
 check(all(r[0] == 0 for r in accumulated), "no_sync: both ranks exit 0")
 db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, "rank-00000.sqlite"), uri=True)
-buckets = db.execute("SELECT count(*) FROM collectives WHERE op = 1").fetchone()[0]
+buckets = db.execute("SELECT count(*) FROM collectives WHERE op = 2").fetchone()[0]
 check(buckets == 6, "no_sync: %d bucket allreduces for 6 optimizer steps of 2 micro-batches" % buckets)
 db.close()
 

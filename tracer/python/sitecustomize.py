@@ -372,6 +372,10 @@ def _collscope_annotate():
                     if future is None:
                         record(*values, issued, returned, returned, 0)
                     else:
+                        # Async work (async_op=True, DDP's buckets) is the non-blocking form of its operation
+                        # (iallreduce, ...): its span is issue to completion, overlapped with the job's work.
+                        if not op.startswith(b"i"):
+                            values = (values[0], values[1], b"i" + op) + values[3:]
                         future.add_done_callback(lambda f: record(*values, issued, returned, now(), 0))
                 except Exception as e:
                     fail(e)

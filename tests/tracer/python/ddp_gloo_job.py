@@ -3,6 +3,7 @@
 way torchrun starts ranks (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment, env:// rendezvous).
 
   ddp_gloo_job.py [--steps 10] [--slow-rank R --slow-ms MS] [--explicit] [--second-group] [--accumulate K]
+                  [--bucket-cap-mb MB] [--layers 4 --width 256]
 
 --slow-rank sleeps MS ms in each step's forward on rank R (an input pipeline that stalls); --explicit makes, after
 training, 3 all_reduce, 2 broadcast, 1 all_gather and 1 barrier on the default group and 2 async all_reduce;
@@ -27,16 +28,18 @@ def main():
     ap.add_argument("--second-group", action="store_true")
     ap.add_argument("--accumulate", type=int, default=1)
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--width", type=int, default=256)
     args = ap.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
-    # 4 layers of 256x256 + bias: 1.05 MB of float32 gradients in all.
-    model = nn.Sequential(*[nn.Linear(256, 256) for _ in range(4)])
+    # By default 4 layers of 256x256 + bias: 1.05 MB of float32 gradients in all.
+    model = nn.Sequential(*[nn.Linear(args.width, args.width) for _ in range(args.layers)])
     ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
-    data, target = torch.randn(32, 256), torch.randn(32, 256)
+    data, target = torch.randn(32, args.width), torch.randn(32, args.width)
     loss = None
     for step in range(args.steps):
         optimizer.zero_grad()

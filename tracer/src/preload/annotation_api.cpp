@@ -56,7 +56,7 @@ std::uint32_t register_group(std::uint64_t key, const char* backend, int rank, i
 }
 
 bool is_point_to_point(store::Op op) {
-  const std::string_view n = store::op_name(op);
+  const std::string_view n = store::op_name(store::blocking_form(op));
   return n == "send" || n == "recv" || n == "isend" || n == "irecv";
 }
 
@@ -87,11 +87,11 @@ void collective(std::uint32_t comm, std::int64_t number, const char* op_name, st
   e.t1 = completed;
   e.root = -1;
   e.peer = -1;
-  if (completed > returned) {  // async work: posted at `issued`, completed later
+  if (store::blocking_form(*op) != *op || completed > returned) {  // async work: posted, completed later
     e.flags |= kFlagNonBlocking;
     e.mpi.post_end = returned;
   }
-  const std::string_view name = store::op_name(*op);
+  const std::string_view name = store::op_name(store::blocking_form(*op));
   if (is_point_to_point(*op)) {
     e.kind = EventKind::PointToPoint;
     if (name == "send" || name == "isend") {

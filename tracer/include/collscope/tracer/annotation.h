@@ -48,7 +48,7 @@ typedef struct collscope_annotation_v1_t {
                             const char* name);
   /* Records one operation on communicator `comm`: `op` a name of the ops table ("allreduce", "bcast",
    * "allgather", "reduce_scatter", "alltoall", "barrier", "reduce", "gather", "scatter", "send", "recv", "isend",
-   * "irecv", ...), `count` elements and `bytes` of this rank's payload, `datatype` ("torch.float32"), `peer_or_root`
+   * "irecv", ...; the non-blocking form, "iallreduce", for async work), `count` elements and `bytes` of this rank's payload, `datatype` ("torch.float32"), `peer_or_root`
    * the root of a rooted collective or the group rank of a send/receive's peer (-1: none), `issued` when the call
    * was made and `returned` when it returned (both from now()), `completed` when its work completed (async work:
    * later; equal to `returned` for a blocking call), `status` 0 for success. Collectives are numbered per
