@@ -45,6 +45,7 @@ constexpr std::vector<Finding> (*kDetectors[])(const DetectorInput&) = {
     detect_mismatches,           detect_stragglers,            detect_latency_bound,
     detect_low_bandwidth,        detect_exposed_communication, detect_fusion_and_cycle_time,
     detect_process_set_imbalance, detect_stall,                 detect_point_to_point_waits,
+    detect_ddp_buckets,
 };
 
 }  // namespace

@@ -6,7 +6,8 @@
 #     explicit ones; async ones completed), the job's output and exit code unchanged, DDP's knobs in meta, no
 #     "more work" straggler, and advice in no other backend's knobs (no Open MPI, MPICH, NCCL or Horovod variable);
 #   a 30 ms sleep before each step on rank 1: the straggler named within 20 % of 30 ms, off a CPU;
-#   no_sync accumulation over 2 micro-batches: one bucket allreduce per optimizer step.
+#   no_sync accumulation over 2 micro-batches: one bucket allreduce per optimizer step;
+#   small buckets (bucket_cap_mb 0.07): the DDP bucket finding in DDP's own knob; the default cap: none.
 # Usage: torch_distributed_test.py COLLSCOPE SCRATCH_DIR   (exit 77: torch is not installed)
 import json
 import os
@@ -159,6 +160,20 @@ db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, "rank-00000.sqlite"),
 buckets = db.execute("SELECT count(*) FROM collectives WHERE op = 2").fetchone()[0]
 check(buckets == 6, "no_sync: %d bucket allreduces for 6 optimizer steps of 2 micro-batches" % buckets)
 db.close()
+
+# Small buckets (bucket_cap_mb 0.07 for 4 MiB of gradients): the DDP finding, in DDP's knob, above the value in
+# effect; the default cap (25) holds them: no such finding.
+run, small = run_job("small-buckets", "--steps", "8", "--layers", "64", "--width", "128", "--bucket-cap-mb", "0.07")
+check(all(r[0] == 0 for r in small), "small buckets: both ranks exit 0")
+report, text = analyze(run)
+ddp = [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")]
+check(len(ddp) == 1 and ddp[0]["evidence"]["suggested_bucket_cap_mb"] == 25 and ddp[0]["evidence"]["buckets_per_step"] >= 8
+      and "bucket_cap_mb=25" in ddp[0]["suggestion"], "small buckets: DDP's bucket finding\n" + text)
+for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
+    check(knob not in text, "small buckets: no advice in another backend's knobs (%s)" % knob)
+run, large = run_job("default-buckets", "--steps", "8", "--layers", "64", "--width", "128")
+report, text = analyze(run)
+check(not [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")], "default cap: no bucket finding\n" + text)
 
 print("%d passed, %d failed" % (0 if failures else 1, len(failures)))
 sys.exit(1 if failures else 0)

@@ -414,7 +414,7 @@ def _collscope_annotate():
                             register_hook(self, group, allreduce_hook)
                         cap = getattr(self, "bucket_bytes_cap", None)
                         if cap:
-                            t.set_meta(b"ddp.bucket_cap_mb", ("%g" % (cap / 1048576.0)).encode())
+                            t.set_meta(b"ddp.bucket_cap_mb", ("%.4g" % (cap / 1048576.0)).encode())
                         for knob in ("gradient_as_bucket_view", "find_unused_parameters", "static_graph"):
                             if hasattr(self, knob):
                                 t.set_meta(("ddp." + knob).encode(), str(bool(getattr(self, knob))).lower().encode())

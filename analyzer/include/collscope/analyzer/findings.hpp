@@ -57,7 +57,11 @@ struct DetectorThresholds {
   // Named only when it is the latest rank in so many of the measured steps that ranks late by chance (each
   // equally likely to be the latest in a step) would do so in at most this share of runs (one-sided sign test).
   double straggler_false_positive_rate = 0.01;
-  int straggler_min_steps_for_test = 5;  // fewer measured steps: no test (the run's lateness as a whole)      // of the step: critical from here
+  int straggler_min_steps_for_test = 5;
+  // DDP buckets: named from this many buckets per step, when the last one ends at least this share of the step
+  // after backward.
+  double ddp_min_buckets_per_step = 8;
+  double ddp_min_tail_share = 0.05;  // fewer measured steps: no test (the run's lateness as a whole)      // of the step: critical from here
   double late_arrival_ns = 20e3;              // a rank "arrives last" only when later than this
   // Latency-bound: payload collectives in [control, fusable) bytes are what fusion would merge.
   std::int64_t control_message_bytes = 1 << 10;
@@ -128,6 +132,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput&);
 std::vector<Finding> detect_process_set_imbalance(const DetectorInput&);
 std::vector<Finding> detect_stall(const DetectorInput&);
 std::vector<Finding> detect_point_to_point_waits(const DetectorInput&);
+std::vector<Finding> detect_ddp_buckets(const DetectorInput&);
 // From the calls in flight when a hung job was killed (part of detect_mismatches; the autotuner asks it why a
 // trial hung); step_evidence names the culprit of a deadlock cycle when the NVTX steps show one.
 std::vector<Finding> detect_hangs(const Run&, const MatchedRun&, const std::vector<Mismatch>& step_evidence);
