@@ -218,6 +218,7 @@ def _collscope_annotate():
         # id(process group) -> (handle, the group's world ranks); handle 0: not ours to record. No reference to the
         # group itself: its lifetime (its threads, joined when it is freed) stays the job's.
         groups = {}
+        recorded = [False]  # some group is ours to record: until then (NCCL/MPI-only jobs) calls pass straight on
         created = [0]  # process groups made in this process, in order (the same order on every rank)
         local = threading.local()  # depth of wrapped calls: an operation made inside another is not recorded
 
@@ -243,6 +244,7 @@ def _collscope_annotate():
                 array = (ctypes.c_int32 * size)(*members)
                 handle = t.comm_register(key, backend.encode(), rank, size, array, name.encode())
                 groups[id(pg)] = (handle, members)
+                recorded[0] = recorded[0] or bool(handle)
             except Exception as e:
                 fail(e)
 
@@ -326,7 +328,7 @@ def _collscope_annotate():
             signature = inspect.signature(original)
 
             def wrapper(*args, **kwargs):
-                if getattr(local, "depth", 0) or state["failed"]:
+                if not recorded[0] or getattr(local, "depth", 0) or state["failed"]:
                     return original(*args, **kwargs)
                 try:
                     bound = signature.bind(*args, **kwargs)
@@ -363,20 +365,13 @@ def _collscope_annotate():
                     values = (handle, number, op, count_of(data) if data is not None else 0,
                               nbytes(data) if data is not None else 0, dtype_of(data) if data is not None else b"",
                               peer)
-                    future = None
-                    if result is not None and hasattr(result, "get_future"):
-                        try:
-                            future = result.get_future()
-                        except Exception:
-                            future = None
-                    if future is None:
-                        record(*values, issued, returned, returned, 0)
-                    else:
-                        # Async work (async_op=True, DDP's buckets) is the non-blocking form of its operation
-                        # (iallreduce, ...): its span is issue to completion, overlapped with the job's work.
-                        if not op.startswith(b"i"):
-                            values = (values[0], values[1], b"i" + op) + values[3:]
-                        future.add_done_callback(lambda f: record(*values, issued, returned, now(), 0))
+                    if result is not None and not op.startswith(b"i"):
+                        # Async work (async_op=True) is the non-blocking form of its operation (iallreduce, ...).
+                        # Its completion is not waited for here: a Python callback on the backend's threads can
+                        # run while the interpreter shuts down, which aborts the process. DDP's buckets get theirs
+                        # from the hook below, in the callback DDP's own Python hook has too.
+                        values = (values[0], values[1], b"i" + op) + values[3:]
+                    record(*values, issued, returned, returned, 0)
                 except Exception as e:
                     fail(e)
                 return result
@@ -397,11 +392,29 @@ def _collscope_annotate():
             return
         forward, register_hook = DDP.forward, DDP.register_comm_hook
 
+        all_reduce = dist.all_reduce.__wrapped__  # the hook records its allreduce itself, with its completion
+
         def allreduce_hook(process_group, bucket):
             group = process_group if process_group is not None else dist.group.WORLD
             tensor = bucket.buffer()
             tensor.div_(dist.get_world_size(group))
-            return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(lambda f: f.value()[0])
+            handle, _ = groups.get(id(group), (0, None))
+            number = issue(handle, b"allreduce") if handle else -1
+            issued = now()
+            future = all_reduce(tensor, group=group, async_op=True).get_future()
+            returned = now()
+            values = (handle, number, b"iallreduce", tensor.numel(), tensor.numel() * tensor.element_size(),
+                      str(tensor.dtype).encode(), -1, issued, returned)
+
+            def done(f):  # what DDP's default Python hook does (take the result), and the completion
+                if handle and not state["failed"]:
+                    try:
+                        record(*values, now(), 0)
+                    except Exception as e:
+                        fail(e)
+                return f.value()[0]
+
+            return future.then(done)
 
         def ddp_forward(self, *args, **kwargs):
             if not getattr(self, "_collscope_seen", False):
