@@ -3,7 +3,7 @@
 #include <collscope/gui/main_window.hpp>
 #include <collscope/gui/panels.hpp>
 #include <collscope/gui/rank_views.hpp>
-#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/search.hpp>
 #include <collscope/gui/timeline_view.hpp>
 #include <collscope/testing/lockstep_run.hpp>
