@@ -9,7 +9,7 @@ cd build
 # assertions (durations within 5 %, straggler attribution) must not compete with each other for the CPUs.
 ctest --output-on-failure --timeout 600
 
-# Checking builds (issue 12, docs/reliability.md): ASan+UBSan and TSan builds of what the readers', the fuzz and the
+# Checking builds (docs/reliability.md): ASan+UBSan and TSan builds of what the readers', the fuzz and the
 # tracer's tests need, and those tests: an estimated 11 minutes of a cold CI run on 2 idle cores, 4 with a warm ccache
 # (docs/performance.md, "CI time"). COLLSCOPE_SANITIZE_CHECKS=0 skips them.
 ../scripts/sanitize.sh

@@ -1,4 +1,4 @@
-// What a person sees and does in the viewer (issue 14), on the lockstep run whose every time is known: rank 2 arrives
+// What a person sees and does in the viewer, on the lockstep run whose every time is known: rank 2 arrives
 // 1 ms late at the first collective of each 7 ms step. Offscreen platform; no mocks.
 #include <collscope/gui/main_window.hpp>
 #include <collscope/gui/panels.hpp>
