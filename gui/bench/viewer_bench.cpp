@@ -4,7 +4,7 @@
 // as the baseline measured in the same run; memory per event.
 //   viewer_bench [--events-scale F] [--dir DIR]      (VIEWER_BENCH_VERBOSE=1: every frame's time)
 #include <collscope/gui/main_window.hpp>
-#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
 #include <collscope/testing/lockstep_run.hpp>

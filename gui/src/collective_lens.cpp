@@ -1,8 +1,8 @@
-// The collective lens (rank_views.hpp): one row per collective of the reference communicator; along x the arrival
-// offset after the first rank (ns), the ranks' arrivals as a density (from each row's 32-bin histogram in
+// The collective lens (collective_lens.hpp): one row per collective of the reference communicator; along x the
+// arrival offset after the first rank (ns), the ranks' arrivals as a density (from each row's 32-bin histogram in
 // RunSummaries::lens), the last arriver in red. Rows narrower than a pixel are added up per pixel row, so a frame
 // reads each visible row's histogram once and fills one image.
-#include <collscope/gui/rank_views.hpp>
+#include <collscope/gui/collective_lens.hpp>
 
 #include "text_fit.hpp"
 #include "tool_tip.hpp"

@@ -3,7 +3,7 @@
 // PNG of the main window and exits (used by the Xvfb screenshot test and for docs/images/viewer.png).
 #include <collscope/gui/main_window.hpp>
 #include <collscope/gui/rank_views.hpp>
-#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/timeline_view.hpp>
 
 #include <QApplication>

@@ -2,7 +2,7 @@
 
 #include <collscope/gui/panels.hpp>
 #include <collscope/gui/rank_views.hpp>
-#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
 

@@ -1,18 +1,13 @@
-// The rank heat map (rank_views.hpp): lateness per rank per step from RunSummaries::heat, drawn from a pyramid of
-// max-pooled levels so a frame reads at most a few cells per pixel at any zoom. Also the panel holding it and
-// the lens.
-#include <collscope/gui/rank_views.hpp>
+// The rank heat map (rank_heatmap.hpp): lateness per rank per step from RunSummaries::heat, drawn from a pyramid
+// of max-pooled levels so a frame reads at most a few cells per pixel at any zoom.
+#include <collscope/gui/rank_heatmap.hpp>
 #include <collscope/run/palette.hpp>
 
 #include "tool_tip.hpp"
 
 #include <QElapsedTimer>
-#include <QHBoxLayout>
-#include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QSplitter>
-#include <QVBoxLayout>
 #include <QWheelEvent>
 
 #include <fmt/format.h>
@@ -254,41 +249,6 @@ void RankHeatMap::mouseDoubleClickEvent(QMouseEvent*) {
 
 bool RankHeatMap::event(QEvent* e) {
   return answer_tool_tip(this, e, [this](QPointF pos) { return toolTipAt(pos); }) || QWidget::event(e);
-}
-
-RankViews::RankViews(QWidget* parent) : QWidget(parent) {
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(2, 2, 2, 2);
-  note_ = new QLabel(this);
-  note_->setWordWrap(true);
-  heat_ = new RankHeatMap(this);
-  lens_ = new CollectiveLens(this);
-  auto* split = new QSplitter(Qt::Horizontal, this);
-  split->addWidget(heat_);
-  split->addWidget(lens_);
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 1);
-  layout->addWidget(note_);
-  layout->addWidget(split, 1);
-  connect(heat_, &RankHeatMap::cellActivated, this, [this](int rank, int step) {
-    if (!run_ || !run_->summaries) return;
-    const auto& h = run_->summaries->heat;
-    emit stepActivated(rank, h.step_start_ns[step], h.step_start_ns[step + 1]);
-  });
-  connect(lens_, &CollectiveLens::collectiveActivated, this, &RankViews::collectiveActivated);
-  setRun(nullptr);
-}
-
-void RankViews::setRun(std::shared_ptr<const RunData> run) {
-  run_ = std::move(run);
-  heat_->setRun(run_);
-  lens_->setRun(run_);
-  note_->setText(!run_ ? tr("No run loaded.")
-                       : !run_->summaries
-                             ? tr("Analyzing…")
-                             : tr("Left: how late each rank came to each step's collectives (its arrival after the first "
-                                  "rank's, summed). Right: one row per collective, where its ranks arrived between the first "
-                                  "and the last (red: the last). Wheel: zoom, drag: pan, double-click: all, click: show it."));
 }
 
 }  // namespace collscope::gui

@@ -301,7 +301,7 @@ TEST(Analyzer, ExposedCommunicationCountsComputeOnOtherThreads) {
     return std::pair(a.steps.mean_exposed_ns / a.steps.mean_step_ns, find(a, FindingKind::ExposedCommunication) != nullptr);
   };
   // No compute recorded: all of it counts as exposed in the step table, but no finding claims it is not
-  // overlapped: nothing recorded says whether compute hid it (issue 16: no overlap claims without compute data).
+  // overlapped: nothing recorded says whether compute hid it (no overlap claims without compute data).
   const auto [none, none_found] = exposed_share(0, "exposed-none");
   EXPECT_GT(none, 0.5);
   EXPECT_FALSE(none_found);

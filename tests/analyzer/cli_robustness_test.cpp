@@ -46,7 +46,7 @@ nlohmann::json strict_json(const std::string& text) { return nlohmann::json::par
 
 }  // namespace
 
-// Issue 12.7: a run directory with a Latin-1 byte in its name and a communicator name cut mid-character (the kernel
+// A run directory with a Latin-1 byte in its name and a communicator name cut mid-character (the kernel
 // cuts names at 15 bytes): the JSON reports are valid JSON with U+FFFD, not `internal error: type_error.316`.
 TEST(AnalyzerCli, JsonReportsStayValidWithInvalidUtf8Names) {
   const fs::path dir = root() / "utf8";
@@ -75,7 +75,7 @@ TEST(AnalyzerCli, JsonReportsStayValidWithInvalidUtf8Names) {
       << read_file(dir / "junit.xml");
 }
 
-// Issue 12.8: a new run without steps is no "no regression": the gate fails (exit 1) and says why, in the text,
+// A new run without steps is no "no regression": the gate fails (exit 1) and says why, in the text,
 // the JSON and the JUnit file (a failed step_time case).
 TEST(AnalyzerCli, CompareWithoutStepsInTheNewRunFailsTheGate) {
   const fs::path dir = root() / "nodata";
@@ -104,7 +104,7 @@ TEST(AnalyzerCli, CompareWithoutStepsInTheNewRunFailsTheGate) {
   EXPECT_EQ(run_collscope(dir, "compare base base"), 0) << read_file(dir / "out.txt");
 }
 
-// Issue 12.11: a batch size or fusion threshold on the recorded command line too large for 64 bits is unknown, not
+// A batch size or fusion threshold on the recorded command line too large for 64 bits is unknown, not
 // `internal error: stoll`.
 TEST(AnalyzerCli, HugeNumbersOnTheRecordedCommandLineAreUnknown) {
   const fs::path dir = root() / "stoll";
@@ -118,7 +118,7 @@ TEST(AnalyzerCli, HugeNumbersOnTheRecordedCommandLineAreUnknown) {
   EXPECT_EQ(run_collscope(dir, "compare run run"), 0) << read_file(dir / "err.txt");
 }
 
-// Issue 12.12: a communicator named with HTML reaches Markdown reports as text, never as markup.
+// A communicator named with HTML reaches Markdown reports as text, never as markup.
 TEST(AnalyzerCli, MarkdownShowsNamesAsText) {
   const fs::path dir = root() / "markdown";
   fs::create_directories(dir);

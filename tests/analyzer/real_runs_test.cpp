@@ -179,7 +179,7 @@ TEST_F(RealRuns, CompareSameSettingsAndSlowdown) {
   EXPECT_EQ(run(base, run_root() / "does-not-exist", ""), 2);
 }
 
-// Issue 12.10: collscope installed under a path with a space (ld.so splits LD_PRELOAD at spaces and colons, with no
+// Collscope installed under a path with a space (ld.so splits LD_PRELOAD at spaces and colons, with no
 // escape): the job is still traced, with no ld.so error, and the private link to the preload is gone afterwards.
 TEST_F(RealRuns, TracesFromAnInstallPathWithASpace) {
   const fs::path install = run_root() / "my tools: collscope";

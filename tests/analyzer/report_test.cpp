@@ -233,7 +233,7 @@ TEST(CompareReport, NewStragglerFailsItsJUnitCaseWithStableNames) {
   EXPECT_EQ(junit_case_names(xml).front(), "step time");
 }
 
-// Bandwidths read as a person writes them at every scale (issue 14: an 8-byte call showed "2.25e-06 GB/s").
+// Bandwidths read as a person writes them at every scale (an 8-byte call once showed "2.25e-06 GB/s").
 TEST(TextReport, BandwidthInUnitsThatFit) {
   EXPECT_EQ(collscope::run::format_bandwidth(12.34), "12.3 GB/s");
   EXPECT_EQ(collscope::run::format_bandwidth(0.0412), "0.0412 GB/s");

@@ -1,4 +1,4 @@
-// Issue 15: the shipped spaces on real-job-shaped workloads that mark no NVTX steps. Real `collscope tune` runs:
+// The shipped spaces on real-job-shaped workloads that mark no NVTX steps. Real `collscope tune` runs:
 // the fusion trainer (Horovod's knobs, a background allreduce thread) with --no-nvtx under mpirun, and a job that
 // only prints Horovod's benchmark lines.
 #include <collscope/autotuner/study.hpp>

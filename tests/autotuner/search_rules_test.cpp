@@ -1,4 +1,4 @@
-// Issue 15: printed throughput, stop rules, the batch size's memory limit, no accidental repeats, Horovod's method.
+// Printed throughput, stop rules, the batch size's memory limit, no accidental repeats, Horovod's method.
 #include <collscope/testing/synthetic_run.hpp>
 #include <collscope/autotuner/scoring.hpp>
 #include <collscope/autotuner/search_rules.hpp>

@@ -136,7 +136,7 @@ std::string resume_command(const fs::path& dir, const std::string& extra = "") {
 
 }  // namespace
 
-// Issue 12.1: a recorded process group now used by an unrelated process (its pid was reused: another start time)
+// A recorded process group now used by an unrelated process (its pid was reused: another start time)
 // must survive `--resume`.
 TEST(TuneResume, NeverSignalsAProcessGroupItCannotProveIsItsTrial) {
   const fs::path dir = fresh_dir("unrelated");
@@ -158,7 +158,7 @@ TEST(TuneResume, NeverSignalsAProcessGroupItCannotProveIsItsTrial) {
   EXPECT_EQ(trials[1].status, TrialStatus::Ok);
 }
 
-// Issue 12.1: pgid 1 in the record would be kill(-1, SIGKILL): every process the user may signal. Run inside a
+// A pgid of 1 in the record would be kill(-1, SIGKILL): every process the user may signal. Run inside a
 // PID namespace so that a failure of this test cannot take the machine's processes with it.
 TEST(TuneResume, ProcessGroupOneSignalsNothing) {
   std::string unshare;
@@ -182,7 +182,7 @@ TEST(TuneResume, ProcessGroupOneSignalsNothing) {
   EXPECT_NE(out.find("rc=0"), std::string::npos) << out << read_file(dir / "resume.log");
 }
 
-// Issue 12.1: the processes a killed tuner left behind are its own trial's, proven by their marker: --resume stops them.
+// The processes a killed tuner left behind are its own trial's, proven by their marker: --resume stops them.
 TEST(TuneResume, StopsWhatIsLeftOfItsOwnTrial) {
   const fs::path dir = fresh_dir("leftover");
   write(dir / "space.yaml", R"Y(knobs:
@@ -213,7 +213,7 @@ trial: {timeout_s: 60, confirm_top: 0}
   EXPECT_EQ(trials[0].status, TrialStatus::Interrupted);
 }
 
-// Issue 12.1: two tuners on one study: the second is refused with one line; the first one's trial is untouched.
+// Two tuners on one study: the second is refused with one line; the first one's trial is untouched.
 TEST(TuneResume, SecondTunerOnOneStudyIsRefused) {
   const fs::path dir = fresh_dir("two");
   write(dir / "space.yaml", R"Y(knobs:
@@ -246,7 +246,7 @@ trial: {timeout_s: 30, confirm_top: 0}
   EXPECT_EQ(trials[0].score, 5.0);
 }
 
-// Issue 12.6: a knob value with a newline is refused before any trial; every value in --export-env is quoted, in
+// A knob value with a newline is refused before any trial; every value in --export-env is quoted, in
 // comments too, and sourcing the file runs nothing.
 TEST(TuneExportEnv, ControlCharactersRefusedAndEveryValueQuoted) {
   const fs::path dir = fresh_dir("env");
@@ -284,7 +284,7 @@ trial: {timeout_s: 20, confirm_top: 0}
   EXPECT_NE(read_file(dir / "q.env").find("# c='a'\\''b;touch PWNED4'"), std::string::npos) << read_file(dir / "q.env");
 }
 
-// Issue 12.9: an integer bound a double holds but an int64 does not: one line naming the file and the knob.
+// An integer bound a double holds but an int64 does not: one line naming the file and the knob.
 TEST(TuneSpace, IntegerBoundOutOfRangeIsOneLineNamingTheKnob) {
   const fs::path dir = fresh_dir("bounds");
   write(dir / "space.yaml", R"Y(knobs:
@@ -301,7 +301,7 @@ objective: {kind: regex, regex: 'score ([0-9]+)'}
   EXPECT_EQ(log.find("-9223372036854775808"), std::string::npos) << log;
 }
 
-// Issue 12.5: inf and nan from the job are failed trials with a reason: never the best, never an ok trial, never in
+// Inf and nan from the job are failed trials with a reason: never the best, never an ok trial, never in
 // the model (its log likelihood stays a number) or in the report's plots.
 TEST(TuneScores, InfAndNanFailTheirTrials) {
   const fs::path dir = fresh_dir("inf");
@@ -355,7 +355,7 @@ trial: {timeout_s: 20, confirm_top: 0, early_stopping: false}
   }
 }
 
-// Issues 12.4 and 12.11: a corrupt trial row is one line naming the study and the trial, exit 2: no segfault on
+// A corrupt trial row is one line naming the study and the trial, exit 2: no segfault on
 // params `[]`, no bare parse_error.101 / type_error.302; a corrupt meta value likewise on --resume.
 TEST(TuneStudy, CorruptRowsAreOneLineNamingTheStudy) {
   const fs::path dir = fresh_dir("corrupt");
@@ -381,7 +381,7 @@ TEST(TuneStudy, CorruptRowsAreOneLineNamingTheStudy) {
   EXPECT_NE(log.find("s.sqlite: meta.seed"), std::string::npos) << log;
 }
 
-// Issue 12.14: a job that writes 100 MB costs the tuner no more than a few MB: its output is read line by line.
+// A job that writes 100 MB costs the tuner no more than a few MB: its output is read line by line.
 TEST(TuneMemory, TrialOutputIsStreamed) {
   const fs::path dir = fresh_dir("output");
   write(dir / "space.yaml", R"Y(knobs:
@@ -404,7 +404,7 @@ trial: {timeout_s: 60, confirm_top: 0}
   RecordProperty("tuner_peak_rss_mb", std::to_string(peak_mb));
 }
 
-// Issue 12.14: a report over 75 000 trials fits its model on a bounded subset: it finishes under a 2 GB address
+// A report over 75 000 trials fits its model on a bounded subset: it finishes under a 2 GB address
 // space limit instead of asking for 45 GB.
 TEST(TuneMemory, ReportOverManyTrialsIsBounded) {
   const fs::path dir = fresh_dir("many");

@@ -1,7 +1,7 @@
-// Fuzz test of every reader of user files, through the built `collscope` as a user runs it (issue 12). Seeds are
-// real: a traced 3-rank run of the bundled fusion_trainer with its Horovod timeline, a study of a real `tune`, the
-// search spaces in samples/. Each case mutates one copy (truncation, bit flips, smashed blocks, and the semantic
-// edits of issue 12: huge world_size/seq/string ids, INT64 extremes, negative and day-long durations, impossible
+// Fuzz test of every reader of user files, through the built `collscope` as a user runs it. Seeds are real: a traced
+// 3-rank run of the bundled fusion_trainer with its Horovod timeline, a study of a real `tune`, the search spaces in
+// samples/. Each case mutates one copy (truncation, bit flips, smashed blocks, and the semantic edits of values once
+// reported as bad: huge world_size/seq/string ids, INT64 extremes, negative and day-long durations, impossible
 // anchors, a FIFO named like a rank file, ...) and runs one command on it; fuzz_support.hpp's judge() says what
 // outcome is allowed. Cases are drawn from a fixed seed (COLLSCOPE_FUZZ_SEED changes it); a failing case keeps its
 // directory and names its mutation.
@@ -145,7 +145,7 @@ const std::vector<std::string> kExtremes = {
     "9223372036854775807", "-9223372036854775808", "2147483647", "2147483648", "-2147483649", "-1", "0",
     "4294967296", "86400000000000", "1e300", "-1e300", "'text'", "NULL", "X'00ff'", "268435455"};
 
-// One semantic edit of a rank file (SQL); the named ones are the values issue 12 reported.
+// One semantic edit of a rank file (SQL); the named ones are bad values once reported.
 std::string rank_file_edit(std::mt19937_64& rng) {
   const std::string v = pick(rng, kExtremes);
   auto one_row = [&](const std::string& table, const std::string& key = "rowid") {
@@ -339,7 +339,7 @@ Case timeline_case(int k, std::mt19937_64& rng, const fs::path& dir) {
   return c;
 }
 
-// Issue 12 item 3: each bad value it reported (minutes and gigabytes then; a FIFO blocked forever) is read within
+// Each bad value once reported (minutes and gigabytes to read then; a FIFO blocked forever) is read within
 // a second: one line naming the file and the value (analyze goes on without that rank file; the seq beyond the
 // file: that row is left out). Bounded by the command's CPU time, 1 s, which other load hardly changes (each took
 // 0.11 to 0.22 s of CPU even in the ASan+UBSan build, on the 2-core machine at load 6: 4x margin or more), and by

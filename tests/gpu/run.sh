@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 13): on one machine with one NVIDIA GPU, proves collscope's GPU paths and writes a summary.
+# The GPU check: on one machine with one NVIDIA GPU, proves collscope's GPU paths and writes a summary.
 #   (a) a CUDA C++ program making NCCL collectives on a one-rank communicator plus its own kernel, copies and a
 #       memset, traced: CUPTI kernels and copies with device and stream, the NCCL calls with GPU times, each NCCL
 #       kernel and copy tied to its collective by correlation id, counts equal to what the program did;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The HTML reports as a browser shows them (issue 14): headless Chromium renders the analysis report of a traced
+# The HTML reports as a browser shows them: headless Chromium renders the analysis report of a traced
 # run and the tuner report of a real study; each screenshot must show a page (png_check), and the laid-out page,
 # checked by report_render_check.js, must have no horizontal overflow, charts with legends, ticks and units, no
 # label over another or cut off, humanised sizes and no console error.

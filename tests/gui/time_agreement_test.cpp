@@ -4,7 +4,7 @@
 // COLLSCOPE_SAMPLE_RUN names one, on the sample's real traced run.
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/report.hpp>
-#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/run_data_loader.hpp>
 #include <collscope/formats/chrome_trace.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/testing/synthetic_run.hpp>

@@ -1,9 +1,9 @@
-// What a person sees and does in the viewer (issue 14), on the lockstep run whose every time is known: rank 2 arrives
+// What a person sees and does in the viewer, on the lockstep run whose every time is known: rank 2 arrives
 // 1 ms late at the first collective of each 7 ms step. Offscreen platform; no mocks.
 #include <collscope/gui/main_window.hpp>
 #include <collscope/gui/panels.hpp>
 #include <collscope/gui/rank_views.hpp>
-#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/search.hpp>
 #include <collscope/gui/timeline_view.hpp>
 #include <collscope/testing/lockstep_run.hpp>

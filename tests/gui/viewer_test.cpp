@@ -2,7 +2,7 @@
 // COLLSCOPE_SAMPLE_RUN names one, on the sample's traced run. Offscreen platform; no mocks.
 #include <collscope/gui/main_window.hpp>
 #include <collscope/gui/panels.hpp>
-#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
 #include <collscope/store/sqlite.hpp>

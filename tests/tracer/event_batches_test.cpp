@@ -128,7 +128,7 @@ TEST(EventBatches, ACorruptBatchInARunIsNamedByTheAnalyzer) {
             "(SELECT min(id) FROM event_batches)");
   }
   const auto r = run_process({kBin + "/collscope", "analyze", kept.string()}, {}, 60);
-  // The run loader's rule for a bad rank file (issue 12): it names the file and the problem in one line, then
+  // The run loader's rule for a bad rank file: it names the file and the problem in one line, then
   // either analyses the other ranks (exit 0, the line under "problem:") or stops (exit 2). Never a crash.
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.out << r.err;
   const std::string all = r.out + r.err;

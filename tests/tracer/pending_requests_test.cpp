@@ -1,7 +1,7 @@
 // The table of pending MPI requests (tracer/src/preload/mpi/requests.cpp) under concurrency: threads post and
 // complete requests (reusing handle values, as MPI does) while another thread scans the table as the writer does.
 // Every copy the scan keeps must be one event whole, never a mix of two; every completion gets its own event back.
-// Built with -fsanitize=thread this is also the check that the seqlock is free of data races (issue 12).
+// Built with -fsanitize=thread this is also the check that the seqlock is free of data races.
 #include <gtest/gtest.h>
 
 #include <atomic>

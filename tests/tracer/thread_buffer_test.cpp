@@ -2,7 +2,7 @@
 // owning thread records while another thread drains and reads the call in flight, as the writer thread does.
 // Every event drained must be one event whole and in order, drained plus dropped must be every event recorded, and
 // every snapshot of the call in flight must be one call whole. Built with -fsanitize=thread (scripts/sanitize.sh)
-// this is also the check that the ring and the seqlock are free of data races (issue 12).
+// this is also the check that the ring and the seqlock are free of data races.
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -2,22 +2,17 @@
 // What the detectors share (internal to the analyzer): the common input and small helpers.
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/findings.hpp>
+#include <collscope/run/workload.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
-#include <utility>
-
-#include <fmt/format.h>
-#include <collscope/run/workload.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <collscope/run/workload.hpp>
-#include <fmt/format.h>
 
 namespace collscope::analyzer::detail {
 

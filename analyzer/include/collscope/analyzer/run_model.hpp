@@ -14,35 +14,8 @@
 
 namespace collscope::analyzer {
 
-using run::CallInFlight;
-using run::ClockAligner;
-using run::ClockAlignment;
-using run::CollectiveCall;
-using run::CollectiveInstance;
-using run::CollectiveMatcher;
-using run::Communicator;
-using run::GpuActivity;
-using run::InstanceSummary;
-using run::Lateness;
-using run::LoadOptions;
-using run::MatchedRun;
-using run::Mismatch;
-using run::NvtxRange;
-using run::RankTrace;
-using run::Run;
-using run::RunLoader;
-using run::Step;
-using run::StepDetector;
-using run::StepNames;
-using run::StepOptions;
-using run::StepSummary;
-using run::format_bandwidth;
-using run::format_bytes;
-using run::format_duration;
-using run::format_ms;
-using run::wrap_text;
-using run::load_run;
-using run::median_of;
-using run::member_indices;
+// Every name of collscope::run, unqualified here: the analyzer's own names (declared in this namespace) still win
+// over run's, which lookup finds only after them.
+using namespace collscope::run;
 
 }  // namespace collscope::analyzer

@@ -1,6 +1,6 @@
 // Loads a run for the viewer through collscope::run (no SQL and no matching of its own here): the run read once,
 // its clocks aligned and its collectives matched by run/, then the lanes built over it (timeline_model.cpp).
-#include <collscope/gui/run_loader.hpp>
+#include <collscope/gui/run_data_loader.hpp>
 
 #include <collscope/run/clock_alignment.hpp>
 #include <collscope/run/run.hpp>

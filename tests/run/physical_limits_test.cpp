@@ -1,4 +1,4 @@
-// Values out of physical range (issue 12: 13), where rows become a run (run/physical_limits.hpp) and in the Horovod
+// Values out of physical range, where rows become a run (run/physical_limits.hpp) and in the Horovod
 // import: each gets one warning naming the file, the table and the row, and is left out of every figure; nothing
 // is clamped silently, nothing overflows. Runs are synthetic (the real TraceWriter, known ground truth), edited with
 // the sqlite3 shell as a corrupt file would have them; the reports come from the built collscope.
