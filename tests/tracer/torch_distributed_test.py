@@ -1,6 +1,7 @@
 # torch.distributed jobs on gloo, traced by `collscope trace` without a change to their code (tracer/python): real
 # DDP jobs (tests/tracer/python/ddp_gloo_job.py), 2 ranks started the way torchrun starts them (RANK, WORLD_SIZE,
-# MASTER_ADDR, MASTER_PORT; env:// rendezvous), each rank under its own `collscope trace -o RUN`.
+# MASTER_ADDR, MASTER_PORT; env:// rendezvous), each rank under its own `collscope trace -o RUN`, with
+# COLLSCOPE_DDP_HOOK=1 (DDP's buckets seen through a comm hook) except where said.
 #   plain: one rank file per rank, each gloo process group a communicator (the default group and a new_group),
 #     exactly the collectives the job made (DDP's bucket allreduces: one per step, the gradients' bytes; the
 #     explicit ones; async ones completed), the job's output and exit code unchanged, DDP's knobs in meta, no
@@ -48,10 +49,12 @@ def run_job(name, *args, traced=True):
     """Both ranks of the job; returns (run dir, [(exit code, stdout) per rank])."""
     run = os.path.join(scratch, name)
     port = str(free_port())
+    hook = "0" if "--no-hook" in args else "1"
+    args = tuple(a for a in args if a != "--no-hook")
     procs = []
     for rank in range(2):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
-                   LOCAL_RANK=str(rank))
+                   LOCAL_RANK=str(rank), COLLSCOPE_DDP_HOOK=hook)
         command = [sys.executable, job, *args]
         if traced:
             command = [collscope, "trace", "-o", run, "--"] + command
@@ -174,6 +177,14 @@ for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
 run, large = run_job("default-buckets", "--steps", "8", "--layers", "64", "--width", "128")
 report, text = analyze(run)
 check(not [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")], "default cap: no bucket finding\n" + text)
+
+# Without COLLSCOPE_DDP_HOOK=1 (the default) DDP's buckets are not seen; the explicit collectives still are.
+run, nohook = run_job("no-hook", "--steps", "4", "--explicit", "--no-hook")
+check(all(r[0] == 0 for r in nohook), "no hook: both ranks exit 0")
+db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, "rank-00000.sqlite"), uri=True)
+ops = dict(db.execute("SELECT o.name, count(*) FROM collectives c JOIN ops o ON o.code = c.op GROUP BY 1"))
+check(ops.get("allreduce") == 3 and ops.get("iallreduce") == 2, "no hook: only the explicit allreduces: %s" % ops)
+db.close()
 
 print("%d passed, %d failed" % (0 if failures else 1, len(failures)))
 sys.exit(1 if failures else 0)

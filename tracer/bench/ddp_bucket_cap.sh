@@ -12,7 +12,7 @@ for round in $(seq 1 "$rounds"); do
     run="$work/$cap-$round"
     port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     for rank in 0 1; do
-      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 RANK=$rank timeout 120 "$bin/collscope" trace -o "$run" -- \
+      COLLSCOPE_DDP_HOOK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 RANK=$rank timeout 120 "$bin/collscope" trace -o "$run" -- \
         /usr/bin/python3 "$repo/tests/tracer/python/ddp_gloo_job.py" --steps 20 --layers 64 --width 128 \
         --bucket-cap-mb "$cap" >/dev/null 2>&1 &
     done

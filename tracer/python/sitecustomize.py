@@ -207,6 +207,7 @@ def _collscope_annotate():
         import ctypes
         import functools
         import inspect
+        import os
         import threading
         import warnings
         import zlib
@@ -423,7 +424,10 @@ def _collscope_annotate():
                     if getattr(self, "_collscope_user_hook", False) is False and getattr(self, "reducer", None) is not None:
                         group = getattr(self, "process_group", None)
                         handle = groups.get(id(group if group is not None else dist.group.WORLD), (0,))[0]
-                        if handle:
+                        # Opt-in (COLLSCOPE_DDP_HOOK=1): a Python comm hook in DDP's reducer made 1 in 10 runs of a
+                        # spawn-started DDP job lose a worker at exit under load (a Python object released by a
+                        # backend thread while the interpreter shuts down); without it, 0 in 18.
+                        if handle and os.environ.get("COLLSCOPE_DDP_HOOK", "0") == "1":
                             register_hook(self, group, allreduce_hook)
                         cap = getattr(self, "bucket_bytes_cap", None)
                         if cap:

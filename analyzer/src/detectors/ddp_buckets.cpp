@@ -55,8 +55,9 @@ std::vector<Finding> detect_ddp_buckets(const DetectorInput& in) {
   const double tail_ns = median_of(tails);
   const double cap_bytes = cap_mb * 1048576.0;
   // Many buckets, each small, and the cap smaller than a step's gradients: the cap is what splits them.
+  // (Not gated on the tail: its size varies with the machine's load, the split does not.)
   if (buckets < limits.ddp_min_buckets_per_step || bucket_bytes >= double(limits.fusable_message_bytes) ||
-      cap_bytes >= step_bytes || tail_ns < limits.ddp_min_tail_share * steps.median_step_ns)
+      cap_bytes >= step_bytes)
     return out;
   // DDP's default (25 MB) unless a step's gradients need less; always above the value in effect.
   double suggested = std::max(25.0, std::ceil(step_bytes / 1048576.0));

@@ -58,10 +58,8 @@ struct DetectorThresholds {
   // equally likely to be the latest in a step) would do so in at most this share of runs (one-sided sign test).
   double straggler_false_positive_rate = 0.01;
   int straggler_min_steps_for_test = 5;
-  // DDP buckets: named from this many buckets per step, when the last one ends at least this share of the step
-  // after backward.
-  double ddp_min_buckets_per_step = 8;
-  double ddp_min_tail_share = 0.05;  // fewer measured steps: no test (the run's lateness as a whole)      // of the step: critical from here
+  // DDP buckets: named from this many buckets per step.
+  double ddp_min_buckets_per_step = 8;  // fewer measured steps: no test (the run's lateness as a whole)      // of the step: critical from here
   double late_arrival_ns = 20e3;              // a rank "arrives last" only when later than this
   // Latency-bound: payload collectives in [control, fusable) bytes are what fusion would merge.
   std::int64_t control_message_bytes = 1 << 10;
