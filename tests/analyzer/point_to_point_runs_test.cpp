@@ -67,7 +67,9 @@ static void expect_rank_2_late(const Analysis& a, std::size_t calls_per_rank_ste
   for (const char* key : {"rank_1_wait_per_step_ns", "rank_3_wait_per_step_ns", "wait_per_step_ns"}) {
     ASSERT_TRUE(f.evidence.count(key)) << key << "\n" << text_report(a);
     EXPECT_GE(f.evidence.at(key), 0.8 * kInjectedMs * 1e6) << key << "\n" << text_report(a);
-    EXPECT_LE(f.evidence.at(key), 1.2 * kInjectedMs * 1e6) << key << "\n" << text_report(a);
+    // Above: a neighbour's own delays add to its wait on a loaded host (24.7 ms = 1.23x seen in a clean-clone run
+    // of the suite while other builds ran, load 4-6 on 2 cores).
+    EXPECT_LE(f.evidence.at(key), 1.35 * kInjectedMs * 1e6) << key << "\n" << text_report(a);
   }
   EXPECT_FALSE(f.evidence.count("rank_0_wait_per_step_ns")) << text_report(a);
   EXPECT_NE(f.suggestion.find("load imbalance"), std::string::npos) << f.suggestion;

@@ -19,6 +19,10 @@ import subprocess
 import sys
 
 collscope, scratch = sys.argv[1:3]
+# DDP's buckets are seen only with COLLSCOPE_DDP_HOOK=1 (opt-in: the Python comm hook hung or lost a worker in
+# about 1 run in 10 on a loaded machine), so the checks that need them run only with COLLSCOPE_TEST_DDP_HOOK=1;
+# the bucket finding is checked on a recorded run (tests/data/ddp-gloo-small-buckets).
+HOOK = os.environ.get("COLLSCOPE_TEST_DDP_HOOK") == "1"
 job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "ddp_gloo_job.py")
 failures = []
 
@@ -49,7 +53,7 @@ def run_job(name, *args, traced=True):
     """Both ranks of the job; returns (run dir, [(exit code, stdout) per rank])."""
     run = os.path.join(scratch, name)
     port = str(free_port())
-    hook = "0" if "--no-hook" in args else "1"
+    hook = "1" if HOOK and "--no-hook" not in args else "0"
     args = tuple(a for a in args if a != "--no-hook")
     procs = []
     for rank in range(2):
@@ -108,13 +112,14 @@ for rank in range(2):
         "SELECT o.name, c.comm, count(*), sum(c.bytes) FROM collectives c JOIN ops o ON o.code = c.op GROUP BY 1, 2"))
     world = comms[0][0] if comms else 1
     # DDP's buckets are async work: the non-blocking form, iallreduce (op 2).
+    buckets = STEPS if HOOK else 0
     grads = db.execute("SELECT count(*) FROM collectives WHERE op = 2 AND comm = ? AND bytes = ?",
                        (world, expect["grad_bytes"])).fetchone()[0]
-    check(grads == STEPS, "rank %d: DDP's bucket allreduce once per step with the gradients' %d bytes: %d of %d"
-          % (rank, expect["grad_bytes"], grads, STEPS))
+    check(grads == buckets, "rank %d: DDP's bucket allreduces with the gradients' %d bytes: %d, expected %d"
+          % (rank, expect["grad_bytes"], grads, buckets))
     check(counts.get(("allreduce", world), (0, 0))[0] == expect["explicit_allreduce"] - 2,
           "rank %d: blocking allreduces on the default group: %s" % (rank, counts.get(("allreduce", world))))
-    check(counts.get(("iallreduce", world), (0, 0))[0] == STEPS + 2,
+    check(counts.get(("iallreduce", world), (0, 0))[0] == buckets + 2,
           "rank %d: async allreduces on the default group (DDP's buckets, 2 explicit): %s"
           % (rank, counts.get(("iallreduce", world))))
     check(counts.get(("bcast", world), (0, 0))[0] == expect["explicit_bcast"], "rank %d: broadcasts" % rank)
@@ -125,7 +130,7 @@ for rank in range(2):
     check(seqs == list(range(len(seqs))), "rank %d: the default group's calls numbered in call order" % rank)
     asynchronous = db.execute("SELECT count(*) FROM collectives WHERE post_end_ns IS NOT NULL AND end_ns >= post_end_ns"
                               " AND op = 2").fetchone()[0]
-    check(asynchronous >= STEPS + 2, "rank %d: async work (DDP buckets, 2 async allreduces) completed after it "
+    check(asynchronous >= buckets + 2, "rank %d: async work (DDP buckets, 2 async allreduces) completed after it "
           "was issued: %d" % (rank, asynchronous))
     meta = dict(db.execute("SELECT key, value FROM meta"))
     check(meta.get("world_rank") == str(rank) and meta.get("world_size") == "2", "rank %d: rank and size" % rank)
@@ -156,35 +161,38 @@ if stragglers:
     check(0.8 * 30e6 <= late <= 1.2 * 30e6, "slow: %.2f ms per step, within 20 %% of 30 ms" % (late / 1e6))
     check(stragglers[0]["evidence"].get("cause_code") == 4, "slow: cause off a CPU (the sleep)\n" + text)
 
-# no_sync over 2 micro-batches: DDP allreduces once per optimizer step.
-run, accumulated = run_job("no-sync", "--steps", "6", "--accumulate", "2")
-check(all(r[0] == 0 for r in accumulated), "no_sync: both ranks exit 0")
-db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, "rank-00000.sqlite"), uri=True)
-buckets = db.execute("SELECT count(*) FROM collectives WHERE op = 2").fetchone()[0]
-check(buckets == 6, "no_sync: %d bucket allreduces for 6 optimizer steps of 2 micro-batches" % buckets)
-db.close()
+# With the hook only: no_sync over 2 micro-batches: DDP allreduces once per optimizer step.
+if HOOK:
+  run, accumulated = run_job("no-sync", "--steps", "6", "--accumulate", "2")
+  check(all(r[0] == 0 for r in accumulated), "no_sync: both ranks exit 0")
+  db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, "rank-00000.sqlite"), uri=True)
+  buckets = db.execute("SELECT count(*) FROM collectives WHERE op = 2").fetchone()[0]
+  check(buckets == 6, "no_sync: %d bucket allreduces for 6 optimizer steps of 2 micro-batches" % buckets)
+  db.close()
 
-# Small buckets (bucket_cap_mb 0.07 for 4 MiB of gradients): the DDP finding, in DDP's knob, above the value in
-# effect; the default cap (25) holds them: no such finding.
-run, small = run_job("small-buckets", "--steps", "8", "--layers", "64", "--width", "128", "--bucket-cap-mb", "0.07")
-check(all(r[0] == 0 for r in small), "small buckets: both ranks exit 0")
-report, text = analyze(run)
+  # Small buckets (bucket_cap_mb 0.07 for 4 MiB of gradients): the DDP finding, in DDP's knob, above the value in
+  # effect; the default cap (25) holds them: no such finding.
+  run, small = run_job("small-buckets", "--steps", "8", "--layers", "64", "--width", "128", "--bucket-cap-mb", "0.07")
+  check(all(r[0] == 0 for r in small), "small buckets: both ranks exit 0")
+  report, text = analyze(run)
+  ddp = [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")]
+  check(len(ddp) == 1 and ddp[0]["evidence"]["suggested_bucket_cap_mb"] == 25 and ddp[0]["evidence"]["buckets_per_step"] >= 8
+        and "bucket_cap_mb=25" in ddp[0]["suggestion"], "small buckets: DDP's bucket finding\n" + text)
+  for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
+      check(knob not in text, "small buckets: no advice in another backend's knobs (%s)" % knob)
+  run, large = run_job("default-buckets", "--steps", "8", "--layers", "64", "--width", "128")
+  report, text = analyze(run)
+  check(not [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")], "default cap: no bucket finding\n" + text)
+
+# The bucket finding on a recorded DDP run with small buckets (bucket_cap_mb 0.07, traced with the hook): in
+# DDP's own knob, above the value in effect, no other backend's knobs.
+recorded = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "ddp-gloo-small-buckets")
+report, text = analyze(recorded)
 ddp = [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")]
-check(len(ddp) == 1 and ddp[0]["evidence"]["suggested_bucket_cap_mb"] == 25 and ddp[0]["evidence"]["buckets_per_step"] >= 8
-      and "bucket_cap_mb=25" in ddp[0]["suggestion"], "small buckets: DDP's bucket finding\n" + text)
+check(len(ddp) == 1 and ddp[0]["evidence"]["suggested_bucket_cap_mb"] == 25 and ddp[0]["evidence"]["bucket_cap_mb"] == 0.07
+      and "bucket_cap_mb=25" in ddp[0]["suggestion"], "recorded small buckets: DDP's bucket finding\n" + text)
 for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
-    check(knob not in text, "small buckets: no advice in another backend's knobs (%s)" % knob)
-run, large = run_job("default-buckets", "--steps", "8", "--layers", "64", "--width", "128")
-report, text = analyze(run)
-check(not [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")], "default cap: no bucket finding\n" + text)
-
-# Without COLLSCOPE_DDP_HOOK=1 (the default) DDP's buckets are not seen; the explicit collectives still are.
-run, nohook = run_job("no-hook", "--steps", "4", "--explicit", "--no-hook")
-check(all(r[0] == 0 for r in nohook), "no hook: both ranks exit 0")
-db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, "rank-00000.sqlite"), uri=True)
-ops = dict(db.execute("SELECT o.name, count(*) FROM collectives c JOIN ops o ON o.code = c.op GROUP BY 1"))
-check(ops.get("allreduce") == 3 and ops.get("iallreduce") == 2, "no hook: only the explicit allreduces: %s" % ops)
-db.close()
+    check(knob not in text, "recorded small buckets: no advice in another backend's knobs (%s)" % knob)
 
 print("%d passed, %d failed" % (0 if failures else 1, len(failures)))
 sys.exit(1 if failures else 0)
