@@ -1,15 +1,13 @@
 // The pipeline from a run directory to findings.
 #include <collscope/analyzer/analysis.hpp>
+#include <collscope/run/job_settings.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <regex>
 
 #include <fmt/format.h>
-
 
 namespace collscope::analyzer {
 namespace {
@@ -43,29 +41,13 @@ std::vector<OpSizeStats> op_size_stats(const MatchedRun& m) {
 
 }  // namespace
 
-std::optional<std::int64_t> command_line_int(const Run& run, const std::string& name) {
-  std::string pattern = "--";
-  for (char c : name) pattern += (c == '-' || c == '_') ? std::string("[-_]") : std::string(1, c);
-  const std::regex option(pattern + "[= ]+([0-9]+)");
-  for (const auto& r : run.ranks) {
-    const auto cmd = r.meta_value(std::string(store::meta_key::kCommandLine));
-    std::smatch match;
-    if (!cmd || !std::regex_search(*cmd, match, option)) continue;
-    std::int64_t v = 0;
-    const std::string digits = match[1].str();
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    return ec == std::errc() && end == digits.data() + digits.size() ? std::optional(v) : std::nullopt;
-  }
-  return std::nullopt;
-}
-
 RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched,
                            const AnalysisOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   RunResults a;
   a.options = options;
   // "--batch-size 64" in the traced command line; a number too large to read is no batch size (no throughput).
-  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : command_line_int(run, "batch-size").value_or(0);
+  const std::int64_t batch = options.batch_size > 0 ? options.batch_size : run::command_line_int(run, "batch-size").value_or(0);
   a.steps = StepDetector({.batch_size = batch}).detect(run, clocks, matched);
   a.lateness = run::measure_lateness(run, clocks, matched, a.steps);
   run::apply_waits(a.lateness, a.steps);

@@ -2,6 +2,7 @@
 // job, changing its knobs every few steps; here every sample is one trial (a whole run), which is how `collscope tune`
 // measures, so the two methods differ only in where they look and how they score.
 #include <collscope/autotuner/strategy.hpp>
+#include <collscope/run/job_settings.hpp>
 #include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
@@ -27,8 +28,8 @@ HorovodKnobs knobs_of(const SearchSpace& space) {
   HorovodKnobs k;
   for (std::size_t i = 0; i < space.knobs().size(); ++i) {
     const auto& env = space.knobs()[i].env;
-    if (env == "HOROVOD_FUSION_THRESHOLD") k.fusion = static_cast<int>(i);
-    if (env == "HOROVOD_CYCLE_TIME") k.cycle = static_cast<int>(i);
+    if (env == run::horovod_env::kFusionThreshold) k.fusion = static_cast<int>(i);
+    if (env == run::horovod_env::kCycleTime) k.cycle = static_cast<int>(i);
   }
   if (k.fusion < 0 || k.cycle < 0)
     throw InputError("--strategy horovod: the space needs knobs with env HOROVOD_FUSION_THRESHOLD and HOROVOD_CYCLE_TIME");

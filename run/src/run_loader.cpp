@@ -1,4 +1,5 @@
 // Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
+#include <collscope/run/job_settings.hpp>
 #include <collscope/run/parallel.hpp>
 #include <collscope/run/physical_limits.hpp>
 #include <collscope/run/run.hpp>
@@ -328,10 +329,9 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
           screen.within("buffers", row, "uses", b.uses, L::kMaxBufferBytes) && screen.span("buffers", row, b.first_ns, last))
         t.buffers.push_back(b);
     }
-    // Fusion buffers: one address reused for different sizes. Capacity: the job's HOROVOD_FUSION_THRESHOLD
+    // Fusion buffers: one address reused for different sizes. Capacity: the rank's HOROVOD_FUSION_THRESHOLD
     // when it set one (bytes, read only within physical range), else the largest use seen.
-    std::int64_t threshold =
-        t.meta_int(std::string(store::meta_key::kEnvPrefix) + "HOROVOD_FUSION_THRESHOLD").value_or(0);
+    std::int64_t threshold = horovod_fusion_threshold_in_environment(t).value_or(0);
     if (threshold < 0 || threshold > L::kMaxCallBytes) threshold = 0;
     std::unordered_map<std::uint64_t, std::int64_t> fusion_capacity;
     for (const auto& b : t.buffers)

@@ -19,10 +19,9 @@ std::vector<Finding> detect_ddp_buckets(const DetectorInput& in) {
   const DetectorThresholds& limits = in.limits();
   std::vector<Finding> out;
   if (run.ranks.size() < 2 || steps.steps.empty()) return out;
-  const auto cap_text = run.ranks[0].meta_value("ddp.bucket_cap_mb");
-  if (!cap_text) return out;
-  const double cap_mb = std::strtod(cap_text->c_str(), nullptr);
-  if (!(cap_mb > 0)) return out;
+  const auto cap = run::ddp_bucket_cap_mb(run);
+  if (!cap) return out;
+  const double cap_mb = cap->value;
   // Buckets per step, their bytes, and when the step's last one was issued and completed (aligned ns).
   const std::size_t nsteps = steps.steps.size();
   std::vector<int> count(nsteps, 0);

@@ -20,11 +20,12 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
   const DetectorThresholds& limits = in.limits();
   std::vector<Finding> out;
   const auto workload = run::describe_workload(run);
-  if (!detail::horovod_knobs_apply(run, workload)) return out;
+  const auto settings = run::job_settings(run, workload);
+  if (!settings.horovod_applies) return out;
   // The knobs in effect: the job's, else Horovod's defaults (an unset knob is its default).
-  const auto knobs = detail::horovod_knobs(run, workload);
-  const std::optional<std::int64_t> threshold = knobs.fusion_threshold_bytes;
-  const double cycle_ms = knobs.cycle_time_ms;
+  const auto& knobs = settings.horovod;
+  const std::optional<std::int64_t> threshold = knobs.fusion_threshold_bytes.value;
+  const double cycle_ms = knobs.cycle_time_ms.value;
   if (*threshold <= 0 || cycle_ms <= 0) return out;
   const double cycle_ns = cycle_ms * 1e6;
   // Fill of fused collectives: the fusion buffers (address reused with many sizes), else the allreduces themselves.
@@ -84,7 +85,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
         format_bytes(double(*threshold)));
     f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.", suggested);
     out.push_back(std::move(f));
-  } else if (knobs.threshold_set && fill < limits.underfilled_max_fill && fused_uses >= 10 &&
+  } else if (knobs.fusion_threshold_bytes.set_by_job() && fill < limits.underfilled_max_fill && fused_uses >= 10 &&
              matched_gaps < limits.stall_min_gap_share * double(gaps)) {
     // Only a threshold the job set: Horovod allocates its default buffer lazily, and a job that fills 4 % of a
     // default 128 MiB is not misconfigured.

@@ -89,27 +89,30 @@ std::vector<Finding> detect_latency_bound(const DetectorInput& in) {
                 {"median_small_duration_ns", latency_ns},
                 {"small_bytes_per_step", bytes_per_step}};
   std::string knobs;
-  if (detail::horovod_knobs_apply(run, workload)) {
-    const auto k = detail::horovod_knobs(run, workload);
-    f.evidence["fusion_threshold_bytes"] = double(k.fusion_threshold_bytes);
-    f.evidence["cycle_time_ms"] = k.cycle_time_ms;
-    knobs = fmt::format("; the fusion threshold is {} and the cycle time {:g} ms ({})", format_bytes(double(k.fusion_threshold_bytes)),
-                        k.cycle_time_ms,
-                        k.threshold_set && k.cycle_set ? "both set by the job"
-                        : k.threshold_set              ? "the cycle time " + k.defaults_text
-                        : k.cycle_set                  ? "the threshold " + k.defaults_text
-                                                       : k.defaults_text);
+  if (const auto settings = run::job_settings(run, workload); settings.horovod_applies) {
+    const auto& k = settings.horovod;
+    const std::int64_t threshold = k.fusion_threshold_bytes.value;
+    const double cycle_ms = k.cycle_time_ms.value;
+    const bool threshold_set = k.fusion_threshold_bytes.set_by_job(), cycle_set = k.cycle_time_ms.set_by_job();
+    f.evidence["fusion_threshold_bytes"] = double(threshold);
+    f.evidence["cycle_time_ms"] = cycle_ms;
+    knobs = fmt::format("; the fusion threshold is {} and the cycle time {:g} ms ({})", format_bytes(double(threshold)),
+                        cycle_ms,
+                        threshold_set && cycle_set ? "both set by the job"
+                        : threshold_set            ? "the cycle time " + k.defaults_text
+                        : cycle_set                ? "the threshold " + k.defaults_text
+                                                   : k.defaults_text);
     const std::int64_t needed = next_pow2(static_cast<std::int64_t>(bytes_per_step));
-    if (k.fusion_threshold_bytes < needed) {
+    if (threshold < needed) {
       // The threshold splits a step's tensors: raise it to hold them (never to the value in effect).
       std::int64_t suggested = std::clamp<std::int64_t>(needed, 1 << 20, 256 << 20);
-      suggested = std::min<std::int64_t>(256 << 20, std::max(suggested, next_pow2(k.fusion_threshold_bytes * 4)));
-      if (suggested <= k.fusion_threshold_bytes) return out;
+      suggested = std::min<std::int64_t>(256 << 20, std::max(suggested, next_pow2(threshold * 4)));
+      if (suggested <= threshold) return out;
       f.evidence["suggested_fusion_threshold_bytes"] = double(suggested);
       f.suggestion = fmt::format(
           "Raise the fusion threshold: HOROVOD_FUSION_THRESHOLD={} ({}, now {}) so that a step's tensors travel in "
           "one collective; saves about {}.",
-          suggested, format_bytes(double(suggested)), format_bytes(double(k.fusion_threshold_bytes)), format_ms(f.cost_ns));
+          suggested, format_bytes(double(suggested)), format_bytes(double(threshold)), format_ms(f.cost_ns));
     } else {
       // The threshold already holds a step's tensors: each cycle sends what is ready by then, so a short cycle
       // splits them. A cycle that gathers them in about 8 collectives over the time they take to become ready
@@ -117,16 +120,16 @@ std::vector<Finding> detect_latency_bound(const DetectorInput& in) {
       // job measured 1 035 samples/s at a 9 ms cycle against 760 at the default 1 ms.)
       const double span_ms = steps.steps.empty() ? 0 : median_payload_span(m, steps, kControlBytes, kFusableBytes) / 1e6;
       constexpr double kTargetFusionsPerStep = 8;
-      double suggested = std::round(std::clamp(span_ms / kTargetFusionsPerStep, 2 * k.cycle_time_ms, 50.0) * 2) / 2;
-      if (suggested <= k.cycle_time_ms) suggested = 2 * k.cycle_time_ms;
+      double suggested = std::round(std::clamp(span_ms / kTargetFusionsPerStep, 2 * cycle_ms, 50.0) * 2) / 2;
+      if (suggested <= cycle_ms) suggested = 2 * cycle_ms;
       f.evidence["suggested_cycle_time_ms"] = suggested;
       if (span_ms > 0) f.evidence["payload_span_per_step_ms"] = span_ms;
       f.suggestion = fmt::format(
           "Raise the cycle time: HOROVOD_CYCLE_TIME={:g} (ms; now {:g}). The fusion threshold ({}) already holds a "
           "step's {} of tensors, so it is not what splits them: each {:g} ms cycle sends whatever is ready{}. Try "
           "values around it with `collscope tune` (samples/spaces/horovod.yaml); saves up to about {}.",
-          suggested, k.cycle_time_ms, format_bytes(double(k.fusion_threshold_bytes)), format_bytes(bytes_per_step),
-          k.cycle_time_ms,
+          suggested, cycle_ms, format_bytes(double(threshold)), format_bytes(bytes_per_step),
+          cycle_ms,
           span_ms > 0 ? fmt::format(", and the gradients take {} to become ready in a step", format_ms(span_ms * 1e6)) : "",
           format_ms(f.cost_ns));
     }

@@ -45,10 +45,6 @@ struct Analysis : RunResults {
   MatchedRun matched;
 };
 
-// The job's whole-number option "--NAME N" / "--NAME=N" from its recorded command line (first rank that has it; '-'
-// and '_' in NAME match either). nullopt when absent or not a number that fits 64 bits: unknown, never an error.
-std::optional<std::int64_t> command_line_int(const Run& run, const std::string& name);
-
 Analysis analyze_run(const std::string& run_dir, const AnalysisOptions& options = {});
 Analysis analyze(Run run, const AnalysisOptions& options = {});
 // The same analysis on a run its caller already aligned and matched with collscope::run, and keeps (the viewer:

@@ -39,8 +39,8 @@ struct CollectiveCall {
   std::int32_t status = 0;    // 0 = success
   store::Op op = store::Op::Unknown;
   // How full the fusion buffer this call sent from was, 1..100 %; 0 when it sent from no fusion buffer (see
-  // RunLoader: an address reused with different sizes, capacity the job's HOROVOD_FUSION_THRESHOLD or its
-  // largest use).
+  // RunLoader: an address reused with different sizes, capacity the rank's HOROVOD_FUSION_THRESHOLD, from
+  // run/job_settings.hpp, or its largest use).
   std::uint8_t fusion_fill_pct = 0;
   Reduction reduction = Reduction::None;
   std::uint16_t thread = 0;   // threads.id (the tracer numbers threads from 1)
