@@ -17,14 +17,6 @@ namespace {
 
 constexpr double kCommonPhaseShare = 0.9;  // a phase every rank has in this share of the steps is a boundary
 
-// Index of the step holding aligned time t (the last step starting at or before it), or -1.
-int step_at(const StepSummary& steps, std::int64_t t) {
-  auto it = std::upper_bound(steps.steps.begin(), steps.steps.end(), t,
-                             [](std::int64_t v, const Step& s) { return v < s.start_ns; });
-  if (it == steps.steps.begin()) return -1;
-  --it;
-  return t < it->end_ns ? static_cast<int>(it - steps.steps.begin()) : -1;
-}
 
 // A thread's scheduler counters as functions of aligned time: linear between its samples.
 class ThreadCounters {
@@ -131,7 +123,7 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
         else if (arrival[r] > second) second = arrival[r];
       }
       if (present.size() < 2 || !synchronising) continue;
-      const int k = steps.steps.empty() ? 0 : step_at(steps, last);
+      const int k = steps.steps.empty() ? 0 : steps.step_at(last);
       if (k < 0) continue;  // between steps (set-up broadcasts, evaluation)
       out.lateness_ns[last_rank][k] += double(last - second);
       for (int r : present) out.wait_ns[r][k] += double(last - arrival[r]);
@@ -153,7 +145,7 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
       if (c.thread != thread[r]) continue;
       const std::int64_t a = clocks.aligned(static_cast<int>(r), c.start_ns);
       if (prev_end != INT64_MIN && a > prev_end) {
-        const int k = steps.steps.empty() ? 0 : step_at(steps, a);
+        const int k = steps.steps.empty() ? 0 : steps.step_at(a);
         if (k >= 0 && (steps.steps.empty() || prev_end >= steps.steps[static_cast<std::size_t>(k)].start_ns))
           windows[r][static_cast<std::size_t>(k)].emplace_back(prev_end, a);
       }

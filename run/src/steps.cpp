@@ -77,6 +77,13 @@ std::string_view step_method_name(StepMethod m) {
   return "none";
 }
 
+int StepSummary::step_at(std::int64_t t) const {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t v, const Step& s) { return v < s.start_ns; });
+  if (it == steps.begin()) return -1;
+  --it;
+  return t < it->end_ns ? static_cast<int>(it - steps.begin()) : -1;
+}
+
 std::string_view StepSummary::confidence_label() const {
   return confidence >= 0.8 ? "high" : confidence >= 0.5 ? "medium" : "low";
 }

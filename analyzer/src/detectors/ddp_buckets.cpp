@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 namespace collscope::analyzer {
 
@@ -31,11 +30,9 @@ std::vector<Finding> detect_ddp_buckets(const DetectorInput& in) {
     if (i.op != store::Op::Iallreduce || i.ranks < 2) continue;
     const auto backend = run.communicators[i.comm].backend;
     if (backend != store::Backend::Gloo && backend != store::Backend::Torch) continue;
-    auto it = std::upper_bound(steps.steps.begin(), steps.steps.end(), i.first_arrival_ns,
-                               [](std::int64_t t, const Step& s) { return t < s.start_ns; });
-    if (it == steps.steps.begin()) continue;
-    const auto k = static_cast<std::size_t>(it - steps.steps.begin()) - 1;
-    if (i.first_arrival_ns >= steps.steps[k].end_ns) continue;
+    const int step = steps.step_at(i.first_arrival_ns);
+    if (step < 0) continue;
+    const auto k = static_cast<std::size_t>(step);
     ++count[k];
     bytes[k] += double(i.bytes);
     last_done[k] = std::max(last_done[k], double(i.last_completion_ns));

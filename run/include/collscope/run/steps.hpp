@@ -90,6 +90,8 @@ struct StepSummary {
   bool cpu_compute_ranges = false;      // NVTX compute ranges (not GPU kernels) hid communication
 
   int measured_steps() const { return std::max(0, static_cast<int>(steps.size()) - warmup_steps); }
+  // Index of the step whose window [start_ns, end_ns) holds aligned time t, or -1 (before, between or after steps).
+  int step_at(std::int64_t t) const;
   std::string_view confidence_label() const;  // "high" (>= 0.8), "medium" (>= 0.5), "low"
 };
 
