@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "clock.hpp"
+#include "core/clock.hpp"
 
 using namespace collscope::tracer;
 

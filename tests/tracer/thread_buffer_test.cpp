@@ -1,4 +1,4 @@
-// The per-thread ring and its call-in-flight seqlock (tracer/src/preload/thread_buffer.hpp) under concurrency: the
+// The per-thread ring and its call-in-flight seqlock (tracer/src/preload/core/thread_buffer.hpp) under concurrency: the
 // owning thread records while another thread drains and reads the call in flight, as the writer thread does.
 // Every event drained must be one event whole and in order, drained plus dropped must be every event recorded, and
 // every snapshot of the call in flight must be one call whole. Built with -fsanitize=thread (scripts/sanitize.sh)
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "thread_buffer.hpp"
+#include "core/thread_buffer.hpp"
 
 using namespace collscope::tracer;
 

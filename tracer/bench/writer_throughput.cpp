@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "comm_registry.hpp"
-#include "runtime.hpp"
-#include "string_pool.hpp"
-#include "thread_buffer.hpp"
+#include "core/comm_registry.hpp"
+#include "core/runtime.hpp"
+#include "core/string_pool.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::tracer;

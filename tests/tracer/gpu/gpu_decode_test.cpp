@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cupti_decode.hpp"
-#include "gpu_fusion.hpp"
+#include "cuda/cupti_decode.hpp"
+#include "cuda/gpu_fusion.hpp"
 
 using namespace collscope::tracer::gpu;
 using collscope::store::GpuActivityKind;

@@ -6,12 +6,13 @@
 #include <string>
 #include <unordered_map>
 
-#include "clock.hpp"
-#include "comm_registry.hpp"
+#include "core/clock.hpp"
+#include "core/comm_registry.hpp"
 #include "nccl_profile_sink.hpp"
-#include "runtime.hpp"
-#include "string_pool.hpp"
-#include "thread_buffer.hpp"
+#include "core/job_metadata.hpp"
+#include "core/runtime.hpp"
+#include "core/string_pool.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace collscope::tracer::nccl_profile {
 namespace {

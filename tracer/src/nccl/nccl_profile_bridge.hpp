@@ -7,7 +7,7 @@
 // and one row per collective. A plugin that finds no preload uses its own copy of the recorder (the same runtime
 // code, linked into it) and writes the rank file itself.
 //
-// The interposer side (src/preload/nccl_interpose.cpp) tells the plugin which call a profiler event belongs to:
+// The interposer side (src/preload/nccl/nccl_interpose.cpp) tells the plugin which call a profiler event belongs to:
 // the call this thread is inside (NCCL >= 2.28 reports API events synchronously inside it), the communicator
 // being created on this thread (the plugin's init runs inside ncclCommInitRank), and NCCL's own per-function
 // sequence numbers.
@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "event.hpp"
+#include "core/event.hpp"
 #include "nccl_profile_record.hpp"
 
 namespace collscope::tracer::nccl_profile {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "event.hpp"
+#include "core/event.hpp"
 
 namespace collscope::tracer::nccl_profile {
 

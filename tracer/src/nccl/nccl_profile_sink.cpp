@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "comm_registry.hpp"
+#include "core/comm_registry.hpp"
 #include "nccl_profile_bridge.hpp"
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 namespace collscope::tracer::nccl_profile {
 

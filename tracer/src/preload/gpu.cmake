@@ -2,7 +2,7 @@
 # Nothing here links a CUDA, NCCL or CUPTI library: the headers give the types, and the libraries are found in
 # the traced process at run time (dlsym / dlopen), so the same preload serves CPU-only jobs unchanged.
 if(COLLSCOPE_NVTX3_INCLUDE_DIR)
-  target_sources(collscope-preload PRIVATE ${CMAKE_CURRENT_LIST_DIR}/nvtx_injection.cpp)
+  target_sources(collscope-preload PRIVATE ${CMAKE_CURRENT_LIST_DIR}/nvtx/nvtx_injection.cpp)
   target_include_directories(collscope-preload SYSTEM PRIVATE ${COLLSCOPE_NVTX3_INCLUDE_DIR})
   message(STATUS "collscope: preload is an NVTX injection library")
 else()
@@ -17,8 +17,8 @@ if(CUDAToolkit_FOUND AND COLLSCOPE_NCCL_INCLUDE_DIR AND COLLSCOPE_CUPTI_INCLUDE_
   # Pure parts (CUPTI record decoding, collective/kernel matching, fusion-copy attribution): a static library
   # that the preload and the CPU tests both link. Registrations live only in the preload's own sources.
   add_library(collscope_gpu_capture STATIC
-    ${CMAKE_CURRENT_LIST_DIR}/cupti_decode.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/gpu_fusion.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/cuda/cupti_decode.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda/gpu_fusion.cpp)
   target_include_directories(collscope_gpu_capture PUBLIC ${CMAKE_CURRENT_LIST_DIR})
   target_include_directories(collscope_gpu_capture SYSTEM PUBLIC
     ${CUDAToolkit_INCLUDE_DIRS} ${COLLSCOPE_NCCL_INCLUDE_DIR} ${COLLSCOPE_CUPTI_INCLUDE_DIR})
@@ -26,8 +26,8 @@ if(CUDAToolkit_FOUND AND COLLSCOPE_NCCL_INCLUDE_DIR AND COLLSCOPE_CUPTI_INCLUDE_
   set_target_properties(collscope_gpu_capture PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 
   target_sources(collscope-preload PRIVATE
-    ${CMAKE_CURRENT_LIST_DIR}/nccl_interpose.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/cupti_collector.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/nccl/nccl_interpose.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda/cupti_collector.cpp
     ${COLLSCOPE_TRACER_NCCL_DIR}/nccl_profile_bridge.cpp
     ${COLLSCOPE_TRACER_NCCL_DIR}/nccl_profile_sink.cpp)
   # The sink and bridge are shared with the NCCL profiler plugin (tracer/src/nccl), which compiles them too.

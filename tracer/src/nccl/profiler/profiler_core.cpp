@@ -10,8 +10,8 @@
 #include <mutex>
 #include <vector>
 
-#include "clock.hpp"
-#include "comm_registry.hpp"
+#include "core/clock.hpp"
+#include "core/comm_registry.hpp"
 #include "nccl_profile_sink.hpp"
 #include "nccl/profiler.hpp"
 

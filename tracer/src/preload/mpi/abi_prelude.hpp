@@ -17,14 +17,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "clock.hpp"
-#include "comm_registry.hpp"
-#include "event.hpp"
+#include "core/clock.hpp"
+#include "core/comm_registry.hpp"
+#include "core/event.hpp"
 #include "mpi/dispatch.hpp"
 #include "mpi/requests.hpp"
 #include "mpi_functions.hpp"
-#include "recorder.hpp"
-#include "runtime.hpp"
-#include "string_pool.hpp"
-#include "symbols.hpp"
-#include "thread_buffer.hpp"
+#include "core/recorder.hpp"
+#include "core/runtime.hpp"
+#include "core/string_pool.hpp"
+#include "core/symbols.hpp"
+#include "core/thread_buffer.hpp"

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <utility>
 
-#include "runtime.hpp"
-#include "symbols.hpp"
+#include "core/runtime.hpp"
+#include "core/symbols.hpp"
 
 namespace collscope::tracer::mpi {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "runtime.hpp"
-#include "thread_buffer.hpp"
+#include "core/runtime.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace collscope::tracer::mpi {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "event.hpp"
+#include "core/event.hpp"
 
 namespace collscope::tracer::mpi {
 

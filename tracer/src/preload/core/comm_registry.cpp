@@ -1,9 +1,9 @@
-#include "comm_registry.hpp"
+#include "core/comm_registry.hpp"
 
 #include <mutex>
 
-#include "clock.hpp"
-#include "thread_buffer.hpp"
+#include "core/clock.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace collscope::tracer {
 namespace {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "clock.hpp"
-#include "event.hpp"
+#include "core/clock.hpp"
+#include "core/event.hpp"
 
 namespace collscope::tracer {
 
@@ -74,9 +74,5 @@ struct WriterStats {
   std::int64_t exit_cpu_ns = 0;
 };
 WriterStats writer_stats();
-
-// World rank of this process from the launcher's environment (OMPI, PMI, Slurm, torchrun), or -1.
-int world_rank_from_env();
-int world_size_from_env();
 
 }  // namespace collscope::tracer

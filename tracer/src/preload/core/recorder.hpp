@@ -6,12 +6,12 @@
 //   3. record copies the finished event into the thread's ring: a full ring drops and counts it, never blocks.
 #include <cstdint>
 
-#include "clock.hpp"
-#include "comm_registry.hpp"
-#include "cpu_sampling.hpp"
-#include "event.hpp"
-#include "runtime.hpp"
-#include "thread_buffer.hpp"
+#include "core/clock.hpp"
+#include "core/comm_registry.hpp"
+#include "core/cpu_sampling.hpp"
+#include "core/event.hpp"
+#include "core/runtime.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace collscope::tracer {
 

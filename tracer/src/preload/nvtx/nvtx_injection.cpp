@@ -11,8 +11,8 @@
 #include <cwchar>
 #include <string>
 
-#include "nvtx_recording.hpp"
-#include "string_pool.hpp"
+#include "nvtx/nvtx_recording.hpp"
+#include "core/string_pool.hpp"
 
 namespace collscope::tracer {
 namespace {

@@ -1,4 +1,4 @@
-#include "recorder.hpp"
+#include "core/recorder.hpp"
 
 namespace collscope::tracer {
 

@@ -1,4 +1,4 @@
-#include "symbols.hpp"
+#include "core/symbols.hpp"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "event.hpp"
+#include "core/event.hpp"
 
 namespace collscope::tracer {
 

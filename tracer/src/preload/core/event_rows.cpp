@@ -1,6 +1,6 @@
-#include "event_rows.hpp"
+#include "core/event_rows.hpp"
 
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 namespace collscope::tracer {
 

@@ -1,4 +1,4 @@
-#include "string_pool.hpp"
+#include "core/string_pool.hpp"
 
 #include <atomic>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "cupti_decode.hpp"
+#include "cuda/cupti_decode.hpp"
 
 #include <cxxabi.h>
 

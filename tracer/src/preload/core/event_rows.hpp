@@ -4,8 +4,8 @@
 #include <collscope/store/event_batch.hpp>
 #include <collscope/store/schema.hpp>
 
-#include "clock.hpp"
-#include "event.hpp"
+#include "core/clock.hpp"
+#include "core/event.hpp"
 
 namespace collscope::tracer {
 

@@ -1,5 +1,5 @@
 // Scheduler counters of the threads that make MPI calls (cpu_sampling.hpp), and their rows.
-#include "cpu_sampling.hpp"
+#include "core/cpu_sampling.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "runtime.hpp"
-#include "thread_buffer.hpp"
+#include "core/runtime.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace collscope::tracer {
 

@@ -7,11 +7,11 @@
 #include <atomic>
 #include <string_view>
 
-#include "comm_registry.hpp"
-#include "nvtx_recording.hpp"
-#include "recorder.hpp"
-#include "runtime.hpp"
-#include "string_pool.hpp"
+#include "core/comm_registry.hpp"
+#include "nvtx/nvtx_recording.hpp"
+#include "core/recorder.hpp"
+#include "core/runtime.hpp"
+#include "core/string_pool.hpp"
 
 using namespace collscope::tracer;
 namespace store = collscope::store;

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "clock.hpp"
+#include "core/clock.hpp"
 
 namespace collscope::tracer {
 

@@ -13,9 +13,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "nvtx_recording.hpp"
-#include "string_pool.hpp"
-#include "symbols.hpp"
+#include "core/job_metadata.hpp"
+#include "nvtx/nvtx_recording.hpp"
+#include "core/string_pool.hpp"
+#include "core/symbols.hpp"
 
 namespace collscope::tracer::nvtx {
 

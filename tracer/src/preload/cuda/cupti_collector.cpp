@@ -28,14 +28,14 @@
 #include <string_view>
 #include <vector>
 
-#include "clock.hpp"
-#include "comm_registry.hpp"
-#include "cupti_decode.hpp"
-#include "gpu_capture.hpp"
-#include "gpu_fusion.hpp"
+#include "core/clock.hpp"
+#include "core/comm_registry.hpp"
+#include "cuda/cupti_decode.hpp"
+#include "cuda/gpu_capture.hpp"
+#include "cuda/gpu_fusion.hpp"
 #include "nccl_profile_bridge.hpp"
 #include "nccl_profile_sink.hpp"
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 namespace collscope::tracer::gpu {
 namespace {

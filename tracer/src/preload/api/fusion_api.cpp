@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "clock.hpp"
-#include "runtime.hpp"
-#include "thread_buffer.hpp"
+#include "core/clock.hpp"
+#include "core/runtime.hpp"
+#include "core/thread_buffer.hpp"
 
 using namespace collscope::tracer;
 

@@ -22,10 +22,10 @@
 #include <cstdint>
 #include <string>
 
-#include "clock.hpp"
-#include "cpu_sampling.hpp"
-#include "runtime.hpp"
-#include "thread_buffer.hpp"
+#include "core/clock.hpp"
+#include "core/cpu_sampling.hpp"
+#include "core/runtime.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace collscope::tracer::nvtx {
 

@@ -20,15 +20,16 @@
 #include <atomic>
 #include <cstring>
 
-#include "clock.hpp"
-#include "comm_registry.hpp"
-#include "gpu_capture.hpp"
-#include "gpu_fusion.hpp"
+#include "core/clock.hpp"
+#include "core/comm_registry.hpp"
+#include "cuda/gpu_capture.hpp"
+#include "cuda/gpu_fusion.hpp"
 #include "nccl_profile_bridge.hpp"
-#include "recorder.hpp"
-#include "runtime.hpp"
-#include "string_pool.hpp"
-#include "thread_buffer.hpp"
+#include "core/recorder.hpp"
+#include "core/job_metadata.hpp"
+#include "core/runtime.hpp"
+#include "core/string_pool.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace collscope::tracer {
 namespace {

@@ -1,4 +1,4 @@
-#include "thread_buffer.hpp"
+#include "core/thread_buffer.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 namespace collscope::tracer {
 namespace {

@@ -1,11 +1,11 @@
-#include "gpu_fusion.hpp"
+#include "cuda/gpu_fusion.hpp"
 
 #include <algorithm>
 #include <atomic>
 
-#include "clock.hpp"
-#include "runtime.hpp"
-#include "thread_buffer.hpp"
+#include "core/clock.hpp"
+#include "core/runtime.hpp"
+#include "core/thread_buffer.hpp"
 
 namespace collscope::tracer::gpu {
 
