@@ -12,6 +12,7 @@ namespace collscope::cli {
 void add_trace_command(CLI::App& app, std::function<int()>& action);
 void add_demo_command(CLI::App& app, std::function<int()>& action);
 void add_view_command(CLI::App& app, std::function<int()>& action);
+void add_sql_command(CLI::App& app, std::function<int()>& action);
 
 struct TraceOptions {
   std::string run_dir;         // default ./collscope-run

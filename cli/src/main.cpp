@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   collscope::cli::add_trace_command(app, action);
   collscope::cli::add_demo_command(app, action);
   collscope::cli::add_view_command(app, action);
+  collscope::cli::add_sql_command(app, action);
 #ifdef COLLSCOPE_HAVE_ANALYZER
   collscope::analyzer::add_cli_commands(app, action);
 #endif

@@ -156,9 +156,8 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
                             100, 4));
   if (dropped > 0)
     fmt::print(stderr, "{}\n",
-               run::wrap_text(fmt::format("collscope trace: {} events dropped on rank(s) {} (a thread's buffer filled "
-                                          "before the writer emptied it); set COLLSCOPE_RING_EVENTS to a larger "
-                                          "power of two (default 16384 events per thread) for more room",
+               run::wrap_text(fmt::format("collscope trace: {} events dropped on rank(s) {} (the process had no "
+                                          "memory left for trace buffers; COLLSCOPE_BUFFER_MB sets their cap)",
                                           dropped, fmt::join(dropping_ranks, ",")),
                               100, 4));
   fmt::print(stderr, "Next: collscope analyze {0}   |   collscope view {0}\n", shown(dir));

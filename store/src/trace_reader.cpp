@@ -332,12 +332,17 @@ std::optional<CollectiveRow> TraceReader::find_collective(std::int64_t comm, std
 #undef COLLSCOPE_TABLE_END
 
 std::int64_t TraceReader::row_count(std::string_view table) const {
-  bool known = false;
-  for_each_table([&](auto t) { known |= decltype(t)::name == table; });
+  bool known = false, predates = false;
+  for_each_table([&](auto t) {
+    if (decltype(t)::name != table) return;
+    known = true;
+    predates = version_.major == kSchemaMajor && decltype(t)::since_minor > version_.minor;
+  });
   if (!known) fail(fmt::format("unknown table '{}'", table));
+  if (predates) return 0;  // the file was written before the table existed
   auto q = db_.prepare(fmt::format("SELECT count(*) FROM {}", table));
   std::int64_t rows = q.step() ? q.int64(0) : 0;
-  // Rows still in event batches (a run killed before its writer expanded them): what their count column says, but
+  // Rows still in event batches (not expanded by `collscope sql`): what their count column says, but
   // never more than their payloads can hold, so that a corrupt count cannot size a reservation.
   for (BatchKind kind : {BatchKind::Collectives, BatchKind::PointToPoint}) {
     const bool of_table = (kind == BatchKind::Collectives ? Table<CollectiveRow>::name : Table<PointToPointRow>::name) == table;

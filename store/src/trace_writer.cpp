@@ -73,7 +73,7 @@ template <typename... Rows>
 InserterTuple<Rows...> inserter_tuple(RowList<Rows...>);
 
 struct TraceWriter::Impl {
-  explicit Impl(const std::string& path) : db(path, sqlite::OpenMode::Create) {}
+  Impl(const std::string& path, sqlite::OpenMode mode) : db(path, mode) {}
   sqlite::Database db;
   decltype(inserter_tuple(AllRows{})) inserters;
   std::optional<sqlite::Statement> comm_destroyed, collective_gpu, in_flight_clear, add_batch;
@@ -133,7 +133,7 @@ struct TraceWriter::Impl {
 TraceWriter::TraceWriter(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path_ + suffix, ec);
-  impl_ = std::make_unique<Impl>(path_);
+  impl_ = std::make_unique<Impl>(path_, sqlite::OpenMode::Create);
   auto& db = impl_->db;
   // WAL: readers (analyzer, tuner's early stopping) can read while we write, and a killed process
   // leaves every committed batch intact. synchronous=NORMAL: no fsync per commit, only at checkpoints.
@@ -150,6 +150,17 @@ TraceWriter::TraceWriter(std::string path) : path_(std::move(path)) {
   add(StringRow{0, ""});
   set_meta(meta_key::kSchemaVersion, fmt::format("{}.{}", kSchemaMajor, kSchemaMinor));
   commit();
+}
+
+TraceWriter::TraceWriter(std::string path, Existing) : path_(std::move(path)) {
+  if (!std::filesystem::is_regular_file(path_)) throw Error(fmt::format("{}: no such trace file", path_));
+  impl_ = std::make_unique<Impl>(path_, sqlite::OpenMode::ReadWrite);
+  impl_->db.set_busy_timeout(5000);
+  bool is_trace = false;
+  for (auto q = impl_->db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_batches'");
+       q.step();)
+    is_trace = true;
+  if (!is_trace) throw Error(fmt::format("{}: not a collscope trace of schema 1.3 or later (no event_batches table)", path_));
 }
 
 TraceWriter::~TraceWriter() {

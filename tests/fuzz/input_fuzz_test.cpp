@@ -52,10 +52,11 @@ const Seeds& seeds() {
     fs::create_directories(dir);
     s.run = dir / "run";
     s.timeline = dir / "timeline.json";
-    // Rank 1 leaves its event batches, as a killed run does (docs/trace-format.md): files of both shapes get fuzzed.
+    // Rank 1 expands its event batches into rows at exit, the others leave them (docs/trace-format.md): files of both
+    // shapes get fuzzed.
     const std::string trace =
         fmt::format("cd {} && {} trace -o run -- mpirun -np 3 sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then "
-                    "export COLLSCOPE_EXPAND_BATCHES_AT_EXIT=0; fi; exec \"$0\" \"$@\"' {} --steps 3 --warmup-steps 1 "
+                    "export COLLSCOPE_EXPAND_BATCHES_AT_EXIT=1; fi; exec \"$0\" \"$@\"' {} --steps 3 --warmup-steps 1 "
                     "--model-scale 0.01 --timeline timeline.json > trace.log 2>&1",
                     collscope::test::shell_quote(dir.string()), collscope::test::shell_quote(collscope_exe()),
                     collscope::test::shell_quote(collscope::test::bin_dir() + "/fusion_trainer"));
@@ -359,7 +360,7 @@ TEST(Fuzz, IssueTwelveBadValuesAreReadWithinASecond) {
       {"meta.world_size = 100000000", "rank-00001.sqlite", "UPDATE meta SET value = '100000000' WHERE key = 'world_size'",
        "meta.world_size '100000000'"},
       // rank 0: its calls are rows (rank 1 of the seed run keeps them in event batches, which the fuzz edits too)
-      {"one collectives.seq = 2^31 - 1", "rank-00000.sqlite",
+      {"one collectives.seq = 2^31 - 1", "rank-00001.sqlite",  // rank 1's calls are plain rows (the seeds)
        "UPDATE collectives SET seq = 2147483647 WHERE id = (SELECT max(id) FROM collectives)", "collectives row"},
       {"one strings.id = 268435455", "rank-00001.sqlite", "UPDATE strings SET id = 268435455 WHERE id = (SELECT max(id) FROM strings)",
        "strings.id 268435455"},

@@ -50,33 +50,22 @@ TEST(PreloadWriter, TenThousandBackToBackAllreducesPerRankDropNothing) {
   }
 }
 
-TEST(PreloadWriter, DropsAreCountedExactlyAndReportedOnceAtExit) {
-  // One rank (an allreduce costs ~0.1 us) against a 1024-event ring: the thread records many times faster than
-  // any writer saves, so most events are dropped, whatever the machine.
-  const auto dir = fresh_dir("drops");
+TEST(PreloadWriter, AFullBufferIsFlushedByTheJobThreadAndSaidOnceAtExit) {
+  // One rank (an allreduce costs ~0.1 us) with the writer held back and a 1 MiB cap: the thread records far more
+  // than its buffers hold, so it writes them out itself. Nothing is lost, and the rank says once how long it waited.
+  const auto dir = fresh_dir("flushes");
   const long calls = 200000;
-  const auto r = run_process(traced_burst(dir, 1, calls), {{"COLLSCOPE_RING_EVENTS", "1024"},
-                             // CPU samples share the ring and its drop count: off, so the count is the calls alone
-                             {"COLLSCOPE_CPU_SAMPLE_US", "0"}}, 120);
+  const auto r = run_process(traced_burst(dir, 1, calls), {{"COLLSCOPE_WRITER_HOLD", "1"}, {"COLLSCOPE_BUFFER_MB", "1"}}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("rank 0: 200000 allreduces"), std::string::npos) << r.out;  // the job is unaffected
-  const std::regex line(R"(collscope: rank 0 dropped (\d+) events \(a thread recorded faster than the writer could )"
-                        R"(save them\); COLLSCOPE_RING_EVENTS=4096 \(now 1024\) gives each thread a larger buffer\n)");
+  const std::regex line(R"(collscope: rank 0 waited ([0-9.]+) ms in (\d+) trace flushes \(its trace buffers were full; )"
+                        R"(COLLSCOPE_BUFFER_MB=4 gives them more memory than the 1 MiB now\)\n)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, line)) << r.err;
-  EXPECT_EQ(std::regex_search(m.suffix().str(), std::regex("collscope: rank \\d+ dropped")), false) << "said more than once: " << r.err;
-  const long dropped = std::stol(m[1]);
-  EXPECT_GT(dropped, 0);
+  EXPECT_FALSE(std::regex_search(m.suffix().str(), std::regex("collscope: rank \\d+ waited"))) << "said twice: " << r.err;
+  EXPECT_EQ(r.err.find("dropped"), std::string::npos) << r.err;
   TraceReader reader((dir / rank_file_name(0)).string());
-  EXPECT_EQ(reader.meta_int("events_dropped"), dropped);
-  // Every call was either written or counted: the two barriers and the allreduces.
-  EXPECT_EQ(reader.row_count("collectives") + dropped, calls + 2);
-  std::int64_t max_seq = -1;
-  reader.for_each<collscope::store::CollectiveRow>(
-      collscope::store::columns<&collscope::store::CollectiveRow::seq>(),
-      [&](const collscope::store::CollectiveRow& row) { max_seq = std::max(max_seq, row.seq); });
-  // Sequence numbers count every call, dropped or not (matching across ranks depends on it): the last written one
-  // is far beyond the number of rows written.
-  EXPECT_LT(max_seq, calls + 2);
-  EXPECT_GT(max_seq, reader.row_count("collectives")) << dropped << " dropped";
+  EXPECT_EQ(reader.meta_int("events_dropped"), 0);
+  EXPECT_EQ(reader.row_count("collectives"), calls + 2);  // and the two barriers
+  EXPECT_EQ(reader.row_count("tracer_flushes"), std::stol(m[2]));
 }

@@ -1,8 +1,7 @@
 // Event batches (schema 1.3) on real Open MPI jobs: the C probe's every collective and point-to-point call, 2 ranks,
-// traced three ways. A finished run written with batches has exactly the rows of the row-per-event path
-// (COLLSCOPE_EVENT_BATCHES=0) and an empty event_batches table; a run whose ranks leave their batches
-// (COLLSCOPE_EXPAND_BATCHES_AT_EXIT=0: the file a killed run leaves) reads through the store's reader as the same
-// rows, and `collscope analyze` reads it.
+// traced two ways. A run written with batches (the default, left as batches at exit since 1.5) reads through the
+// store's reader as exactly the rows of the row-per-event path (COLLSCOPE_EVENT_BATCHES=0), `collscope analyze`
+// reads it, and after `collscope sql` plain SQL sees those rows and no batch is left.
 #include <collscope/store/sqlite.hpp>
 #include <collscope/store/trace_reader.hpp>
 
@@ -92,36 +91,47 @@ std::int64_t sql_int(const fs::path& file, const std::string& sql) {
 
 }  // namespace
 
-TEST(EventBatches, FinishedAndKilledRunsHoldTheRowsOfTheRowPath) {
-  const auto rows = fresh_dir("rows"), batches = fresh_dir("batches"), kept = fresh_dir("kept");
+TEST(EventBatches, BatchedRunsHoldTheRowsOfTheRowPathAndSqlMakesThemRows) {
+  const auto rows = fresh_dir("rows"), batches = fresh_dir("batches");
   trace_probe(rows, {{"COLLSCOPE_EVENT_BATCHES", "0"}});
   trace_probe(batches, {});
-  trace_probe(kept, {{"COLLSCOPE_EXPAND_BATCHES_AT_EXIT", "0"}});
+  std::map<int, std::vector<std::string>> wanted;
   for (int rank : {0, 1}) {
     const std::string f = rank_file_name(rank);
     const auto want = calls_via_sql(rows / f);
     ASSERT_GT(want.size(), 50u) << "the probe makes every kind of call";
-    EXPECT_EQ(sql_int(rows / f, "SELECT count(*) FROM point_to_point"), sql_int(batches / f, "SELECT count(*) FROM point_to_point"));
     EXPECT_GT(sql_int(rows / f, "SELECT count(*) FROM point_to_point"), 10);
-    // Finished with batches: the same rows for plain SQL, and no batch left.
-    EXPECT_EQ(calls_via_sql(batches / f), want) << f;
-    EXPECT_EQ(sql_int(batches / f, "SELECT count(*) FROM event_batches"), 0) << f;
     EXPECT_EQ(TraceReader((batches / f).string()).schema_version().minor, collscope::store::kSchemaMinor);
-    // Batches left (a killed run): plain SQL sees no MPI call, the reader sees them all.
-    EXPECT_GT(sql_int(kept / f, "SELECT count(*) FROM event_batches"), 0) << f;
-    EXPECT_EQ(sql_int(kept / f, "SELECT count(*) FROM point_to_point"), 0) << f;
-    EXPECT_EQ(calls_via_reader(kept / f), want) << f;
+    // As the job left it: batches, which plain SQL does not see and the reader decodes.
+    EXPECT_GT(sql_int(batches / f, "SELECT count(*) FROM event_batches"), 0) << f;
+    EXPECT_EQ(sql_int(batches / f, "SELECT count(*) FROM point_to_point"), 0) << f;
+    EXPECT_EQ(calls_via_reader(batches / f), want) << f;
     EXPECT_EQ(calls_via_reader(rows / f), want) << f;  // the two ways of reading agree
+    wanted[rank] = want;
   }
-  const auto a = run_process({kBin + "/collscope", "analyze", kept.string()}, {}, 60);
+  const auto a = run_process({kBin + "/collscope", "analyze", batches.string()}, {}, 60);
   EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
-  const auto b = run_process({kBin + "/collscope", "analyze", batches.string()}, {}, 60);
-  EXPECT_EQ(b.exit_code, 0) << b.out << b.err;
+  // `collscope sql`: the same rows for plain SQL, and no batch left; a second time changes nothing.
+  const auto s1 = run_process({kBin + "/collscope", "sql", batches.string()}, {}, 60);
+  ASSERT_EQ(s1.exit_code, 0) << s1.out << s1.err;
+  EXPECT_NE(s1.out.find(rank_file_name(1) + ": "), std::string::npos) << s1.out;
+  for (int rank : {0, 1}) {
+    const std::string f = rank_file_name(rank);
+    EXPECT_EQ(calls_via_sql(batches / f), wanted[rank]) << f;
+    EXPECT_EQ(sql_int(batches / f, "SELECT count(*) FROM event_batches"), 0) << f;
+    EXPECT_EQ(calls_via_reader(batches / f), wanted[rank]) << f;
+  }
+  const auto s2 = run_process({kBin + "/collscope", "sql", (batches / rank_file_name(0)).string()}, {}, 60);
+  EXPECT_EQ(s2.exit_code, 0) << s2.out << s2.err;
+  EXPECT_NE(s2.out.find("already plain rows"), std::string::npos) << s2.out;
+  const auto bad = run_process({kBin + "/collscope", "sql", (batches / "no-such.sqlite").string()}, {}, 60);
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("no-such.sqlite: no such trace file"), std::string::npos) << bad.err;
 }
 
 TEST(EventBatches, ACorruptBatchInARunIsNamedByTheAnalyzer) {
   const auto kept = fresh_dir("corrupt");
-  trace_probe(kept, {{"COLLSCOPE_EXPAND_BATCHES_AT_EXIT", "0"}});
+  trace_probe(kept, {});
   {
     sqlite::Database db((kept / rank_file_name(1)).string(), sqlite::OpenMode::ReadWrite);
     db.exec("UPDATE event_batches SET payload = substr(payload, 1, length(payload) - 10) WHERE id = "

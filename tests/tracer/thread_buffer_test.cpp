@@ -1,7 +1,7 @@
-// The per-thread ring and its call-in-flight seqlock (tracer/src/preload/core/thread_buffer.hpp) under concurrency: the
-// owning thread records while another thread drains and reads the call in flight, as the writer thread does.
-// Every event drained must be one event whole and in order, drained plus dropped must be every event recorded, and
-// every snapshot of the call in flight must be one call whole. Built with -fsanitize=thread (scripts/sanitize.sh)
+// The per-thread chunked buffer and its call-in-flight seqlock (tracer/src/preload/core/thread_buffer.hpp) under
+// concurrency: the owning thread records while another thread drains and reads the call in flight, as the writer
+// thread does. Every event recorded must be drained, once, whole and in order (nothing is dropped), emptied chunks
+// must be reused, and every snapshot of the call in flight must be one call whole. Built with -fsanitize=thread (scripts/sanitize.sh)
 // this is also the check that the ring and the seqlock are free of data races.
 #include <gtest/gtest.h>
 
@@ -52,20 +52,17 @@ TEST(ThreadBuffer, DrainSeesEveryRecordedEventWholeAndInOrder) {
     }
     ring.drain(take);
   });
-  // At least kEvents, and on until the writer has drained several rings while the thread recorded (on a busy
-  // machine it may not run at first); a full ring drops and counts the event, and the thread lets the writer in.
+  // At least kEvents, and on until the writer has drained many chunks while the thread recorded (on a busy machine
+  // it may not run at first): chunks then pass from the writer back to the thread while both run.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  constexpr std::int64_t kChunks = 64;
   std::int64_t recorded = 0;
   for (std::int64_t v = 1;
-       v <= kEvents || (drained_count.load() < 8 * static_cast<std::int64_t>(ring.capacity()) &&
-                        std::chrono::steady_clock::now() < deadline);
+       v <= kEvents || (drained_count.load() < kChunks * kChunkEvents && std::chrono::steady_clock::now() < deadline);
        ++v) {
     ++recorded;
     Event* slot = ring.reserve();
-    if (!slot) {
-      std::this_thread::yield();
-      continue;
-    }
+    ASSERT_NE(slot, nullptr) << "event " << v;
     fill(*slot, v);
     ring.publish();
   }
@@ -73,9 +70,30 @@ TEST(ThreadBuffer, DrainSeesEveryRecordedEventWholeAndInOrder) {
   writer.join();
   EXPECT_EQ(torn, 0);
   EXPECT_EQ(out_of_order, 0);
-  EXPECT_EQ(drained + static_cast<std::int64_t>(ring.dropped()), recorded);
-  EXPECT_GE(drained, 8 * static_cast<std::int64_t>(ring.capacity()));  // the writer drained while the thread recorded
+  EXPECT_EQ(ring.dropped(), 0u);
+  EXPECT_EQ(drained, recorded);
+  EXPECT_GE(drained, kChunks * kChunkEvents);  // the writer drained while the thread recorded
   EXPECT_TRUE(ring.empty());
+}
+
+TEST(ThreadBuffer, EmptiedChunksAreReusedNotAllocatedAgain) {
+  // Three chunks' worth of events, drained, three times over: the first round takes three chunks; later rounds
+  // reuse the emptied ones and need one more (the last chunk of a round stays the thread's current one until it
+  // moves on), never more.
+  ThreadBuffer buffer(1, 1, "rounds");
+  std::int64_t v = 0, drained = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (std::uint32_t i = 0; i < 3 * kChunkEvents; ++i) {
+      Event* slot = buffer.reserve();
+      ASSERT_NE(slot, nullptr);
+      fill(*slot, ++v);
+      buffer.publish();
+    }
+    drained += static_cast<std::int64_t>(buffer.drain([&](const Event& e) { EXPECT_TRUE(whole(e)); }));
+    EXPECT_EQ(buffer.chunks(), round == 0 ? 3u : 4u) << "round " << round;
+  }
+  EXPECT_EQ(drained, v);
+  EXPECT_TRUE(buffer.empty());
 }
 
 TEST(ThreadBuffer, CallInFlightSnapshotIsOneCallWhole) {

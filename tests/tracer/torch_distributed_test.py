@@ -67,6 +67,11 @@ def run_job(name, *args, traced=True):
     for p in procs:
         out, err = p.communicate(timeout=180)
         results.append((p.returncode, out, err))
+    if traced and os.path.isdir(run):
+        # The calls as plain SQL rows, as a user who queries the files would make them (the tracer leaves compact
+        # batches, which collscope's own readers decode).
+        sql = subprocess.run([collscope, "sql", run], capture_output=True, text=True, timeout=120)
+        check(sql.returncode == 0, "%s: collscope sql exited %d: %s" % (run, sql.returncode, sql.stderr.strip()))
     return run, results
 
 

@@ -48,7 +48,7 @@ std::uint32_t bridge_intern(const char* text) { return text ? pool_intern(text) 
 void bridge_emit(const void* event) {
   ThreadBuffer& tb = this_thread_buffer();
   Event* e = tb.reserve();
-  if (!e) return;  // full ring: dropped and counted, as for every event
+  if (!e) return;  // no memory for trace buffers: dropped and counted, as for every event
   std::memcpy(static_cast<void*>(e), event, sizeof(Event));
   // A record's bytes are its own; only a plain Collective event carries the recording thread.
   if (e->kind == EventKind::Collective) e->thread = tb.index();

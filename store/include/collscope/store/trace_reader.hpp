@@ -114,7 +114,7 @@ class TraceReader {
   void scan(ColumnSet<Row> cols, RowSink<Row> sink) const;
   template <typename Row>
   void scan_with_batches(ColumnSet<Row> cols, RowSink<Row> sink) const;
-  // Whether the file holds event_batches rows of `kind` (BatchKind): a run killed before its writer expanded them.
+  // Whether the file holds event_batches rows of `kind` (BatchKind): rows not yet expanded by `collscope sql`.
   bool has_event_batches(std::int64_t kind) const;
   [[noreturn]] void fail(std::string_view what) const;
   void check_world();

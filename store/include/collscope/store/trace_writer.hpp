@@ -17,6 +17,10 @@ class TraceWriter {
  public:
   // Creates `path` (replacing an old file) with the v1 schema. Throws collscope::Error naming the file.
   explicit TraceWriter(std::string path);
+  // Opens an existing, finished trace file to add to it (expand_event_batches). Throws collscope::Error naming the
+  // file when it cannot be opened for writing or is not a trace.
+  struct Existing {};
+  TraceWriter(std::string path, Existing);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

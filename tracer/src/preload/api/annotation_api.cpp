@@ -1,7 +1,7 @@
 // collscope_annotation_v1() (collscope/tracer/annotation.h): the annotation table for jobs that cannot reach the
 // preload through NVTX injection, such as a CPU-only Python job annotated by collscope's sitecustomize. The
 // table's push and pop are the NVTX recording path itself (nvtx_recording.hpp, default domain): one TSC read and
-// one ring record each, no system call, no allocation for names up to the inline text size (51 bytes).
+// one buffered record each, no system call, no allocation for names up to the inline text size (51 bytes).
 #include <collscope/tracer/annotation.h>
 
 #include <atomic>

@@ -1,9 +1,10 @@
 #pragma once
 // The bookkeeping every interposer (MPI of any ABI, NCCL) shares, in one place: resolve, then record.
-//   1. take_seq numbers the call on its communicator before the call runs and before the ring is asked for room,
-//      so a dropped event never shifts a later number (matching across ranks relies on the numbers).
+//   1. take_seq numbers the call on its communicator before the call runs and before the buffer is asked for room,
+//      so an event lost (only when no memory is left) never shifts a later number (matching relies on them).
 //   2. record_blocking publishes the call as this thread's call in flight while it runs (a hang leaves a row).
-//   3. record copies the finished event into the thread's ring: a full ring drops and counts it, never blocks.
+//   3. record copies the finished event into the thread's buffer (thread_buffer.hpp: it never drops for want of
+//      room; at the memory cap the thread writes its events out itself, and the trace says so).
 #include <cstdint>
 
 #include "core/clock.hpp"
@@ -49,7 +50,7 @@ inline std::int64_t take_seq(std::uint32_t comm_slot_index, SeqSpace space) {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The finished event into this thread's ring (the thread field is set there).
+// The finished event into this thread's buffer (the thread field is set there).
 inline void record(const Event& e) {
   emit([&](Event& out) { out = e; });
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The tracer's process-wide state: when it records, where it writes, and the writer thread that drains the
-// per-thread rings into this rank's trace file.
+// per-thread buffers into this rank's trace file.
 #include <collscope/store/trace_writer.hpp>
 
 #include <atomic>
@@ -72,6 +72,8 @@ struct WriterStats {
   std::int64_t cpu_ns = 0;
   std::int64_t events_expanded = 0;
   std::int64_t exit_cpu_ns = 0;
+  std::uint64_t flushes = 0;  // tracer flushes on job threads (thread_buffer.hpp), and their total time
+  std::int64_t flush_ns = 0;
 };
 WriterStats writer_stats();
 

@@ -6,15 +6,45 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
-#include <mutex>
+#include <new>
 
+#include "core/job_metadata.hpp"
 #include "core/runtime.hpp"
 
 namespace collscope::tracer {
 namespace {
 std::atomic<ThreadBuffer*> g_head{nullptr};
 std::atomic<std::uint32_t> g_count{0};
+std::atomic<std::uint64_t> g_allocated{0};  // bytes of chunks allocated, all threads
+
+constexpr std::uint64_t kMiB = 1024 * 1024;
+
+// Ranks sharing this node, from the launcher (Open MPI, MPICH/Hydra, Slurm, torchrun); 1 when unknown.
+std::uint64_t local_ranks() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE", "LOCAL_WORLD_SIZE"})
+    if (int n = env_int(v, 0); n > 0) return static_cast<std::uint64_t>(n);
+  return 1;
+}
+
+// A chunk from the system, counted against the cap unless `over_cap` (a flush cannot run now: better to exceed
+// the cap by a chunk than to lose events). Its pages are not touched until events are written into them.
+EventChunk* allocate_chunk(bool over_cap) {
+  const std::uint64_t bytes = sizeof(EventChunk);
+  std::uint64_t now = g_allocated.load(std::memory_order_relaxed);
+  do {
+    if (!over_cap && now + bytes > buffer_cap_bytes()) return nullptr;
+  } while (!g_allocated.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed));
+  void* p = std::aligned_alloc(alignof(EventChunk), bytes);
+  if (!p) {
+    g_allocated.fetch_sub(bytes, std::memory_order_relaxed);
+    return nullptr;
+  }
+  // Past half the cap, wake the writer early (once per chunk allocated, so rarely) rather than wait for its timer.
+  if (now + bytes > buffer_cap_bytes() / 2) wake_writer();
+  return new (p) EventChunk();
+}
 
 }  // namespace
 
@@ -32,27 +62,76 @@ ThreadBuffer* register_this_thread() {
   return tb;
 }
 
-std::uint64_t ring_events() {
-  static const std::uint64_t events = [] {
-    const char* v = std::getenv("COLLSCOPE_RING_EVENTS");
-    if (!v || !*v) return kDefaultRingEvents;
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end != '\0' || n < 1024 || n > (1u << 20) || (n & (n - 1)) != 0) {
-      warn_once(fmt::format("COLLSCOPE_RING_EVENTS={} ignored: not a power of two from 1024 to 1048576; using {}", v,
-                            kDefaultRingEvents));
-      return kDefaultRingEvents;
+std::uint64_t buffer_cap_bytes() {
+  static const std::uint64_t cap = [] {
+    if (const char* v = std::getenv("COLLSCOPE_BUFFER_MB"); v && *v) {
+      char* end = nullptr;
+      const unsigned long long mb = std::strtoull(v, &end, 10);
+      if (*end == '\0' && mb >= 1 && mb <= (1u << 20)) return static_cast<std::uint64_t>(mb) * kMiB;
+      warn_once(fmt::format("COLLSCOPE_BUFFER_MB={} ignored: not a whole number of MiB from 1 to 1048576", v));
     }
-    return static_cast<std::uint64_t>(n);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const std::uint64_t node = pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) : 4096 * kMiB;
+    return std::clamp<std::uint64_t>(node / 16 / local_ranks(), 16 * kMiB, 4096 * kMiB);
   }();
-  return events;
+  return cap;
 }
 
+std::uint64_t buffer_bytes_allocated() { return g_allocated.load(std::memory_order_relaxed); }
+
 ThreadBuffer::ThreadBuffer(std::uint32_t index, std::int64_t tid, std::string name)
-    : capacity_(ring_events()), index_(index), tid_(tid), name_(std::move(name)) {
-  // calloc: zero pages are only touched when used, so idle threads cost no resident memory.
-  events_ = static_cast<Event*>(std::calloc(capacity_, sizeof(Event)));
-  if (!events_) head_.store(capacity_);  // no memory: the ring reads as full forever, every event is dropped
+    : index_(index), tid_(tid), name_(std::move(name)) {}
+
+EventChunk* ThreadBuffer::take_free() {
+  if (!private_free_) private_free_ = free_.exchange(nullptr, std::memory_order_acquire);
+  EventChunk* c = private_free_;
+  if (c) private_free_ = c->free_next;
+  return c;
+}
+
+void ThreadBuffer::give_back(EventChunk* c) {
+  // Only the consumer pushes and only the producer takes (all at once): no ABA.
+  EventChunk* head = free_.load(std::memory_order_relaxed);
+  do {
+    c->free_next = head;
+  } while (!free_.compare_exchange_weak(head, c, std::memory_order_release, std::memory_order_relaxed));
+}
+
+bool ThreadBuffer::next_chunk() {
+  EventChunk* c = take_free();
+  bool fresh = false;
+  if (!c && (c = allocate_chunk(false))) fresh = true;
+  if (!c && write_chunk_ && flush_from_recording_thread(*this)) {
+    if (write_index_ == 0) return true;  // everything was written out: the current chunk is reused
+    c = take_free();
+  }
+  if (!c && (c = allocate_chunk(true))) fresh = true;
+  if (!c) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (fresh) chunks_.fetch_add(1, std::memory_order_relaxed);
+  c->published.store(0, std::memory_order_relaxed);
+  c->next.store(nullptr, std::memory_order_relaxed);
+  if (write_chunk_) write_chunk_->next.store(c, std::memory_order_release);
+  else first_chunk_.store(c, std::memory_order_release);
+  write_chunk_ = c;
+  write_index_ = 0;
+  return true;
+}
+
+void ThreadBuffer::rewind_if_drained() {
+  if (!write_chunk_ || read_chunk_ != write_chunk_ || read_index_ != write_index_) return;
+  write_chunk_->published.store(0, std::memory_order_relaxed);
+  read_index_ = 0;
+  write_index_ = 0;
+}
+
+bool ThreadBuffer::empty() const {
+  const EventChunk* c = read_chunk_ ? read_chunk_ : first_chunk_.load(std::memory_order_acquire);
+  if (!c) return true;
+  const std::uint32_t at = read_chunk_ ? read_index_ : 0;
+  return at == c->published.load(std::memory_order_acquire) && c->next.load(std::memory_order_acquire) == nullptr;
 }
 
 ThreadBuffer* thread_buffers() { return g_head.load(std::memory_order_acquire); }

@@ -1,6 +1,10 @@
 #pragma once
-// Per-thread single-producer/single-consumer rings. The owning thread writes without locks, allocation or system
-// calls; the writer thread drains. A full ring drops the event and counts it: the job is never blocked.
+// Per-thread event buffers that never drop. Each thread appends to a chain of fixed-size chunks (64 KiB) with no
+// lock, allocation or system call per event; the writer thread consumes the chain behind it and hands each chunk it
+// has emptied back to that thread's free list. A thread that needs a chunk takes one from its free list, else
+// allocates one while the process stays under its trace-buffer memory cap (COLLSCOPE_BUFFER_MB), else writes the
+// buffered events out itself, synchronously (a "tracer flush", recorded in the trace so analysis can discount it),
+// the way Score-P flushes a full location buffer. Nothing is lost unless memory itself runs out.
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -9,50 +13,69 @@
 
 namespace collscope::tracer {
 
-// Asks the writer thread to drain now (a futex wake at most; called once per eighth of a ring).
+// Asks the writer thread to drain now (a futex wake at most; called when the buffers pass half their cap).
 void wake_writer();
 
-// Events per thread's ring: COLLSCOPE_RING_EVENTS (a power of two, 1024 to 1048576), else kDefaultRingEvents.
-// 16384 events (2 MiB per thread, its pages touched only as the ring fills) hold a whole OSU message size
-// (10 000 timed calls after 1 000 warm-up ones) even if the writer got no CPU meanwhile.
-inline constexpr std::uint64_t kDefaultRingEvents = 16384;
-std::uint64_t ring_events();
+// Events per chunk: 512 x 128 B = 64 KiB, so a chunk change (the only step off the hot path) comes once per 512
+// events, and the writer moves whole pages.
+inline constexpr std::uint32_t kChunkEvents = 512;
+
+struct EventChunk {
+  alignas(64) std::atomic<std::uint32_t> published{0};  // events [0, published) are complete (producer: release)
+  std::atomic<EventChunk*> next{nullptr};               // set by the producer when it moves on (release)
+  EventChunk* free_next = nullptr;                      // free-list link, while the chunk is free
+  alignas(64) Event events[kChunkEvents];
+};
+
+// The process's cap on trace-buffer memory, bytes: COLLSCOPE_BUFFER_MB, else a sixteenth of the node's memory
+// shared among the ranks on the node (the launcher's local size), within 16 MiB..4 GiB. Pages are touched only as
+// chunks are first used, so an idle tracer costs nothing.
+std::uint64_t buffer_cap_bytes();
+// Bytes of chunks allocated so far (never returned to the system: chunks are recycled).
+std::uint64_t buffer_bytes_allocated();
+
+class ThreadBuffer;
+// When a thread finds no free chunk and the cap is reached: drains every thread's buffers into the file on the
+// calling thread, records the interval, and returns true; false when that cannot be done now (no file yet, or the
+// calling thread is the one draining). Defined by the writer (writer.cpp).
+bool flush_from_recording_thread(ThreadBuffer& tb);
 
 class ThreadBuffer {
  public:
   ThreadBuffer(std::uint32_t index, std::int64_t tid, std::string name);
 
-  // Producer side (owning thread only). Returns the slot to fill, or nullptr when full (counted as dropped,
-  // unless a benchmark that waits for room says otherwise).
-  Event* reserve(bool count_drop = true) {
-    const std::uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head - tail_cache_ >= capacity_) {
-      tail_cache_ = tail_.load(std::memory_order_acquire);
-      if (head - tail_cache_ >= capacity_) {
-        if (count_drop) dropped_.fetch_add(1, std::memory_order_relaxed);
-        return nullptr;
-      }
-    }
-    return &events_[head & (capacity_ - 1)];
+  // Producer side (owning thread only). Returns the slot to fill, or nullptr when no memory can be had at all
+  // (counted as dropped).
+  Event* reserve() {
+    if (__builtin_expect(write_index_ == kChunkEvents, 0) && !next_chunk()) return nullptr;
+    return &write_chunk_->events[write_index_];
   }
-  void publish() {
-    const std::uint64_t next = head_.load(std::memory_order_relaxed) + 1;
-    head_.store(next, std::memory_order_release);
-    // An eighth of the ring filled since the last wake-up: ask the writer to drain early, long before it is full.
-    if ((next & (capacity_ / 8 - 1)) == 0) wake_writer();
-  }
+  void publish() { write_chunk_->published.store(++write_index_, std::memory_order_release); }
 
-  // Consumer side (writer thread only): calls fn(const Event&) for every published event, then frees them.
+  // Consumer side (one thread at a time: the caller holds the writer's drain lock): calls fn(const Event&) for
+  // every published event in order, and returns the chunks it emptied to this thread's free list.
   template <typename Fn>
   std::uint64_t drain(Fn&& fn) {
-    const std::uint64_t head = head_.load(std::memory_order_acquire);
-    std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-    const std::uint64_t n = head - tail;
-    for (; tail != head; ++tail) fn(events_[tail & (capacity_ - 1)]);
-    tail_.store(tail, std::memory_order_release);
+    if (!read_chunk_) {
+      read_chunk_ = first_chunk_.load(std::memory_order_acquire);
+      if (!read_chunk_) return 0;
+    }
+    std::uint64_t n = 0;
+    for (;;) {
+      const std::uint32_t published = read_chunk_->published.load(std::memory_order_acquire);
+      for (; read_index_ < published; ++read_index_, ++n) fn(read_chunk_->events[read_index_]);
+      if (read_index_ < kChunkEvents) break;  // the producer is still filling this chunk
+      EventChunk* next = read_chunk_->next.load(std::memory_order_acquire);
+      if (!next) break;  // full, and the producer has not moved on yet
+      give_back(read_chunk_);
+      read_chunk_ = next;
+      read_index_ = 0;
+    }
     return n;
   }
-  std::uint64_t capacity() const { return capacity_; }
+  // After a drain on the owning thread itself (a tracer flush): when everything was consumed, the current chunk
+  // is reused from its start instead of asking for another.
+  void rewind_if_drained();
 
   // The blocking collective this thread is inside, so that the writer can record a call that stays in flight
   // (a hang: the call never returns, so its event is never emitted). Owning thread: enter_call before the call,
@@ -106,17 +129,31 @@ class ThreadBuffer {
   std::int64_t tid() const { return tid_; }
   const std::string& name() const { return name_; }
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  // An event lost before it reached the ring (a full table of pending requests): counted like a ring drop.
+  // An event lost before it reached the buffer (a full table of pending requests): counted as dropped.
   void count_dropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
-  bool empty() const { return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire); }
+  // Whether everything published has been drained (the consumer's view; for tests).
+  bool empty() const;
+  // Chunks this thread holds (in its chain or free), for tests and the exit report.
+  std::uint64_t chunks() const { return chunks_.load(std::memory_order_relaxed); }
 
   ThreadBuffer* next = nullptr;  // registry list, written once before publication
 
  private:
-  alignas(64) std::atomic<std::uint64_t> head_{0};
-  std::uint64_t tail_cache_ = 0;
-  std::uint64_t capacity_;  // events, a power of two (ring_events() when the thread registered)
-  alignas(64) std::atomic<std::uint64_t> tail_{0};
+  bool next_chunk();  // cold: the current chunk is full
+  EventChunk* take_free();
+  void give_back(EventChunk* c);
+
+  // Producer-owned.
+  EventChunk* write_chunk_ = nullptr;
+  std::uint32_t write_index_ = kChunkEvents;  // "full" until the first chunk is taken
+  EventChunk* private_free_ = nullptr;        // free chunks already taken over from free_
+  // Consumer-owned (under the drain lock).
+  EventChunk* read_chunk_ = nullptr;
+  std::uint32_t read_index_ = 0;
+  // Shared.
+  std::atomic<EventChunk*> first_chunk_{nullptr};  // set once, by the producer, when it takes its first chunk
+  alignas(64) std::atomic<EventChunk*> free_{nullptr};  // chunks the consumer emptied (consumer pushes, producer takes all)
+  std::atomic<std::uint64_t> chunks_{0};
   alignas(64) std::atomic<std::uint64_t> dropped_{0};
   alignas(64) std::atomic<std::uint64_t> since_{0};  // the call in flight (see enter_call)
   std::atomic<std::uint64_t> call_[6] = {};
@@ -124,7 +161,6 @@ class ThreadBuffer {
   std::uint32_t index_;
   std::int64_t tid_;
   std::string name_;
-  Event* events_;
 };
 
 // The calling thread's buffer, registered on first use (the only allocation, once per thread).
@@ -140,7 +176,7 @@ inline ThreadBuffer& this_thread_buffer() {
 ThreadBuffer* thread_buffers();
 std::uint32_t thread_buffer_count();
 
-// Hot-path helper: fill one event on the calling thread's ring.
+// Hot-path helper: fill one event in the calling thread's buffer.
 template <typename Fill>
 inline void emit(Fill&& fill) {
   ThreadBuffer& tb = this_thread_buffer();

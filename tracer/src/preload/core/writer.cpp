@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <array>
@@ -41,8 +42,15 @@ class Writer {
   std::condition_variable wake;
   std::atomic<bool> stop{false};
   std::atomic<bool> kick{false};
-  // COLLSCOPE_EARLY_WAKE=0: drain only every flush_ms, never at half a ring (tests force drops with it).
-  bool early_wake = true;
+  // One drain at a time: the writer thread's, the final one at exit, or a job thread's tracer flush. Everything
+  // below that the drain uses (the file, the batch builders, the aggregates) is guarded by it.
+  std::mutex drain_mutex;
+  // COLLSCOPE_WRITER_HOLD=1: the writer thread never drains (a stand-in for one that gets no CPU); job threads then
+  // flush when the cap is reached, and the final drain at exit writes the rest. For tests.
+  bool hold = false;
+  std::vector<store::TracerFlushRow> flushes;  // written at the next drain (guarded by drain_mutex)
+  std::uint64_t flush_count = 0;
+  std::int64_t flush_ns = 0;  // job time spent in tracer flushes, all threads
   std::unique_ptr<store::TraceWriter> file;
   std::thread* thread = nullptr;  // never destroyed: a joinable std::thread destroyed at exit would terminate
   TickConverter clock;
@@ -93,12 +101,13 @@ class Writer {
 
   // COLLSCOPE_EVENT_BATCHES=0: one SQLite row per event while the job runs (the 0.x writer; the benchmark's
   // baseline). Otherwise MPI collectives and point-to-point calls are saved as event_batches rows, one per drain
-  // of a thread's ring and table (~10x less CPU per event), and expanded into their tables at exit.
+  // of a thread's buffer and table (~10x less CPU per event, ~20 bytes per event on disk). Readers decode them;
+  // `collscope sql` turns them into plain rows for people who query with SQL, outside the job.
   bool use_batches = true;
-  // COLLSCOPE_EXPAND_BATCHES_AT_EXIT=0: leave the batches at exit, as a killed run does (readers decode them; tests
-  // use it to make such files, and it spares the exit the expansion).
-  bool expand_at_exit = true;
-  // The records of one table drained from one thread's ring so far (event_batch.hpp).
+  // COLLSCOPE_EXPAND_BATCHES_AT_EXIT=1: expand the batches into rows at exit, as 1.3-1.4 writers did (the job's exit
+  // then waits ~1 us per event).
+  bool expand_at_exit = false;
+  // The records of one table drained from one thread's buffer so far (event_batch.hpp).
   template <typename Record>
   struct EventBatchBuilder {
     explicit EventBatchBuilder(store::BatchKind k) : kind(k) {}
@@ -115,12 +124,13 @@ class Writer {
   };
   EventBatchBuilder<store::CollectiveRecord> collective_batch{store::BatchKind::Collectives};
   EventBatchBuilder<store::PointToPointRecord> point_to_point_batch{store::BatchKind::PointToPoint};
-  std::int64_t batch_thread = 0;  // threads.id of the ring being drained
+  std::int64_t batch_thread = 0;  // threads.id of the buffer being drained
   std::int64_t events_expanded = 0;
   std::int64_t exit_cpu_ns = 0;  // expanding the batches and closing the file, at exit
 
   void run();
-  void drain();
+  void drain();         // takes drain_mutex
+  void drain_locked();  // the caller holds drain_mutex
   void handle(const Event& e, WriterContext& ctx);
   template <typename Record>
   void flush_batch(EventBatchBuilder<Record>& batch);
@@ -141,6 +151,18 @@ std::int64_t thread_cpu_ns() {
 }
 
 std::mutex g_warn_mutex;
+
+// Set while this thread drains: an event it records meanwhile (a CUPTI buffer completed during a flush of CUPTI's
+// own) must not start a nested drain.
+__attribute__((tls_model("initial-exec"))) constinit thread_local bool t_in_drain = false;
+
+class DrainScope {
+ public:
+  DrainScope() { t_in_drain = true; }
+  ~DrainScope() { t_in_drain = false; }
+  DrainScope(const DrainScope&) = delete;
+  DrainScope& operator=(const DrainScope&) = delete;
+};
 
 void at_fork_child() {
   // The child has no writer thread and must not touch the parent's file: it records nothing, ever.
@@ -320,6 +342,12 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
 }
 
 void Writer::drain() {
+  std::lock_guard lock(drain_mutex);
+  DrainScope scope;
+  drain_locked();
+}
+
+void Writer::drain_locked() {
   clock.calibrate();
   std::vector<std::pair<std::string, std::string>> meta;
   {
@@ -327,7 +355,7 @@ void Writer::drain() {
     meta.swap(pending_meta);
   }
   if (failed || !file) {
-    // Keep emptying the rings so that producers never see them full; nothing is written.
+    // Keep emptying the buffers so that producers never run out of chunks; nothing is written.
     for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) tb->drain([](const Event&) {});
     return;
   }
@@ -344,6 +372,8 @@ void Writer::drain() {
       flush_batch(point_to_point_batch);
       dropped += tb->dropped();
     }
+    for (const store::TracerFlushRow& f : flushes) file->add(f);
+    flushes.clear();
     for (auto& hook : drain_hooks) hook(ctx);
     write_calls_in_flight(ctx);
     for (BufferAggregate* b : dirty_buffers) {
@@ -364,12 +394,20 @@ void Writer::drain() {
 
 void Writer::run() {
   pthread_setname_np(pthread_self(), "collscope-wr");
+  // The lowest scheduling class: the writer runs only on a CPU no job thread wants, so it never takes a busy-polling
+  // rank's core. If it gets no CPU at all, the buffers fill and the job's threads flush them themselves (recorded).
+  // COLLSCOPE_WRITER_IDLE=0 keeps the normal class.
+  if (env_int("COLLSCOPE_WRITER_IDLE", 1) != 0) {
+    sched_param param{};
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) != 0)
+      warn_once("cannot give the trace writer the idle scheduling class: it runs at normal priority");
+  }
   std::unique_lock lock(mutex);
   while (!stop.load()) {
     wake.wait_for(lock, std::chrono::milliseconds(flush_ms), [&] { return stop.load() || kick.load(); });
     kick.store(false);
     lock.unlock();
-    drain();
+    if (!hold) drain();
     lock.lock();
   }
   cpu_ns += thread_cpu_ns();
@@ -377,9 +415,30 @@ void Writer::run() {
 
 void wake_writer() {
   Writer& w = writer();
-  if (!w.early_wake) return;
-  w.kick.store(true, std::memory_order_relaxed);
+  if (w.kick.exchange(true, std::memory_order_relaxed)) return;  // already asked
   w.wake.notify_one();
+}
+
+bool flush_from_recording_thread(ThreadBuffer& tb) {
+  Writer& w = writer();
+  if (t_in_drain || g_phase.load(std::memory_order_relaxed) != kRunning) return false;
+  const std::uint64_t t0 = ticks();
+  std::lock_guard lock(w.drain_mutex);
+  if (!w.file || w.failed) return false;
+  DrainScope scope;
+  const std::uint64_t before = w.events_written;
+  w.drain_locked();
+  tb.rewind_if_drained();
+  const std::uint64_t t1 = ticks();
+  store::TracerFlushRow row;
+  row.thread = tb.index();
+  row.start_ns = w.clock.to_ns(t0);
+  row.end_ns = w.clock.to_ns(t1);
+  row.events = static_cast<std::int64_t>(w.events_written - before);
+  w.flushes.push_back(row);
+  w.flush_count += 1;
+  w.flush_ns += row.end_ns - row.start_ns;
+  return true;
 }
 
 void runtime_start(const StartInfo& info) {
@@ -392,12 +451,14 @@ void runtime_start(const StartInfo& info) {
     atfork_registered = true;
   }
   Writer& w = writer();
-  w.flush_ms = std::max(1, env_int("COLLSCOPE_FLUSH_MS", 50));
+  // A few drains a second: each moves whole chunks, so the writer wakes rarely (and earlier when the buffers pass
+  // half their cap).
+  w.flush_ms = std::max(1, env_int("COLLSCOPE_FLUSH_MS", 250));
   w.world_rank = info.world_rank;
   w.hang_ns = std::int64_t{std::max(1, env_int("COLLSCOPE_HANG_MS", 1000))} * 1'000'000;
-  w.early_wake = env_int("COLLSCOPE_EARLY_WAKE", 1) != 0;
+  w.hold = env_int("COLLSCOPE_WRITER_HOLD", 0) != 0;
   w.use_batches = env_int("COLLSCOPE_EVENT_BATCHES", 1) != 0;
-  w.expand_at_exit = env_int("COLLSCOPE_EXPAND_BATCHES_AT_EXIT", 1) != 0;
+  w.expand_at_exit = env_int("COLLSCOPE_EXPAND_BATCHES_AT_EXIT", 0) != 0;
   w.clock.calibrate();
   const char* dir_env = std::getenv("COLLSCOPE_RUN_DIR");
   const std::string run_dir = dir_env && *dir_env ? dir_env : "collscope-run";
@@ -430,15 +491,16 @@ void runtime_stop() {
   }
   w.wake.notify_one();
   if (w.thread && w.thread->joinable()) w.thread->join();
+  // Under the drain lock to the end: a job thread's tracer flush may be under way, and none may start on a closed file.
+  std::unique_lock drain_lock(w.drain_mutex);
+  DrainScope scope;
   const std::int64_t cpu0 = thread_cpu_ns();
-  w.drain();  // whatever arrived after the writer's last pass
+  w.drain_locked();  // whatever arrived after the writer's last pass
   const std::int64_t cpu1 = thread_cpu_ns();
   w.cpu_ns += cpu1 - cpu0;
   if (w.file && !w.failed) {
     try {
-      // The job's exit waits for this: every batch becomes the rows it stands for (~1 us per event), so that a
-      // finished file reads with plain SQL as if each event had been a row. A failure leaves the batches, which
-      // readers decode.
+      // Only on request (see expand_at_exit): readers decode batches, and `collscope sql` expands them later.
       if (w.expand_at_exit) w.events_expanded = w.file->expand_event_batches();
     } catch (const std::exception& ex) {
       warn_once(fmt::format("cannot expand the trace's event batches (readers decode them): {}", ex.what()));
@@ -454,20 +516,27 @@ void runtime_stop() {
   }
   w.file.reset();  // closes the database: the WAL is folded into the main file, which leaves WAL mode
   w.exit_cpu_ns = thread_cpu_ns() - cpu1;
+  drain_lock.unlock();
   if (w.events_dropped > 0) {
-    // Once per rank, at exit: the trace is incomplete, and how to avoid it.
-    const std::uint64_t bigger = std::min<std::uint64_t>(ring_events() * 4, 1u << 20);
+    // Once per rank, at exit: the trace is incomplete, and why.
     const std::string line = fmt::format(
-        "collscope: rank {} dropped {} events (a thread recorded faster than the writer could save them); "
-        "COLLSCOPE_RING_EVENTS={} (now {}) gives each thread a larger buffer\n",
-        w.world_rank, w.events_dropped, bigger, ring_events());
+        "collscope: rank {} dropped {} events (no memory for trace buffers: {} MiB allocated of a {} MiB cap)\n",
+        w.world_rank, w.events_dropped, buffer_bytes_allocated() >> 20, buffer_cap_bytes() >> 20);
+    [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
+  }
+  if (w.flush_count > 0) {
+    // The job waited for the tracer: say how long, and the knob that avoids it.
+    const std::string line = fmt::format(
+        "collscope: rank {} waited {:.1f} ms in {} trace flushes (its trace buffers were full; COLLSCOPE_BUFFER_MB={} "
+        "gives them more memory than the {} MiB now)\n",
+        w.world_rank, double(w.flush_ns) / 1e6, w.flush_count, (buffer_cap_bytes() >> 20) * 4, buffer_cap_bytes() >> 20);
     [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
   }
 }
 
 WriterStats writer_stats() {
   const Writer& w = writer();
-  return {w.events_written, w.events_dropped, w.cpu_ns, w.events_expanded, w.exit_cpu_ns};
+  return {w.events_written, w.events_dropped, w.cpu_ns, w.events_expanded, w.exit_cpu_ns, w.flush_count, w.flush_ns};
 }
 
 }  // namespace collscope::tracer

@@ -26,7 +26,7 @@ void after_init() {
   register_comm(g.self, "MPI_COMM_SELF", std::nullopt, std::nullopt, static_cast<std::uint64_t>(rank));
   set_pending_scan(scan_pending_collectives);
   runtime_start(info);
-  this_thread_buffer();  // the ring's one-off cost is paid here, not inside the job's first call
+  this_thread_buffer();  // the buffer's one-off cost is paid here, not inside the job's first call
 }
 
 int custom_Init(int* argc, char*** argv) {

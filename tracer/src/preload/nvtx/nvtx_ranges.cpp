@@ -32,7 +32,7 @@ struct DomainDepth {
   std::uint64_t domain;
   std::int32_t depth;
 };
-// initial-exec, as the ring pointer (thread_buffer.cpp): the preload is loaded at start-up, TLS reads are one load.
+// initial-exec, as the buffer pointer (thread_buffer.cpp): the preload is loaded at start-up, TLS reads are one load.
 __attribute__((tls_model("initial-exec"))) thread_local std::int32_t t_default_depth = 0;  // the default domain
 __attribute__((tls_model("initial-exec"))) thread_local DomainDepth t_domain_depth[kDomainSlots] = {};
 
@@ -152,7 +152,7 @@ class NvtxRangeWriter {
       }
       case EventKind::NvtxStart: {
         store::NvtxRangeRow row = begin_row(e, ctx, store::NvtxKind::StartEnd);
-        // The rings are drained one thread after another, so the end of a range ended on another thread can
+        // The buffers are drained one thread after another, so the end of a range ended on another thread can
         // come first: it waits in early_ends_.
         auto early = early_ends_.find(e.a[2]);
         if (early != early_ends_.end()) {
@@ -287,7 +287,7 @@ void start_runtime_if_alone(int rank, int size) {
     return;
   }
   // MPI is linked but may never be initialised (a tool that links MPI and runs serially): if the file is still
-  // not open at exit, open it then, so the ranges buffered in the rings (up to a ring per thread) are kept.
+  // not open at exit, open it then, so the ranges buffered before it are kept.
   std::atexit([] {
     if (g_phase.load() != kIdle || g_forked_child.load()) return;
     start_runtime_for_nvtx(-1, -1);
