@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -322,6 +323,37 @@ std::string_view lateness_source_name(LatenessSource s) {
   return "none";
 }
 
+namespace {
+
+// Takes each rank's tracer flush time inside its step window off its lateness in that step (never below 0).
+void discount_tracer_flushes(const Run& run, const ClockAlignment& clocks, const StepSummary& steps, Lateness& out) {
+  const std::size_t nranks = run.ranks.size();
+  out.tracer_flush_ns.assign(nranks, 0);
+  if (out.source == LatenessSource::None) return;
+  for (std::size_t r = 0; r < nranks; ++r) {
+    const auto& flushes = run.ranks[r].tracer_flushes;
+    if (flushes.empty()) continue;
+    for (std::size_t k = 0; k < out.lateness_ns[r].size(); ++k) {
+      // The whole run when there are no steps (one bucket).
+      std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+      if (k < steps.steps.size() && r < steps.steps[k].rank_start_ns.size()) {
+        lo = steps.steps[k].rank_start_ns[r];
+        hi = lo + static_cast<std::int64_t>(steps.steps[k].rank_duration_ns[r]);
+      }
+      double inside = 0;
+      for (const auto& f : flushes) {
+        const std::int64_t a = std::max(lo, clocks.aligned(static_cast<int>(r), f.start_ns));
+        const std::int64_t b = std::min(hi, clocks.aligned(static_cast<int>(r), f.end_ns));
+        if (b > a) inside += double(b - a);
+      }
+      out.tracer_flush_ns[r] += inside;
+      out.lateness_ns[r][k] = std::max(0.0, out.lateness_ns[r][k] - inside);
+    }
+  }
+}
+
+}  // namespace
+
 Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched, const StepSummary& steps) {
   Lateness out;
   const std::size_t nranks = run.ranks.size();
@@ -348,6 +380,7 @@ Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const Ma
     out.basis = "from the synchronising collectives: a rank's lateness is how much later than the second-last it "
                 "arrived at those it arrived at last";
   }
+  discount_tracer_flushes(run, clocks, steps, out);
   out.median_lateness_ns.assign(nranks, 0);
   out.median_wait_ns.assign(nranks, 0);
   out.total_lateness_ns.assign(nranks, 0);

@@ -457,6 +457,10 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
           screen.within("cpu_samples", r.thread, "runq_ns", r.runq_ns, L::kMaxSpanNs))
         t.cpu_samples.push_back(r);
     });
+    reader.for_each<store::TracerFlushRow>([&](const store::TracerFlushRow& r) {
+      std::int64_t end = r.end_ns;
+      if (screen.span("tracer_flushes", r.thread, r.start_ns, end)) t.tracer_flushes.push_back(r);
+    });
     if (unknown_comm > 0)
       out.problems.push_back(fmt::format("{}: {} collectives name a communicator the file does not define (ignored)",
                                          path, unknown_comm));

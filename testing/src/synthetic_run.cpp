@@ -130,7 +130,17 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
     for (int r = 0; r < n; ++r) {
       step_start[r] = ready[r];
       double compute = spec.compute_ms * 1e6 * (0.98 + 0.04 * noise(spec.seed + 3, r, step));
-      if (r == spec.slow_rank && (spec.slow_only_step < 0 || step == spec.slow_only_step)) compute += spec.slow_ms * 1e6;
+      if (r == spec.slow_rank && (spec.slow_only_step < 0 || step == spec.slow_only_step)) {
+        if (spec.slow_is_tracer_flush) {
+          store::TracerFlushRow flush;
+          flush.thread = 1;
+          flush.start_ns = ready[r] + static_cast<std::int64_t>(compute) + shift(r);
+          flush.end_ns = flush.start_ns + static_cast<std::int64_t>(spec.slow_ms * 1e6);
+          flush.events = 1000;
+          writers[r]->add(flush);
+        }
+        compute += spec.slow_ms * 1e6;
+      }
       ready[r] += static_cast<std::int64_t>(compute);
     }
     const std::vector<std::int64_t> compute_end = ready;

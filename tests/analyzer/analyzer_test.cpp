@@ -147,6 +147,23 @@ TEST(Analyzer, StragglerNamedWithInjectedDelay) {
   EXPECT_NEAR(f->evidence.at("step_time_without_straggler_ns") / 1e6, 12.7, 0.6);
 }
 
+TEST(Analyzer, TracerFlushesAreNotLateness) {
+  // The same 5 ms per step on rank 2, but spent by the tracer writing its full buffers out (tracer_flushes): the
+  // job did not make it late, so no straggler, and the flush time is what was taken off.
+  auto dir = temp_dir("flushes");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 20;
+  spec.slow_rank = 2;
+  spec.slow_ms = 5;
+  spec.slow_is_tracer_flush = true;
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  EXPECT_NEAR(a.lateness.tracer_flush_ns.at(2), 20 * 5e6, 0.05 * 20 * 5e6);
+  EXPECT_LT(a.lateness.median_lateness_ns.at(2), 0.5e6);
+}
+
 TEST(Analyzer, ClockShiftRecoveredWithin20us) {
   auto plain = temp_dir("clock-plain");
   auto shifted = temp_dir("clock-shifted");

@@ -259,6 +259,8 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
     f.evidence["off_cpu_excess_per_step_ns"] = cause.excess->off_cpu_ns;
   }
   if (!gains.empty()) f.evidence["largest_lag_gain_ns"] = gains[0].first;
+  const double flushed = top < lateness.tracer_flush_ns.size() ? lateness.tracer_flush_ns[top] : 0.0;
+  if (flushed > 0) f.evidence["tracer_flush_discounted_ns"] = flushed;
   f.evidence_text = fmt::format(
       "lateness {}: rank {}{} is {} late in the median {} ({:.0f} % of the {} step), {} in all; the next latest rank "
       "{} per step; the others wait {} per step for it{}.{} Without it a step would take about {}.",
@@ -279,6 +281,9 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
     f.evidence.erase("step_time_without_straggler_ns");
   }
   f.evidence_text += fmt::format(" Why: {}.", cause.why);
+  if (flushed > 0)
+    f.evidence_text += fmt::format(" The tracer stopped it for {} in all to write its full buffers out; that time is "
+                                   "not counted as lateness.", format_ms(flushed));
   if (consistent.tested)
     f.evidence_text += fmt::format(" It is the latest rank in {} of {} measured steps (chance {} if every rank "
                                    "were equally likely to be).", consistent.latest, consistent.measured,

@@ -14,6 +14,9 @@
 //   phase lag  of a rank at a phase boundary (the start or end of the step, or of an NVTX range every rank has
 //              inside the step, by name): its aligned time there − the median of the other ranks' times.
 //
+//   Tracer flushes (schema 1.5: a job thread writing the tracer's full buffers out) inside a rank's step window are
+//   taken off its lateness in that step: the tracer, not the job, held the others up for that long.
+//
 //   causes     of a rank's lateness (schema 1.4 traces, cpu_samples): over its own part of each step, how much
 //              more time than the median other rank it spent on a CPU (more work, or a slower or shared CPU),
 //              waiting runnable for a CPU (run queue: more busy threads than cores, another process), and off a
@@ -68,6 +71,8 @@ struct Lateness {
   // How many measured steps each rank was the latest in, and the steps measured (the straggler's sign test).
   std::vector<int> steps_latest;
   int measured_steps = 0;
+  // Per rank index: tracer flush time inside its step windows, summed over all steps, ns (taken off its lateness).
+  std::vector<double> tracer_flush_ns;
   bool measurable() const { return source != LatenessSource::None; }
 };
 

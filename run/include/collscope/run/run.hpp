@@ -152,6 +152,9 @@ struct RankTrace {
   // Scheduler counters of the threads that made MPI calls or NVTX ranges, by thread then time (schema 1.4; none
   // before): what run/lateness.hpp turns into why a rank is late.
   std::vector<store::CpuSampleRow> cpu_samples;
+  // Intervals in which a job thread was stopped by the tracer writing its full buffers out (schema 1.5; none
+  // before): time the job would not have spent untraced, which run/lateness.hpp discounts.
+  std::vector<store::TracerFlushRow> tracer_flushes;
 
   // The non-blocking times of collectives[call]; nullptr for blocking calls and files before schema 1.2.
   const NonblockingTimes* nonblocking_times(std::size_t call) const;

@@ -19,6 +19,8 @@ struct SyntheticRunSpec {
   int slow_rank = -1;              // extra compute per step on this world rank
   double slow_ms = 0;
   int slow_only_step = -1;         // with slow_rank: the delay comes in this step only (a one-off stall)
+  bool slow_is_tracer_flush = false;  // with slow_rank: the delay is the tracer writing its full buffers out
+                                      //   (a tracer_flushes row over it), not the job's own compute
   bool process_sets = false;       // add one allreduce per step on split(parity) communicators
   int skip_rank = -1;              // this rank skips the process-set allreduce of `skip_step` (and stops after)
   int skip_step = -1;
