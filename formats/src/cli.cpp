@@ -92,10 +92,12 @@ int run_export(const ExportArgs& args) {
   }
   for (const auto& p : counts.problems) std::fprintf(stderr, "collscope export: %s\n", p.c_str());
   std::fprintf(stderr,
-               "collscope export: %lld ranks, %lld collectives (%lld matched across ranks), %lld NVTX ranges, %lld GPU "
-               "activities, %lld calls in flight -> %s (open in ui.perfetto.dev or chrome://tracing)\n",
+               "collscope export: %lld ranks, %lld collectives (%lld matched across ranks), %lld point-to-point calls "
+               "(%lld messages matched), %lld NVTX ranges, %lld GPU activities, %lld calls in flight -> %s (open in "
+               "ui.perfetto.dev or chrome://tracing)\n",
                static_cast<long long>(counts.ranks), static_cast<long long>(counts.collectives),
-               static_cast<long long>(counts.flows), static_cast<long long>(counts.nvtx_ranges),
+               static_cast<long long>(counts.flows), static_cast<long long>(counts.point_to_point),
+               static_cast<long long>(counts.messages), static_cast<long long>(counts.nvtx_ranges),
                static_cast<long long>(counts.gpu_activities), static_cast<long long>(counts.calls_in_flight),
                args.output.empty() ? "stdout" : args.output.c_str());
   return 0;
