@@ -6,15 +6,21 @@
 //   pingpong  2 ranks, osu_latency's pattern: per size (8, 512, 4096, 65536 B) one barrier and 10 round trips of
 //             blocking MPI_Send / MPI_Recv with tag 100 + the size's index. Per rank: 40 sends, 40 receives,
 //             5 barriers; 80 messages in all.
-// The Chrome export is read back as JSON.
+// And for the OTF2 export, every kind of MPI call: tests/tracer/mpi_calls_probe.c (2 ranks) prints each call it
+// makes with its peers, tags and bytes, the account the archive is compared with.
+// The Chrome export is read back as JSON; the OTF2 archive with otf2-print (Debian's otf2-tools).
+#include <collscope/formats/otf2.hpp>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -176,3 +182,220 @@ TEST_F(MessageExport, ChromePingPongHasEverySendAndReceiveLinked) {
   }
   EXPECT_EQ(directions, (std::map<std::pair<int, int>, int>{{{0, 1}, 4 * kRoundTrips}, {{1, 0}, 4 * kRoundTrips}}));
 }
+
+namespace {
+
+// One event record of otf2-print: its name, its location's rank (location ids hold the world rank in their high
+// 32 bits) and its attributes.
+struct Record {
+  std::string event;
+  int rank = 0;
+  std::string attributes;
+  std::string field(const std::string& name) const {
+    std::smatch m;
+    return std::regex_search(attributes, m, std::regex(name + ": ([^ ,]+)")) ? m[1].str() : "";
+  }
+};
+
+std::vector<Record> otf2_records(const fs::path& archive) {
+  const fs::path text = archive.string() + ".txt";
+  EXPECT_EQ(shell(fmt::format("otf2-print {}/traces.otf2 > {} 2>&1", archive.string(), text.string())), 0) << read_file(text);
+  std::vector<Record> out;
+  std::istringstream in(read_file(text));
+  const std::regex line(R"(^([A-Z_]+)\s+(\d+)\s+(\d+)\s*(.*)$)");
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_match(l, m, line)) out.push_back({m[1], static_cast<int>(std::stoull(m[2]) >> 32), m[4]});
+  }
+  return out;
+}
+
+fs::path export_otf2(const fs::path& run) {
+  const fs::path dir = run.string() + "-otf2";
+  fs::remove_all(dir);
+  EXPECT_EQ(shell(fmt::format("{}/collscope export {} --format otf2 -o {} 2> {}.err", bin_dir(), run.string(), dir.string(), dir.string())), 0)
+      << read_file(dir.string() + ".err");
+  return dir;
+}
+
+std::map<std::string, int> count_events(const std::vector<Record>& records, int rank) {
+  std::map<std::string, int> n;
+  for (const auto& r : records)
+    if (r.rank == rank && r.event != "ENTER" && r.event != "LEAVE") ++n[r.event];
+  return n;
+}
+
+}  // namespace
+
+// Without the library at configure time, --format otf2 is one line naming what is missing, exit 2.
+TEST_F(MessageExport, Otf2WithoutTheLibraryIsOneLineAndExitTwo) {
+  if (collscope::formats::otf2_available()) GTEST_SKIP() << "built with OTF2";
+  const fs::path err = halo_.string() + ".no-otf2.err";
+  EXPECT_EQ(shell(fmt::format("{}/collscope export {} --format otf2 -o {}-otf2 2> {}", bin_dir(), halo_.string(),
+                              halo_.string(), err.string())),
+            2);
+  const std::string text = read_file(err);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("without the OTF2 library"), std::string::npos) << text;
+}
+
+class Otf2Export : public MessageExport {
+ protected:
+  void SetUp() override {
+    MessageExport::SetUp();
+    if (IsSkipped()) return;
+    if (!collscope::formats::otf2_available()) GTEST_SKIP() << "built without OTF2 (libopen-trace-format2-dev)";
+    if (shell("command -v otf2-print > /dev/null") != 0) GTEST_SKIP() << "otf2-print (otf2-tools) not installed";
+  }
+};
+
+TEST_F(Otf2Export, HaloExchangeHasEveryNonBlockingMessageAndCollectivePerRank) {
+  const auto records = otf2_records(export_otf2(halo_));
+  for (int rank = 0; rank < kHaloRanks; ++rank) {
+    const int left = (rank + kHaloRanks - 1) % kHaloRanks, right = (rank + 1) % kHaloRanks;
+    const std::map<std::string, int> expected = {
+        {"MPI_ISEND", 2 * kHaloSteps},           {"MPI_ISEND_COMPLETE", 2 * kHaloSteps},
+        {"MPI_IRECV_REQUEST", 2 * kHaloSteps},   {"MPI_IRECV", 2 * kHaloSteps},
+        {"MPI_COLLECTIVE_BEGIN", 1 + kHaloSteps}, {"MPI_COLLECTIVE_END", 1 + kHaloSteps}};
+    EXPECT_EQ(count_events(records, rank), expected) << "rank " << rank;
+    std::map<std::string, int> isends, irecvs, collectives;
+    for (const auto& r : records) {
+      if (r.rank != rank) continue;
+      // Peers are ranks of MPI_COMM_WORLD here, so world ranks.
+      if (r.event == "MPI_ISEND") ++isends[r.field("Receiver") + "/" + r.field("Tag") + "/" + r.field("Length")];
+      if (r.event == "MPI_IRECV") ++irecvs[r.field("Sender") + "/" + r.field("Tag") + "/" + r.field("Length")];
+      if (r.event == "MPI_COLLECTIVE_END")
+        ++collectives[r.field("Operation") + "/" + r.field("Root") + "/" + r.field("Sent") + "/" + r.field("Received")];
+      if (r.event == "MPI_ISEND" || r.event == "MPI_IRECV" || r.event == "MPI_COLLECTIVE_END") {
+        EXPECT_NE(r.attributes.find("Communicator: \"MPI_COMM_WORLD\""), std::string::npos) << r.attributes;
+      }
+    }
+    EXPECT_EQ(isends, (std::map<std::string, int>{{fmt::format("{}/0/8192", left), kHaloSteps},
+                                                   {fmt::format("{}/1/8192", right), kHaloSteps}}))
+        << "rank " << rank;
+    EXPECT_EQ(irecvs, (std::map<std::string, int>{{fmt::format("{}/1/8192", left), kHaloSteps},
+                                                  {fmt::format("{}/0/8192", right), kHaloSteps}}))
+        << "rank " << rank;
+    EXPECT_EQ(collectives, (std::map<std::string, int>{{"BARRIER/NONE/0/0", 1}, {"ALLREDUCE/NONE/8/8", kHaloSteps}}))
+        << "rank " << rank;
+  }
+}
+
+TEST_F(Otf2Export, PingPongHasEveryBlockingSendAndReceivePerRank) {
+  const fs::path archive = export_otf2(pingpong_);
+  const auto records = otf2_records(archive);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::map<std::string, int> expected = {{"MPI_SEND", 4 * kRoundTrips}, {"MPI_RECV", 4 * kRoundTrips},
+                                                 {"MPI_COLLECTIVE_BEGIN", 5}, {"MPI_COLLECTIVE_END", 5}};
+    EXPECT_EQ(count_events(records, rank), expected) << "rank " << rank;
+    std::map<std::string, int> sends, receives, expected_messages;
+    for (int k = 0; k < 4; ++k) expected_messages[fmt::format("{}/{}/{}", 1 - rank, 100 + k, kPingPongBytes[k])] = kRoundTrips;
+    for (const auto& r : records) {
+      if (r.rank != rank) continue;
+      if (r.event == "MPI_SEND") ++sends[r.field("Receiver") + "/" + r.field("Tag") + "/" + r.field("Length")];
+      if (r.event == "MPI_RECV") ++receives[r.field("Sender") + "/" + r.field("Tag") + "/" + r.field("Length")];
+    }
+    EXPECT_EQ(sends, expected_messages) << "rank " << rank;
+    EXPECT_EQ(receives, expected_messages) << "rank " << rank;
+  }
+  // Each rank's events are in time order with every region closed (OTF2's rules; otf2-print reads them in order).
+  const std::string text = read_file(archive.string() + ".txt");
+  EXPECT_EQ(text.find("rror"), std::string::npos) << text.substr(0, 2000);
+  EXPECT_NE(read_file(archive.string() + ".err").find("80 MpiSend, 80 MpiRecv"), std::string::npos)
+      << read_file(archive.string() + ".err");
+}
+
+TEST_F(Otf2Export, BadRequestsAreOneLineAndExitTwo) {
+  const fs::path err = halo_.string() + ".bad.err";
+  const fs::path taken = halo_.string() + "-taken";
+  fs::create_directories(taken);
+  std::ofstream(taken / "keep") << "x";
+  for (const std::string& args : {fmt::format("export {} --format otf2", halo_.string()),
+                                  fmt::format("export {} --format otf2 -o {}", halo_.string(), taken.string()),
+                                  fmt::format("export {} --format otf2 -o {}/x --ranks 0", halo_.string(), taken.string())}) {
+    EXPECT_EQ(shell(fmt::format("{}/collscope {} 2> {}", bin_dir(), args, err.string())), 2) << args;
+    const std::string text = read_file(err);
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << args << ": " << text;
+  }
+  EXPECT_TRUE(fs::exists(taken / "keep"));
+  EXPECT_FALSE(fs::exists(taken.string() + ".partial"));
+}
+
+#ifdef COLLSCOPE_TEST_OPEN_MPI_PROBE
+namespace {
+
+// What the OTF2 archive of the probe's rank must hold, from its account: per record kind, "peer/tag/bytes" of each
+// message, "OPERATION/root/sent/received" of each collective.
+std::map<std::string, std::multiset<std::string>> expected_records(const std::string& account, int rank) {
+  std::map<std::string, std::multiset<std::string>> out;
+  const std::set<std::string> sends = {"send", "bsend", "ssend", "rsend", "sendrecv", "sendrecv_replace"};
+  const std::set<std::string> receives = {"recv", "mrecv", "sendrecv", "sendrecv_replace"};
+  const std::set<std::string> isends = {"isend", "ibsend", "issend", "irsend", "send_init", "bsend_init", "ssend_init",
+                                        "rsend_init", "isendrecv", "isendrecv_replace"};
+  const std::set<std::string> irecvs = {"irecv", "recv_init", "imrecv", "isendrecv", "isendrecv_replace"};
+  const std::regex p2p(fmt::format(R"(rank {}: p2p (\w+) comm=\w+ count=-?\d+ send=(\S+) recv=(\S+))", rank));
+  const std::regex coll(fmt::format(R"(rank {}: coll (\w+) comm=\w+ count=-?\d+ bytes=(\d+) root=(-?\d+))", rank));
+  std::istringstream in(account);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, p2p)) {
+      const std::string op = m[1], send = m[2], recv = m[3];
+      // MPI_PROC_NULL ("null/...") moves nothing: a region without a message record.
+      if (send != "-" && !send.starts_with("null")) {
+        if (sends.count(op)) out["MPI_SEND"].insert(send);
+        if (isends.count(op)) out["MPI_ISEND"].insert(send);
+      }
+      if (recv != "-" && !recv.starts_with("null")) {
+        if (receives.count(op)) out["MPI_RECV"].insert(recv);
+        if (irecvs.count(op)) out["MPI_IRECV"].insert(recv);
+      }
+    } else if (std::regex_search(l, m, coll)) {
+      std::string op = m[1];
+      const bool nonblocking = op.ends_with("_init") || op[0] == 'i';  // no blocking collective's name starts with i
+      if (op.ends_with("_init")) op = op.substr(0, op.size() - 5);
+      else if (op[0] == 'i') op = op.substr(1);
+      if (op.starts_with("neighbor")) continue;  // no OTF2 operation: a region only
+      for (auto& ch : op) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      const std::string root = m[3] == "-1" ? "NONE" : m[3].str();
+      out[nonblocking ? "NON_BLOCKING_COLLECTIVE_COMPLETE" : "MPI_COLLECTIVE_END"].insert(
+          fmt::format("{}/{}/{}/{}", op, root, m[2].str(), m[2].str()));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_F(Otf2Export, EveryKindOfMpiCallOfTheCProbe) {
+  const fs::path run = collscope::test::fresh_dir("collscope-p2p-export", "calls");
+  const fs::path account = run.string() + ".account";
+  ASSERT_EQ(shell(fmt::format("COLLSCOPE_PROBE_OUT={2} timeout -s TERM 60 {0}/collscope trace -o {1} -- mpirun -np 2 "
+                              "--oversubscribe {0}/mpi_calls_probe_openmpi > {1}.log 2>&1",
+                              bin_dir(), run.string(), account.string())),
+            0)
+      << read_file(run.string() + ".log");
+  const auto records = otf2_records(export_otf2(run));
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto expected = expected_records(read_file(account.string() + "." + std::to_string(rank)), rank);
+    ASSERT_FALSE(expected.empty()) << "rank " << rank << ": no account";
+    std::map<std::string, std::multiset<std::string>> got;
+    std::map<std::string, int> starts;
+    for (const auto& r : records) {
+      if (r.rank != rank) continue;
+      if (r.event == "MPI_SEND" || r.event == "MPI_ISEND")
+        got[r.event].insert(r.field("Receiver") + "/" + r.field("Tag") + "/" + r.field("Length"));
+      if (r.event == "MPI_RECV" || r.event == "MPI_IRECV")
+        got[r.event].insert(r.field("Sender") + "/" + r.field("Tag") + "/" + r.field("Length"));
+      if (r.event == "MPI_COLLECTIVE_END" || r.event == "NON_BLOCKING_COLLECTIVE_COMPLETE")
+        got[r.event].insert(r.field("Operation") + "/" + r.field("Root") + "/" + r.field("Sent") + "/" + r.field("Received"));
+      ++starts[r.event];
+    }
+    EXPECT_EQ(got, expected) << "rank " << rank;
+    // Every completion has its start: MpiIsendComplete per MpiIsend, MpiIrecvRequest per MpiIrecv, a begin per end.
+    EXPECT_EQ(starts["MPI_ISEND_COMPLETE"], starts["MPI_ISEND"]) << "rank " << rank;
+    EXPECT_EQ(starts["MPI_IRECV_REQUEST"], starts["MPI_IRECV"]) << "rank " << rank;
+    EXPECT_EQ(starts["MPI_COLLECTIVE_BEGIN"], starts["MPI_COLLECTIVE_END"]) << "rank " << rank;
+    EXPECT_EQ(starts["NON_BLOCKING_COLLECTIVE_REQUEST"], starts["NON_BLOCKING_COLLECTIVE_COMPLETE"]) << "rank " << rank;
+  }
+}
+#endif
