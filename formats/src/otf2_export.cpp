@@ -230,12 +230,16 @@ class Otf2Writer {
                                             "not each call)");
     // The thread of the rank's first MPI call is its location in MPI_COMM_WORLD's location list.
     std::optional<std::int64_t> mpi_thread;
+    std::int64_t first_mpi_ns = 0;
+    auto mpi_call = [&](std::int64_t thread, std::int64_t start_ns) {
+      if (!mpi_thread || start_ns < first_mpi_ns) mpi_thread = thread, first_mpi_ns = start_ns;
+    };
     for (std::size_t j = 0; j < rank.point_to_point.size(); ++j) {
       const auto& c = rank.point_to_point[j];
       const std::uint32_t reg = region(mpi_function(c.op), OTF2_REGION_ROLE_POINT2POINT, OTF2_PARADIGM_MPI, "");
       const run::MpiSpans spans = run::spans_in_mpi(c);
       add(by_thread, c.thread, {spans.post.start_ns, spans.post.end_ns, reg, static_cast<std::int32_t>(j), spans.nonblocking ? Part::P2pPost : Part::P2pCall});
-      if (!mpi_thread || c.start_ns < first_mpi_ns_) mpi_thread = c.thread, first_mpi_ns_ = c.start_ns;
+      mpi_call(c.thread, c.start_ns);
     }
     for (std::size_t j = 0; j < rank.collectives.size(); ++j) {
       const auto& c = rank.collectives[j];
@@ -247,7 +251,7 @@ class Otf2Writer {
       const auto spans = run::spans_in_mpi(rank, j);
       const bool nonblocking = spans && spans->nonblocking;
       add(by_thread, c.thread, {c.start_ns, nonblocking ? spans->post.end_ns : c.end_ns, reg, static_cast<std::int32_t>(j), nonblocking ? Part::CollPost : Part::CollCall});
-      if (mpi && (!mpi_thread || c.start_ns < first_mpi_ns_)) mpi_thread = c.thread, first_mpi_ns_ = c.start_ns;
+      if (mpi) mpi_call(c.thread, c.start_ns);
     }
     completions_ = detail::completions(rank, true);
     for (std::size_t j = 0; j < completions_.size(); ++j)
@@ -260,7 +264,6 @@ class Otf2Writer {
            static_cast<std::int32_t>(j), Part::Nvtx});
       ++counts_.nvtx_ranges;
     }
-    first_mpi_ns_ = std::numeric_limits<std::int64_t>::max();
 
     // Location ids: world rank in the high 32 bits, the thread's place on its rank in the low ones.
     std::uint32_t index = 0;
@@ -302,7 +305,7 @@ class Otf2Writer {
       stack.pop_back();
     };
     for (auto i : intervals) {
-      while (!stack.empty() && stack.back().end <= i.start && !(stack.back().end == i.start && i.end == i.start)) close();
+      while (!stack.empty() && stack.back().end <= i.start) close();
       if (!stack.empty() && i.end > stack.back().end) {
         i.end = stack.back().end;
         ++counts_.cut_regions;
@@ -512,7 +515,6 @@ class Otf2Writer {
   Otf2ExportCounts& counts_;
   OTF2_Archive* archive_ = nullptr;
   std::int64_t base_ns_ = 0;
-  std::int64_t first_mpi_ns_ = std::numeric_limits<std::int64_t>::max();
   std::unordered_map<std::string, OTF2_StringRef> strings_;
   std::vector<std::string> string_order_;
   std::unordered_map<std::string, std::uint32_t> regions_;
