@@ -157,7 +157,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   exp->add_option("-o,--output", e->output, "Write the trace to FILE (default: stdout); otf2: the archive's directory")->type_name("FILE");
   exp->add_option("--format", e->format, "chrome (the Trace Event Format Perfetto also reads) or otf2 (Vampir, Scalasca, otf2-print)")
       ->capture_default_str()->type_name("FORMAT");
-  exp->add_flag("--no-flows", e->no_flows, "Leave out the arrows linking each collective across its ranks");
+  exp->add_flag("--no-flows", e->no_flows, "Leave out the arrows linking each collective across its ranks and each send to its receive");
   exp->add_option("--ranks", e->ranks, "Only these world ranks, e.g. 0,3,8-15 (a browser opens ~1 GB of JSON at most)")->type_name("LIST");
   exp->add_option("--from-ms", e->from_ms, "Only events that end after this time (ms from the run's start)")->type_name("MS");
   exp->add_option("--to-ms", e->to_ms, "Only events that start before this time (ms from the run's start)")->type_name("MS");
