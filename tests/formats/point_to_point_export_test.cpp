@@ -10,6 +10,7 @@
 // makes with its peers, tags and bytes, the account the archive is compared with.
 // The Chrome export is read back as JSON; the OTF2 archive with otf2-print (Debian's otf2-tools).
 #include <collscope/formats/otf2.hpp>
+#include <collscope/store/trace_reader.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -319,6 +320,35 @@ TEST_F(Otf2Export, BadRequestsAreOneLineAndExitTwo) {
   }
   EXPECT_TRUE(fs::exists(taken / "keep"));
   EXPECT_FALSE(fs::exists(taken.string() + ".partial"));
+}
+
+// NVTX ranges are regions on their rank's thread: the fusion trainer marks step, forward, backward and optimizer.
+TEST_F(Otf2Export, NvtxRangesAreRegions) {
+  if (!fs::exists(fs::path(bin_dir()) / "fusion_trainer")) GTEST_SKIP() << "fusion_trainer not built";
+  const fs::path run = collscope::test::fresh_dir("collscope-p2p-export", "trainer");
+  ASSERT_EQ(shell(fmt::format("timeout -s TERM 60 {0}/collscope trace -o {1} -- mpirun -np 2 --oversubscribe "
+                              "{0}/fusion_trainer --steps 3 --model-scale 0.02 > {1}.log 2>&1",
+                              bin_dir(), run.string())),
+            0)
+      << read_file(run.string() + ".log");
+  const fs::path archive = export_otf2(run);
+  const auto records = otf2_records(archive);
+  for (int rank = 0; rank < 2; ++rank) {
+    collscope::store::TraceReader reader((run / collscope::store::rank_file_name(rank)).string());
+    const auto strings = reader.strings();
+    std::map<std::string, int> expected, got;
+    reader.for_each_nvtx_range([&](const collscope::store::NvtxRangeRow& r) { ++expected[strings[static_cast<std::size_t>(r.name)]]; });
+    ASSERT_FALSE(expected.empty()) << "rank " << rank << ": no NVTX ranges traced";
+    for (const auto& r : records) {
+      std::smatch m;
+      const std::regex region("Region: \"([^\"]*)\"");
+      if (r.rank == rank && r.event == "ENTER" && std::regex_search(r.attributes, m, region) && expected.count(m[1]))
+        ++got[m[1]];
+    }
+    EXPECT_EQ(got, expected) << "rank " << rank;
+  }
+  // Nothing had to be cut to nest (the trainer's ranges enclose its calls).
+  EXPECT_EQ(read_file(archive.string() + ".err").find("cut at its end"), std::string::npos) << read_file(archive.string() + ".err");
 }
 
 #ifdef COLLSCOPE_TEST_OPEN_MPI_PROBE
