@@ -80,8 +80,9 @@ class RankExporter {
   RankExporter(const run::RankTrace& rank, const run::Run& run, const std::vector<detail::Completion>& completions,
                std::int64_t offset_ns, const ChromeExportOptions& options, EventStream& out, std::vector<FlowPoint>* flows,
                ChromeExportCounts& counts)
-      : rank_(rank), run_(run), completions_(completions), reader_(rank.path), screen_(rank.path, run::read_anchors(reader_, anchor_warnings_)), out_(out), flows_(flows),
-        counts_(counts), from_(options.from_ns), to_(options.to_ns) {
+      : rank_(rank), run_(run), completions_(completions), reader_(rank.path),
+        screen_(rank.path, run::read_anchors(reader_, anchor_warnings_)), out_(out), flows_(flows), counts_(counts),
+        from_(options.from_ns), to_(options.to_ns) {
     offset_ = offset_ns;
     pid_ = static_cast<std::int32_t>(reader_.meta_int(store::meta_key::kWorldRank).value_or(counts.ranks));
     strings_ = reader_.strings();
@@ -302,18 +303,20 @@ std::uint64_t write_flows(std::vector<FlowPoint>& points, EventStream& out, Chro
 
 // One arrow per matched message (run::match_messages, MPI's non-overtaking order), from the send's posting call
 // to the receive's blocking span (the completion slice of its completion call when non-blocking), where the data
-// arrived. Both ends
-// must have been exported (--ranks, --from-ms/--to-ms). Ids continue after the collectives' (`id`), so that no
-// two arrows share one.
+// arrived. Both ends must have been exported (--ranks, --from-ms/--to-ms). Ids continue after the collectives'
+// (`id`), so that no two arrows share one.
 void write_message_flows(const run::Run& run, const run::ClockAlignment& clocks,
                          const std::vector<std::vector<detail::Completion>>& completions, const ChromeExportOptions& options,
                          std::uint64_t id, EventStream& out, ChromeExportCounts& counts) {
   const run::MatchedMessages matched = run::match_messages(run);
-  // Where each non-blocking receive's completion slice starts (raw clock), per rank and call.
-  std::vector<std::map<std::int32_t, std::int64_t>> completed_at(run.ranks.size());
-  for (std::size_t r = 0; r < run.ranks.size(); ++r)
+  // Where each non-blocking call's completion slice starts (raw clock), per rank and call; kNone for blocking calls.
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+  std::vector<std::vector<std::int64_t>> completed_at(run.ranks.size());
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    completed_at[r].assign(run.ranks[r].point_to_point.size(), kNone);
     for (const auto& done : completions[r])
-      for (const auto& request : done.requests) completed_at[r][request.call] = done.start_ns;
+      for (const auto& request : done.requests) completed_at[r][static_cast<std::size_t>(request.call)] = done.start_ns;
+  }
   auto exported = [&](int r, const run::PointToPointCall& c) {
     const auto& rank = run.ranks[static_cast<std::size_t>(r)];
     const std::int64_t offset = clocks.offset_ns[static_cast<std::size_t>(r)] - clocks.origin_ns;
@@ -329,9 +332,10 @@ void write_message_flows(const run::Run& run, const run::ClockAlignment& clocks,
     const auto& send = run.ranks[static_cast<std::size_t>(m.send_rank)].point_to_point[static_cast<std::size_t>(m.send_call)];
     const auto& recv = run.ranks[static_cast<std::size_t>(m.recv_rank)].point_to_point[static_cast<std::size_t>(m.recv_call)];
     if (!exported(m.send_rank, send) || !exported(m.recv_rank, recv)) continue;
-    const auto& done = completed_at[static_cast<std::size_t>(m.recv_rank)];
-    const auto completion = done.find(m.recv_call);
-    const std::int64_t recv_at = completion != done.end() ? completion->second : recv.start_ns;
+    const std::int64_t completed = completed_at[static_cast<std::size_t>(m.recv_rank)][static_cast<std::size_t>(m.recv_call)];
+    const std::int64_t recv_at = completed != kNone ? completed : recv.start_ns;
+    // A window that ends inside the request's life, before its completion: the receive's end of the arrow is not there.
+    if (clocks.aligned(m.recv_rank, recv_at) - clocks.origin_ns > options.to_ns) continue;
     const auto& sender = run.ranks[static_cast<std::size_t>(m.send_rank)];
     const auto& receiver = run.ranks[static_cast<std::size_t>(m.recv_rank)];
     ++id;

@@ -152,6 +152,20 @@ TEST_F(MessageExport, ChromeHaloExchangeHasEveryCallAndOneArrowPerMessage) {
     EXPECT_EQ(receives, 1) << recv->dump();
   }
   EXPECT_NE(summary.find("80 point-to-point calls (40 messages matched)"), std::string::npos) << summary;
+
+  // Ranks 0 and 1 only: their calls, and the arrows between them (0 -> 1 and 1 -> 0, one per step each).
+  const fs::path part = halo_.string() + "-01.json";
+  ASSERT_EQ(shell(fmt::format("{}/collscope export {} -o {} --ranks 0,1 2> /dev/null", bin_dir(), halo_.string(), part.string())), 0);
+  const ChromeMessages sliced = messages_of(json::parse(read_file(part)));
+  std::set<int> pids;
+  for (const auto& [key, slices] : sliced.slices) pids.insert(key.first);
+  EXPECT_EQ(pids, (std::set<int>{0, 1}));
+  std::map<std::pair<int, int>, int> directions;
+  for (const auto& [id, arrow] : sliced.arrows) {
+    ASSERT_TRUE(bound(sliced, arrow.first) && bound(sliced, arrow.second)) << arrow.first.dump();
+    ++directions[{arrow.first["pid"].get<int>(), arrow.second["pid"].get<int>()}];
+  }
+  EXPECT_EQ(directions, (std::map<std::pair<int, int>, int>{{{0, 1}, kHaloSteps}, {{1, 0}, kHaloSteps}}));
 }
 
 TEST_F(MessageExport, ChromePingPongHasEverySendAndReceiveLinked) {
