@@ -11,6 +11,7 @@ packages=(
   mpich libmpich-dev gfortran python3-mpi4py
   qt6-base-dev xvfb xauth
   chromium  # renders the HTML reports in the tests (headless)
+  libopen-trace-format2-dev otf2-tools  # OTF2 export (found by pkg-config); otf2-print reads it back in the tests
   python3 python3-torch
 )
 missing=()

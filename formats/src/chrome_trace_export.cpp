@@ -1,9 +1,13 @@
 // Chrome trace export. Streams each rank's rows straight to the output (a 10 M-row run never sits in memory);
 // only the flow points (32 B per collective) are kept until the end, to chain each collective across ranks.
+// Point-to-point calls come from the loaded run instead (run::load_run holds them anyway, 88 B each), because
+// their arrows need run::match_messages, which pairs sends and receives across all ranks.
 #include <collscope/formats/chrome_trace.hpp>
 #include <collscope/run/clock_alignment.hpp>
+#include <collscope/run/matching.hpp>
 #include <collscope/run/physical_limits.hpp>
 #include <collscope/run/run.hpp>
+#include <collscope/run/wait_states.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 
@@ -17,6 +21,8 @@
 #include <set>
 #include <vector>
 
+#include "completions.hpp"
+#include "export_run.hpp"
 #include "json_text.hpp"
 
 namespace collscope::formats {
@@ -71,10 +77,12 @@ std::string micros(std::int64_t ns) { return fmt::format("{:.3f}", double(ns) / 
 class RankExporter {
  public:
   // offset_ns: what turns this file's CLOCK_MONOTONIC into run time (run::ClockAlignment's offset − origin).
-  RankExporter(const std::string& path, std::int64_t offset_ns, const ChromeExportOptions& options, EventStream& out,
-               std::vector<FlowPoint>* flows, ChromeExportCounts& counts)
-      : reader_(path), screen_(path, run::read_anchors(reader_, anchor_warnings_)), out_(out), flows_(flows),
-        counts_(counts), from_(options.from_ns), to_(options.to_ns) {
+  RankExporter(const run::RankTrace& rank, const run::Run& run, const std::vector<detail::Completion>& completions,
+               std::int64_t offset_ns, const ChromeExportOptions& options, EventStream& out, std::vector<FlowPoint>* flows,
+               ChromeExportCounts& counts)
+      : rank_(rank), run_(run), completions_(completions), reader_(rank.path),
+        screen_(rank.path, run::read_anchors(reader_, anchor_warnings_)), out_(out), flows_(flows), counts_(counts),
+        from_(options.from_ns), to_(options.to_ns) {
     offset_ = offset_ns;
     pid_ = static_cast<std::int32_t>(reader_.meta_int(store::meta_key::kWorldRank).value_or(counts.ranks));
     strings_ = reader_.strings();
@@ -94,6 +102,8 @@ class RankExporter {
     // collective's GPU span (which knows only the stream) uses the track.
     reader_.for_each_gpu_activity([&](const store::GpuActivityRow& r) { gpu(r); });
     reader_.for_each_collective([&](const store::CollectiveRow& r) { collective(r); });
+    for (const auto& c : rank_.point_to_point) point_to_point(c);
+    for (const auto& done : completions_) completion(done);
     reader_.for_each_nvtx_range([&](const store::NvtxRangeRow& r) { nvtx(r); });
     for (const auto& r : reader_.calls_in_flight()) in_flight(r);
     ++counts_.ranks;
@@ -164,6 +174,55 @@ class RankExporter {
     ++counts_.collectives;
   }
 
+  // Peer, tag and bytes of a point-to-point call as slice args. One side: peer, tag, bytes; both (sendrecv): each
+  // side prefixed. Peers are world ranks (-1 MPI_PROC_NULL, -2 a wildcard source the tracer could not read).
+  static std::string message_args(const run::PointToPointCall& c) {
+    if (c.sends() && c.receives())
+      return fmt::format(R"("send_peer":{},"send_tag":{},"send_bytes":{},"recv_peer":{},"recv_tag":{},"recv_bytes":{})",
+                         c.send_peer, c.send_tag, c.send_bytes, c.recv_peer, c.recv_tag, c.recv_bytes);
+    if (c.sends()) return fmt::format(R"("peer":{},"tag":{},"bytes":{})", c.send_peer, c.send_tag, c.send_bytes);
+    if (c.receives()) return fmt::format(R"("peer":{},"tag":{},"bytes":{})", c.recv_peer, c.recv_tag, c.recv_bytes);
+    return "";
+  }
+
+  // One slice per MPI point-to-point call where it was inside MPI (run/wait_states.hpp): a blocking call's span,
+  // a non-blocking or persistent one's posting call. Their completions are completion() slices.
+  void point_to_point(const run::PointToPointCall& c) {
+    if (!visible(c.start_ns, c.end_ns)) return;
+    const run::MpiSpans spans = run::spans_in_mpi(c);
+    const auto& comm = run_.communicators[static_cast<std::size_t>(c.comm)];
+    std::string args = fmt::format(R"("communicator":{},"seq":{},"status":{})", json_quote(comm.name), c.seq, c.status);
+    if (const std::string m = message_args(c); !m.empty()) args += "," + m;
+    if (spans.nonblocking) args += fmt::format(R"(,"request_us":{})", micros(c.end_ns - c.start_ns));
+    out_.event(R"({{"ph":"X","cat":"point_to_point","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
+               json_quote(store::op_name(c.op)), pid_, tid(c.thread), ts(spans.post.start_ns), micros(spans.post.length()), args);
+    ++counts_.point_to_point;
+  }
+
+  // The completion of non-blocking point-to-point requests (detail::completions: one slice per completion call,
+  // whatever number of requests it completed, so that an arrow to a receive binds to one slice): named by the one
+  // request, "completion (2 irecv, 2 isend)" for several; args.requests lists them.
+  void completion(const detail::Completion& done) {
+    if (!visible(done.start_ns, done.end_ns)) return;
+    std::map<std::string, int> ops;
+    std::string requests;
+    for (const auto& r : done.requests) {
+      const auto& c = rank_.point_to_point[static_cast<std::size_t>(r.call)];
+      ++ops[std::string(store::op_name(c.op))];
+      requests += fmt::format(R"({}{{"op":{},"seq":{},{}}})", requests.empty() ? "" : ",", json_quote(store::op_name(c.op)),
+                              c.seq, message_args(c));
+    }
+    std::string name = fmt::format("{} (completion)", ops.begin()->first);
+    if (done.requests.size() > 1) {
+      name = "completion (";
+      for (const auto& [op, n] : ops) name += fmt::format("{}{} {}", name.back() == '(' ? "" : ", ", n, op);
+      name += ")";
+    }
+    out_.event(
+        R"({{"ph":"X","cat":"point_to_point","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"wait_calls":{},"requests":[{}]}}}})",
+        json_quote(name), pid_, tid(done.thread), ts(done.start_ns), micros(done.end_ns - done.start_ns), done.wait_calls, requests);
+  }
+
   void nvtx(const store::NvtxRangeRow& r) {
     std::int64_t end_ns = r.end_ns.value_or(r.start_ns);
     if (!screen_.span("nvtx_ranges", r.id, r.start_ns, end_ns) || !visible(r.start_ns, end_ns)) return;
@@ -202,6 +261,9 @@ class RankExporter {
     ++counts_.calls_in_flight;
   }
 
+  const run::RankTrace& rank_;
+  const run::Run& run_;
+  const std::vector<detail::Completion>& completions_;
   store::TraceReader reader_;
   std::vector<std::string> anchor_warnings_;  // the run loader reports these
   run::RowScreen screen_;
@@ -219,7 +281,7 @@ class RankExporter {
 
 // One arrow chain per collective seen on two or more ranks: s on the first to arrive, t on the middle ones,
 // f on the last, each bound to the collective's slice on that rank.
-void write_flows(std::vector<FlowPoint>& points, EventStream& out, ChromeExportCounts& counts) {
+std::uint64_t write_flows(std::vector<FlowPoint>& points, EventStream& out, ChromeExportCounts& counts) {
   std::sort(points.begin(), points.end());
   std::uint64_t id = 0;
   for (std::size_t i = 0; i < points.size();) {
@@ -236,6 +298,53 @@ void write_flows(std::vector<FlowPoint>& points, EventStream& out, ChromeExportC
     }
     i = j;
   }
+  return id;
+}
+
+// One arrow per matched message (run::match_messages, MPI's non-overtaking order), from the send's posting call
+// to the receive's blocking span (the completion slice of its completion call when non-blocking), where the data
+// arrived. Both ends must have been exported (--ranks, --from-ms/--to-ms). Ids continue after the collectives'
+// (`id`), so that no two arrows share one.
+void write_message_flows(const run::Run& run, const run::ClockAlignment& clocks,
+                         const std::vector<std::vector<detail::Completion>>& completions, const ChromeExportOptions& options,
+                         std::uint64_t id, EventStream& out, ChromeExportCounts& counts) {
+  const run::MatchedMessages matched = run::match_messages(run);
+  // Where each non-blocking call's completion slice starts (raw clock), per rank and call; kNone for blocking calls.
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+  std::vector<std::vector<std::int64_t>> completed_at(run.ranks.size());
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    completed_at[r].assign(run.ranks[r].point_to_point.size(), kNone);
+    for (const auto& done : completions[r])
+      for (const auto& request : done.requests) completed_at[r][static_cast<std::size_t>(request.call)] = done.start_ns;
+  }
+  auto exported = [&](int r, const run::PointToPointCall& c) {
+    const auto& rank = run.ranks[static_cast<std::size_t>(r)];
+    const std::int64_t offset = clocks.offset_ns[static_cast<std::size_t>(r)] - clocks.origin_ns;
+    return (options.ranks.empty() || std::find(options.ranks.begin(), options.ranks.end(), rank.world_rank) != options.ranks.end()) &&
+           c.end_ns + offset >= options.from_ns && c.start_ns + offset <= options.to_ns;
+  };
+  auto tid = [&](const run::RankTrace& rank, std::int64_t thread) {
+    for (const auto& t : rank.threads)
+      if (t.id == thread) return t.tid;
+    return thread;
+  };
+  for (const auto& m : matched.messages) {
+    const auto& send = run.ranks[static_cast<std::size_t>(m.send_rank)].point_to_point[static_cast<std::size_t>(m.send_call)];
+    const auto& recv = run.ranks[static_cast<std::size_t>(m.recv_rank)].point_to_point[static_cast<std::size_t>(m.recv_call)];
+    if (!exported(m.send_rank, send) || !exported(m.recv_rank, recv)) continue;
+    const std::int64_t completed = completed_at[static_cast<std::size_t>(m.recv_rank)][static_cast<std::size_t>(m.recv_call)];
+    const std::int64_t recv_at = completed != kNone ? completed : recv.start_ns;
+    // A window that ends inside the request's life, before its completion: the receive's end of the arrow is not there.
+    if (clocks.aligned(m.recv_rank, recv_at) - clocks.origin_ns > options.to_ns) continue;
+    const auto& sender = run.ranks[static_cast<std::size_t>(m.send_rank)];
+    const auto& receiver = run.ranks[static_cast<std::size_t>(m.recv_rank)];
+    ++id;
+    out.event(R"({{"ph":"s","cat":"message","name":"message","id":{},"pid":{},"tid":{},"ts":{}}})", id, sender.world_rank,
+              tid(sender, send.thread), micros(clocks.aligned(m.send_rank, send.start_ns) - clocks.origin_ns));
+    out.event(R"({{"ph":"f","bp":"e","cat":"message","name":"message","id":{},"pid":{},"tid":{},"ts":{}}})", id,
+              receiver.world_rank, tid(receiver, recv.thread), micros(clocks.aligned(m.recv_rank, recv_at) - clocks.origin_ns));
+    ++counts.messages;
+  }
 }
 
 }  // namespace
@@ -245,12 +354,7 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
   // Times on the run's one aligned clock (collscope::run: per host, refined from the collectives), from the run's
   // origin: the report, the viewer and this export agree to the nanosecond. Only the collectives are held for
   // that (the rest streams from the files below).
-  const run::Run run = run::load_run(run_dir, {.nvtx_ranges = false, .gpu_activities = false});
-  for (const auto& path : store::rank_files(run_dir))
-    if (std::none_of(run.ranks.begin(), run.ranks.end(), [&](const run::RankTrace& r) { return r.path == path; })) {
-      auto problem = std::find_if(run.problems.begin(), run.problems.end(), [&](const std::string& p) { return p.starts_with(path); });
-      throw InputError(problem != run.problems.end() ? *problem : fmt::format("{}: unreadable rank file", path));
-    }
+  const run::Run run = detail::load_run_for_export(run_dir, {.nvtx_ranges = false, .gpu_activities = false});
   const run::ClockAlignment clocks = run::ClockAligner().align(run);
   for (int r : options.ranks)
     if (run.rank_index(r) < 0)
@@ -259,6 +363,8 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
   ChromeExportCounts counts;
   counts.problems = run.problems;
   std::vector<FlowPoint> flows;
+  std::vector<std::vector<detail::Completion>> completions;
+  for (const auto& rank : run.ranks) completions.push_back(detail::completions(rank, false));
   {
     EventStream events(out);
     events.raw(fmt::format(R"({{"displayTimeUnit":"ns","otherData":{{"producer":"collscope","run":{},"clock_realtime_origin_ns":{}}},"traceEvents":[)",
@@ -267,14 +373,15 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
       const auto& rank = run.ranks[i];
       if (!options.ranks.empty() && std::find(options.ranks.begin(), options.ranks.end(), rank.world_rank) == options.ranks.end())
         continue;
-      RankExporter exporter(rank.path, clocks.offset_ns[i] - clocks.origin_ns, options, events,
+      RankExporter exporter(rank, run, completions[i], clocks.offset_ns[i] - clocks.origin_ns, options, events,
                             options.flows ? &flows : nullptr, counts);
       exporter.run();
       for (auto& w : exporter.warnings())
         if (std::find(counts.problems.begin(), counts.problems.end(), w) == counts.problems.end())
           counts.problems.push_back(std::move(w));
     }
-    write_flows(flows, events, counts);
+    const std::uint64_t last_id = write_flows(flows, events, counts);
+    if (options.flows) write_message_flows(run, clocks, completions, options, last_id, events, counts);
     events.raw("\n]}\n");
   }
   if (!out) throw InputError(fmt::format("{}: writing the Chrome trace failed", run_dir));

@@ -1,6 +1,7 @@
 #include <collscope/formats/chrome_trace.hpp>
 #include <collscope/formats/cli.hpp>
 #include <collscope/formats/horovod_timeline.hpp>
+#include <collscope/formats/otf2.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/schema.hpp>
 
@@ -59,9 +60,33 @@ std::vector<int> parse_ranks(const std::string& text) {
   return out;
 }
 
+// --format otf2: an archive directory, the whole run (OTF2 readers select ranks and times themselves).
+int run_otf2_export(const ExportArgs& args) {
+  if (args.output.empty() || args.output == "-")
+    throw InputError("--format otf2 writes a directory: give it with -o DIR");
+  if (!args.ranks.empty() || args.from_ms != 0 || args.to_ms >= 0 || args.no_flows)
+    throw InputError("--format otf2 exports the whole run: --ranks, --from-ms, --to-ms and --no-flows are for chrome");
+  const auto counts = naming_input(args.run_dir, "exporting this run", [&] { return export_otf2(args.run_dir, args.output); });
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope export: %s\n", p.c_str());
+  if (counts.cut_regions)
+    std::fprintf(stderr, "collscope export: %lld regions overlapped the one they started in without nesting; cut at its end\n",
+                 static_cast<long long>(counts.cut_regions));
+  std::fprintf(stderr,
+               "collscope export: %lld ranks, %lld locations, %lld events: %lld MpiSend, %lld MpiRecv, %lld MpiIsend, "
+               "%lld MpiIrecv, %lld MPI collectives, %lld non-blocking collectives, %lld NVTX ranges -> %s/traces.otf2\n",
+               static_cast<long long>(counts.ranks), static_cast<long long>(counts.locations),
+               static_cast<long long>(counts.events), static_cast<long long>(counts.sends),
+               static_cast<long long>(counts.receives), static_cast<long long>(counts.isends),
+               static_cast<long long>(counts.irecvs), static_cast<long long>(counts.collectives),
+               static_cast<long long>(counts.nonblocking_collectives), static_cast<long long>(counts.nvtx_ranges),
+               args.output.c_str());
+  return 0;
+}
+
 int run_export(const ExportArgs& args) {
+  if (args.format == "otf2") return run_otf2_export(args);
   if (args.format != "chrome" && args.format != "perfetto")
-    throw InputError(fmt::format("--format {}: unknown (chrome)", args.format));
+    throw InputError(fmt::format("--format {}: unknown (chrome, otf2)", args.format));
   ChromeExportOptions options;
   options.flows = !args.no_flows;
   if (!args.ranks.empty()) options.ranks = parse_ranks(args.ranks);
@@ -92,10 +117,12 @@ int run_export(const ExportArgs& args) {
   }
   for (const auto& p : counts.problems) std::fprintf(stderr, "collscope export: %s\n", p.c_str());
   std::fprintf(stderr,
-               "collscope export: %lld ranks, %lld collectives (%lld matched across ranks), %lld NVTX ranges, %lld GPU "
-               "activities, %lld calls in flight -> %s (open in ui.perfetto.dev or chrome://tracing)\n",
+               "collscope export: %lld ranks, %lld collectives (%lld matched across ranks), %lld point-to-point calls "
+               "(%lld messages matched), %lld NVTX ranges, %lld GPU activities, %lld calls in flight -> %s (open in "
+               "ui.perfetto.dev or chrome://tracing)\n",
                static_cast<long long>(counts.ranks), static_cast<long long>(counts.collectives),
-               static_cast<long long>(counts.flows), static_cast<long long>(counts.nvtx_ranges),
+               static_cast<long long>(counts.flows), static_cast<long long>(counts.point_to_point),
+               static_cast<long long>(counts.messages), static_cast<long long>(counts.nvtx_ranges),
                static_cast<long long>(counts.gpu_activities), static_cast<long long>(counts.calls_in_flight),
                args.output.empty() ? "stdout" : args.output.c_str());
   return 0;
@@ -125,15 +152,17 @@ int run_import(const ImportArgs& args) {
 
 void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   auto e = std::make_shared<ExportArgs>();
-  auto* exp = app.add_subcommand("export", "Write a traced run as a Chrome trace (JSON) for Perfetto or chrome://tracing");
+  auto* exp = app.add_subcommand("export", "Write a traced run as a Chrome trace (JSON) for Perfetto or chrome://tracing, or as OTF2");
   exp->add_option("RUN_DIR", e->run_dir, "Run directory with rank-*.sqlite")->required();
-  exp->add_option("-o,--output", e->output, "Write the trace to FILE (default: stdout)")->type_name("FILE");
-  exp->add_option("--format", e->format, "chrome (the Trace Event Format Perfetto also reads)")->capture_default_str()->type_name("FORMAT");
-  exp->add_flag("--no-flows", e->no_flows, "Leave out the arrows linking each collective across its ranks");
+  exp->add_option("-o,--output", e->output, "Write the trace to FILE (default: stdout); otf2: the archive's directory")->type_name("FILE");
+  exp->add_option("--format", e->format, "chrome (the Trace Event Format Perfetto also reads) or otf2 (Vampir, Scalasca, otf2-print)")
+      ->capture_default_str()->type_name("FORMAT");
+  exp->add_flag("--no-flows", e->no_flows, "Leave out the arrows linking each collective across its ranks and each send to its receive");
   exp->add_option("--ranks", e->ranks, "Only these world ranks, e.g. 0,3,8-15 (a browser opens ~1 GB of JSON at most)")->type_name("LIST");
   exp->add_option("--from-ms", e->from_ms, "Only events that end after this time (ms from the run's start)")->type_name("MS");
   exp->add_option("--to-ms", e->to_ms, "Only events that start before this time (ms from the run's start)")->type_name("MS");
-  exp->footer("Example: collscope export run1 -o run1.json   # then open run1.json in ui.perfetto.dev");
+  exp->footer("Example: collscope export run1 -o run1.json   # then open run1.json in ui.perfetto.dev\n"
+              "         collscope export run1 --format otf2 -o run1-otf2   # then otf2-print run1-otf2/traces.otf2");
   exp->callback([&action, e] { action = [e] { return run_export(*e); }; });
 
   auto i = std::make_shared<ImportArgs>();

@@ -229,13 +229,14 @@ std::string rank_file_edit(std::mt19937_64& rng) {
 Case run_command(int k, const std::string& what) {
   const std::string exe = collscope_exe();
   const std::string seed = seeds().run.string();
-  switch (k % 6) {
+  switch (k % 7) {
     case 0: return make_case(what, {exe, "analyze", "m"}, {"m"}, Output::Text);
     case 1: return make_case(what, {exe, "analyze", "m", "--format", "json"}, {"m"}, Output::Json);
     case 2: return make_case(what, {exe, "analyze", "m", "--format", "html", "-o", "r.html"}, {"m"}, Output::File, "r.html");
     case 3: return make_case(what, {exe, "analyze", "m", "--format", "markdown"}, {"m"}, Output::Text);
     case 4: return make_case(what, {exe, "compare", seed, "m", "--format", "json"}, {"m"}, Output::Json, {}, true);
-    default: return make_case(what, {exe, "export", "m", "-o", "t.json"}, {"m"}, Output::JsonFile, "t.json");
+    case 5: return make_case(what, {exe, "export", "m", "-o", "t.json"}, {"m"}, Output::JsonFile, "t.json");
+    default: return make_case(what, {exe, "export", "m", "--format", "otf2", "-o", "o"}, {"m"}, Output::File, "o/traces.otf2");
   }
 }
 
