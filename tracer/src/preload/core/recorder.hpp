@@ -44,10 +44,17 @@ int call_inside(Call&& call) {
 // point calls have their own numbering per communicator on this rank (an order, not a cross-rank key).
 enum class SeqSpace { Collective, PointToPoint };
 
+// A collective's number is a plain load and store, not a locked read-modify-write (~10 ns saved per call): MPI and
+// NCCL forbid two threads to call collectives on one communicator at once, so nothing races for it. Point-to-point
+// calls may come from several threads on one communicator (MPI_THREAD_MULTIPLE): theirs stays atomic.
 inline std::int64_t take_seq(std::uint32_t comm_slot_index, SeqSpace space) {
   CommSlot& s = comm_slot(comm_slot_index);
-  auto& counter = space == SeqSpace::Collective ? s.next_seq : s.next_p2p_seq;
-  return counter.fetch_add(1, std::memory_order_relaxed);
+  if (space == SeqSpace::Collective) {
+    const std::int64_t seq = s.next_seq.load(std::memory_order_relaxed);
+    s.next_seq.store(seq + 1, std::memory_order_relaxed);
+    return seq;
+  }
+  return s.next_p2p_seq.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The finished event into this thread's buffer (the thread field is set there).
