@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     }
     const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count();
     // Each size in its own process: peak RSS (ru_maxrss) is per process and never goes down.
+    // fork without exec, not the launcher (collscope/process): the child runs this code, nothing is started.
     int pipefd[2];
     if (pipe(pipefd) != 0) return 2;
     const pid_t pid = fork();

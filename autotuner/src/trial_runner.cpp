@@ -1,13 +1,13 @@
-// fork/execv of one trial with a wall-clock limit; the whole process tree is killed on timeout.
+// One trial, started with the launcher (collscope/process), with a wall-clock limit; the whole process tree is killed
+// on timeout.
 #include <collscope/autotuner/trial_runner.hpp>
+#include <collscope/process/process.hpp>
 #include <collscope/store/error.hpp>
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,7 +19,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <thread>
 
 namespace collscope::autotuner {
 
@@ -174,78 +173,68 @@ TrialOutcome run_trial(const TrialLaunch& launch, const TrialMonitor& monitor,
   if (launch.marker.empty()) throw Error("trial: no marker for its processes");
   const int log_fd = ::open(launch.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) throw Error(fmt::format("{}: cannot create the trial log: {}", launch.log_path, std::strerror(errno)));
-  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
-  std::vector<char*> args;
-  for (const auto& a : launch.argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : launch.env) env_strings.push_back(k + "=" + v);
-  env_strings.push_back(fmt::format("{}={}", kTrialMarkerVariable, launch.marker));
+  process::Command command(launch.argv);
+  command.search_path = false;  // argv[0] is a path
+  for (const auto& [k, v] : launch.env) command.set_env(k, v);
+  command.set_env(kTrialMarkerVariable, launch.marker);
+  command.in = process::Redirect::null();
+  command.out = process::Redirect::descriptor(log_fd);
+  command.err = process::Redirect::descriptor(log_fd);
+  // Its own group, which timeouts and stops kill; if the tuner dies (SIGKILL), the trial's top process dies with
+  // it, and --resume kills the rest of its group.
+  command.own_process_group = true;
+  command.die_with_parent = true;
   const auto start = Clock::now();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    throw Error(fmt::format("fork: {}", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    // If the tuner dies (SIGKILL), the trial's top process dies with it; --resume kills the rest of its group.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    for (auto& s : env_strings) ::putenv(s.data());
-    ::execv(args[0], args.data());
+  std::optional<process::Process> trial;
+  try {
+    trial.emplace(process::Process::start(command));
+  } catch (const process::LaunchError&) {
+    // As a trial whose command cannot run: exit code 127, the reason in its log.
     const char* msg = "collscope tune: cannot run the trial command\n";
-    [[maybe_unused]] auto n = ::write(2, msg, std::strlen(msg));
-    ::_exit(127);
+    [[maybe_unused]] auto n = ::write(log_fd, msg, std::strlen(msg));
+    ::close(log_fd);
+    TrialOutcome failed;
+    failed.exit_code = 127;
+    failed.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return failed;
   }
-  ::setpgid(pid, pid);  // also in the parent: no race with the first kill
   ::close(log_fd);
+  const pid_t pid = trial->pid();
   TrialProcesses processes{current_host(), current_boot_id(), pid, process_start_ticks(pid).value_or(0), launch.marker};
   if (on_started) on_started(processes);
 
   TrialOutcome out;
-  int status = 0;
   auto next_check = start + std::chrono::milliseconds(500);
   bool killed = false;
-  while (true) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) break;
+  std::optional<process::Result> result;
+  while (!(result = trial->wait_for(std::chrono::milliseconds(20)))) {
     const auto now = Clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
-    if (!killed) {
-      if (elapsed > launch.timeout_s) {
-        out.timed_out = true;
-        out.stop_reason = fmt::format("timeout: exceeded the {:g} s wall-clock limit", launch.timeout_s);
-      } else if (interrupt && interrupt->load()) {
-        out.interrupted = true;
-        out.stop_reason = "interrupted: the tuner was stopped";
-      } else if (monitor && now >= next_check) {
-        next_check = now + std::chrono::milliseconds(500);
-        if (auto reason = monitor(); reason && !reason->empty()) {
-          out.stopped = true;
-          out.stop_reason = *reason;
-        }
-      }
-      if (out.timed_out || out.stopped || out.interrupted) {
-        kill_process_tree(pid, pid);
-        killed = true;
+    if (killed) continue;
+    if (elapsed > launch.timeout_s) {
+      out.timed_out = true;
+      out.stop_reason = fmt::format("timeout: exceeded the {:g} s wall-clock limit", launch.timeout_s);
+    } else if (interrupt && interrupt->load()) {
+      out.interrupted = true;
+      out.stop_reason = "interrupted: the tuner was stopped";
+    } else if (monitor && now >= next_check) {
+      next_check = now + std::chrono::milliseconds(500);
+      if (auto reason = monitor(); reason && !reason->empty()) {
+        out.stopped = true;
+        out.stop_reason = *reason;
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (out.timed_out || out.stopped || out.interrupted) {
+      // Not the group alone: launchers may move ranks to groups of their own.
+      kill_process_tree(pid, pid);
+      killed = true;
+    }
   }
   // Ranks that outlived the launcher must not keep running. The top process is reaped, so its pid and group id
   // may be reused already: its processes are found by their marker, not by the group.
   kill_leftover_trial(processes);
   out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) out.exit_code = 128 + WTERMSIG(status);
-  else out.exit_code = 1;
+  out.exit_code = result->exited() || result->signal ? result->status() : 1;
   return out;
 }
 

@@ -75,6 +75,7 @@ void write_timeline(const std::string& path, int ranks, int steps, int tensors) 
 }
 
 // Runs `f` in a child process; returns the child's peak RSS (KiB) and passes back the seconds `f` stored.
+// fork without exec, not the launcher (collscope/process): the child runs `f`, nothing is started.
 template <typename F>
 long in_child(F&& f, double& seconds_out) {
   int fds[2];

@@ -1,9 +1,9 @@
 // Real tuning runs through the collscope binary: literal knob values, failures recorded, resume after SIGKILL.
 #include <collscope/autotuner/study.hpp>
+#include <collscope/process/process.hpp>
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -38,29 +38,20 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-pid_t spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
-    std::freopen(log.c_str(), "w", stderr);
-    std::freopen(log.c_str(), "a", stdout);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+// Starts `argv` in `cwd`, stdout and stderr into `log`; in the test's process group, so that a SIGKILL to it hits the
+// tuner alone (its trials live on, as after a crash).
+collscope::process::Process spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
+  collscope::process::Command command(argv);
+  command.search_path = false;
+  command.working_dir = cwd.string();
+  command.out = collscope::process::Redirect::file(log.string());
+  command.err = collscope::process::Redirect::to_stdout();
+  command.own_process_group = false;
+  return collscope::process::Process::start(command);
 }
 
 int run(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
-  return wait_exit(spawn(argv, cwd, log));
+  return spawn(argv, cwd, log).wait().status();
 }
 }  // namespace
 
@@ -108,7 +99,7 @@ trial: {timeout_s: 8, confirm_top: 1, confirm_repeats: 1, early_stopping: false}
                                          "--oversubscribe", "--mca", "btl", "self,vader", bin_dir() + "/fusion_trainer",
                                          "--batch-size", "{batch_size}", "--steps", "6", "--warmup-steps", "1",
                                          "--max-batch-size", "96", "--hang-after-step", "{hang}"};
-  const pid_t tuner = spawn(argv, dir, dir / "tune1.log");
+  auto tuner = spawn(argv, dir, dir / "tune1.log");
   // SIGKILL the tuner while the hanging trial (the second) runs.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   bool second_running = false;
@@ -120,8 +111,8 @@ trial: {timeout_s: 8, confirm_top: 1, confirm_repeats: 1, early_stopping: false}
   }
   ASSERT_TRUE(second_running) << read(dir / "tune1.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  ::kill(tuner, SIGKILL);
-  EXPECT_EQ(wait_exit(tuner), 128 + SIGKILL);
+  tuner.signal(SIGKILL);
+  EXPECT_EQ(tuner.wait().status(), 128 + SIGKILL);
 
   auto resumed = argv;
   resumed.insert(resumed.begin() + 3, "--resume");

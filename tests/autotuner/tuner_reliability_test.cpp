@@ -4,12 +4,11 @@
 // a huge study in memory.
 #include <collscope/autotuner/study.hpp>
 #include <collscope/autotuner/tuner.hpp>
+#include <collscope/process/process.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,32 +41,19 @@ void sql(const fs::path& db, const std::string& statements) {
   ASSERT_EQ(shell("sqlite3 " + shell_quote(db.string()) + " " + shell_quote(statements)), 0) << statements;
 }
 
-pid_t spawn_shell(const std::string& cmd, const fs::path& cwd) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid, rusage* usage = nullptr) {
-  int status = 0;
-  rusage ignored{};
-  ::wait4(pid, &status, 0, usage ? usage : &ignored);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+// `cmd` run by /bin/sh in `cwd`, in the test's process group (a SIGKILL to it hits that process alone).
+collscope::process::Process spawn_shell(const std::string& cmd, const fs::path& cwd) {
+  collscope::process::Command command({"/bin/sh", "-c", cmd});
+  command.working_dir = cwd.string();
+  command.own_process_group = false;
+  return collscope::process::Process::start(command);
 }
 
 // An unrelated process in its own session (process group == its pid), as any user may have running.
-pid_t start_unrelated_sleeper() {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setsid();
-    ::execl("/bin/sleep", "sleep", "1000", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
+collscope::process::Process start_unrelated_sleeper() {
+  collscope::process::Command command({"/bin/sleep", "1000"});
+  command.new_session = true;
+  return collscope::process::Process::start(command);
 }
 
 bool alive(pid_t pid) {
@@ -141,15 +127,15 @@ std::string resume_command(const fs::path& dir, const std::string& extra = "") {
 TEST(TuneResume, NeverSignalsAProcessGroupItCannotProveIsItsTrial) {
   const fs::path dir = fresh_dir("unrelated");
   const fs::path study = quick_study(dir);
-  const pid_t sleeper = start_unrelated_sleeper();
+  auto sleeper = start_unrelated_sleeper();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_TRUE(alive(sleeper));
+  ASSERT_TRUE(alive(sleeper.pid()));
   // Same host, same boot, the sleeper's group; the trial's leader started earlier than the sleeper (pid reuse).
-  mark_running(study, sleeper, start_ticks(sleeper) - 100, "someone-else-1");
+  mark_running(study, sleeper.pid(), start_ticks(sleeper.pid()) - 100, "someone-else-1");
   const int rc = shell(resume_command(dir));
-  const bool survived = alive(sleeper);
-  ::kill(sleeper, SIGKILL);
-  wait_exit(sleeper);
+  const bool survived = alive(sleeper.pid());
+  sleeper.signal(SIGKILL);
+  sleeper.wait();
   EXPECT_EQ(rc, 0) << read_file(dir / "resume.log");
   EXPECT_TRUE(survived) << "the tuner killed an unrelated process group";
   const auto trials = Study::open(study.string()).trials();
@@ -191,15 +177,15 @@ objective: {kind: regex, regex: 'score ([0-9]+)'}
 trial: {timeout_s: 60, confirm_top: 0}
 )Y");
   // The job records its pid, then sleeps: the tuner is SIGKILLed meanwhile, the job lives on as an orphan.
-  const pid_t tuner = spawn_shell("exec " + collscope_exe() + " tune space.yaml --study s.sqlite --trials 1 --no-progress -- "
-                                  "/bin/sh -c 'echo $$ > {trial_dir}/job.pid; exec sleep 1000' > tune.log 2>&1", dir);
+  auto tuner = spawn_shell("exec " + collscope_exe() + " tune space.yaml --study s.sqlite --trials 1 --no-progress -- "
+                           "/bin/sh -c 'echo $$ > {trial_dir}/job.pid; exec sleep 1000' > tune.log 2>&1", dir);
   const fs::path pid_file = dir / "s.sqlite.trials" / "trial-0001" / "job.pid";
   for (int i = 0; i < 100 && read_file(pid_file).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const std::string pid_text = read_file(pid_file);
   ASSERT_FALSE(pid_text.empty()) << read_file(dir / "tune.log");
   const pid_t job = static_cast<pid_t>(std::stol(pid_text));
-  ::kill(tuner, SIGKILL);
-  wait_exit(tuner);
+  tuner.signal(SIGKILL);
+  tuner.wait();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_TRUE(alive(job)) << "the job died with the tuner: nothing left to test";
   // The re-run of the interrupted point hits its 1 s limit; what matters is the orphan.
@@ -221,8 +207,8 @@ TEST(TuneResume, SecondTunerOnOneStudyIsRefused) {
 objective: {kind: regex, regex: 'score ([0-9]+)'}
 trial: {timeout_s: 30, confirm_top: 0}
 )Y");
-  const pid_t first = spawn_shell("exec " + collscope_exe() + " tune space.yaml --study s.sqlite --trials 1 --no-progress -- "
-                                  "/bin/sh -c 'sleep 2; echo score {v}' > first.log 2>&1", dir);
+  auto first = spawn_shell("exec " + collscope_exe() + " tune space.yaml --study s.sqlite --trials 1 --no-progress -- "
+                           "/bin/sh -c 'sleep 2; echo score {v}' > first.log 2>&1", dir);
   bool running = false;
   for (int i = 0; i < 100 && !running; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -236,7 +222,7 @@ trial: {timeout_s: 30, confirm_top: 0}
   ASSERT_TRUE(running) << read_file(dir / "first.log");
   const int second = shell(resume_command(dir));
   const std::string second_log = read_file(dir / "resume.log");
-  EXPECT_EQ(wait_exit(first), 0) << read_file(dir / "first.log");
+  EXPECT_EQ(first.wait().status(), 0) << read_file(dir / "first.log");
   EXPECT_EQ(second, 2) << second_log;
   EXPECT_EQ(std::count(second_log.begin(), second_log.end(), '\n'), 1) << second_log;
   EXPECT_NE(second_log.find("s.sqlite: another collscope tune"), std::string::npos) << second_log;
@@ -389,17 +375,17 @@ TEST(TuneMemory, TrialOutputIsStreamed) {
 objective: {kind: regex, regex: 'score ([0-9]+)'}
 trial: {timeout_s: 60, confirm_top: 0}
 )Y");
-  const pid_t tuner = spawn_shell("exec " + collscope_exe() + " tune space.yaml --study s.sqlite --trials 1 --no-progress -- /bin/sh -c "
-                                  "'yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz | head -c 100000000; "
-                                  "echo; echo score {v}' > tune.log 2>&1", dir);
-  rusage usage{};
-  const int rc = wait_exit(tuner, &usage);
+  auto tuner = spawn_shell("exec " + collscope_exe() + " tune space.yaml --study s.sqlite --trials 1 --no-progress -- /bin/sh -c "
+                           "'yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz | head -c 100000000; "
+                           "echo; echo score {v}' > tune.log 2>&1", dir);
+  const auto result = tuner.wait();
+  const int rc = result.status();
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
   fs::remove_all(dir / "s.sqlite.trials");
   ASSERT_EQ(rc, 0) << read_file(dir / "tune.log");
   ASSERT_EQ(trials.size(), 1u);
   EXPECT_EQ(trials[0].score, 7.0);
-  const double peak_mb = static_cast<double>(usage.ru_maxrss) / 1024;  // of the tuner and its waited-for children
+  const double peak_mb = static_cast<double>(result.max_rss_bytes) / (1024 * 1024);  // of the tuner and its waited-for children
   EXPECT_LT(peak_mb, 60.0) << "peak RSS " << peak_mb << " MB";
   RecordProperty("tuner_peak_rss_mb", std::to_string(peak_mb));
 }

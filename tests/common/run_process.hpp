@@ -1,11 +1,8 @@
 #pragma once
 // Test helper: run a real program (argv, no shell) with extra environment, capture stdout and stderr, with a
-// wall-clock limit after which the whole process group is killed. Used by tests that launch mpirun.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+// wall-clock limit after which the whole process group is killed. Used by tests that launch mpirun. A thin shell over
+// the launcher (collscope/process): a target that includes this links collscope::process.
+#include <collscope/process/process.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -22,61 +19,28 @@ struct ProcessResult {
   std::string err;
 };
 
+// An empty value in `env` removes the variable.
 inline ProcessResult run_process(const std::vector<std::string>& argv,
                                  const std::vector<std::pair<std::string, std::string>>& env = {},
                                  double timeout_s = 120.0) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return {};
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    for (const auto& [k, v] : env) {
-      if (v.empty()) unsetenv(k.c_str());
-      else setenv(k.c_str(), v.c_str(), 1);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
+  process::Command command(argv);
+  for (const auto& [k, v] : env) {
+    if (v.empty()) command.unset_env(k);
+    else command.set_env(k, v);
   }
-  setpgid(pid, pid);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
+  command.out = process::Redirect::capture();
+  command.err = process::Redirect::capture();
   ProcessResult r;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  int open_fds = 2;
-  char buf[65536];
-  while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      r.timed_out = true;
-      kill(-pid, SIGKILL);
-      break;
-    }
-    if (poll(fds, 2, static_cast<int>(std::min<long>(left.count(), 1000))) <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n <= 0) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      } else {
-        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
-      }
-    }
+  try {
+    const auto result = process::run(command, process::Seconds(timeout_s));
+    r.exit_code = result.status();
+    r.timed_out = result.timed_out;
+    r.out = result.out;
+    r.err = result.err;
+  } catch (const process::LaunchError& e) {
+    r.exit_code = 127;
+    r.err = std::string(e.what()) + "\n";
   }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
   return r;
 }
 

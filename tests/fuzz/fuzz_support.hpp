@@ -4,11 +4,10 @@
 // command (docs/reliability.md): normal output (exit 0, or 1 from compare's gate), or exactly one line on stderr,
 // "collscope: <the input>: <problem>", and exit 2. Never a signal, a sanitizer report, a hang past kDeadline, an
 // "internal error" or "out of memory" (a bound missing somewhere), or more than kMemoryLimit of memory.
-#include <fcntl.h>
+#include <collscope/process/process.hpp>
+
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +18,6 @@
 #include <fstream>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "test_support.hpp"
@@ -46,7 +44,7 @@ struct Outcome {
   bool timed_out = false;
   std::int64_t max_rss_bytes = 0;
   double cpu_seconds = 0;   // user + system time of the command (its children included only if it waited for them)
-  double wall_seconds = 0;  // from fork to exit
+  double wall_seconds = 0;  // from start to exit
   std::string out, err;  // stdout and stderr as written
 };
 
@@ -54,53 +52,33 @@ struct Outcome {
 // in its own process group, with at most kMemoryLimit of address space (of resident memory under ASan), killed
 // with its whole group after kDeadline.
 inline Outcome run_bounded(const fs::path& dir, const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::string asan_options = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-  asan_options += ":hard_rss_limit_mb=1024:max_allocation_size_mb=1024";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    if (::chdir(dir.c_str()) != 0) ::_exit(126);
-    const int in = ::open("/dev/null", O_RDONLY);
-    const int out = ::open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || out < 0 || err < 0) ::_exit(126);
-    ::dup2(in, 0), ::dup2(out, 1), ::dup2(err, 2);
-    if (kSanitized) {
-      ::setenv("ASAN_OPTIONS", asan_options.c_str(), 1);
-    } else {
-      const rlimit limit{static_cast<rlim_t>(kMemoryLimit), static_cast<rlim_t>(kMemoryLimit)};
-      ::setrlimit(RLIMIT_AS, &limit);
-    }
-    ::execv(args[0], args.data());
-    ::_exit(127);
+  process::Command command(argv);
+  command.search_path = false;
+  command.working_dir = dir.string();
+  command.in = process::Redirect::null();
+  command.out = process::Redirect::file((dir / "out.txt").string());
+  command.err = process::Redirect::file((dir / "err.txt").string());
+  if (kSanitized) {
+    std::string asan_options = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+    asan_options += ":hard_rss_limit_mb=1024:max_allocation_size_mb=1024";
+    command.set_env("ASAN_OPTIONS", asan_options);
+  } else {
+    command.limits.push_back({RLIMIT_AS, static_cast<unsigned long long>(kMemoryLimit),
+                              static_cast<unsigned long long>(kMemoryLimit)});
   }
-  ::setpgid(pid, pid);
-  const auto started = std::chrono::steady_clock::now();
   Outcome o;
-  int status = 0;
-  rusage usage{};
-  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-  for (;;) {
-    const pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      o.timed_out = true;
-      ::kill(-pid, SIGKILL);
-      ::wait4(pid, &status, 0, &usage);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto child = process::Process::start(command);
+  auto result = child.wait_for(kDeadline);
+  if (!result) {
+    o.timed_out = true;
+    result = child.terminate(process::Seconds(0));  // SIGKILL to its whole group
   }
-  ::kill(-pid, SIGKILL);  // whatever the command left behind (a trial's job)
-  if (WIFEXITED(status)) o.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
-  o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  o.max_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
-  o.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  ::kill(-child.pid(), SIGKILL);  // whatever the command left behind in its group (a trial's job)
+  o.exit_code = result->exited() ? result->exit_code : -1;
+  o.signal = result->signal;
+  o.wall_seconds = result->wall_s;
+  o.max_rss_bytes = result->max_rss_bytes;
+  o.cpu_seconds = result->user_cpu_s + result->system_cpu_s;
   o.out = test::read_file(dir / "out.txt");
   o.err = test::read_file(dir / "err.txt");
   return o;

@@ -1,14 +1,12 @@
 // fusion_trainer run for real with `mpirun -np 2` at a small model scale: its report must agree
 // with its configuration, the injected straggler must show, bad flags and oversize batches fail.
+#include <collscope/process/process.hpp>
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <array>
-#include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -19,20 +17,29 @@ namespace {
 using nlohmann::json;
 
 struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout (and stderr when the command redirects it)
+  int exit_code = -1;  // 124 when it ran past its time limit (as timeout(1) reports it), 128 + signal when killed
+  std::string output;  // stdout, and stderr with merge_stderr
 };
 
-CommandResult run_command(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> chunk{};
-  while (std::size_t read = std::fread(chunk.data(), 1, chunk.size(), pipe))
-    result.output.append(chunk.data(), read);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+std::vector<std::string> words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// Every run is bounded by `timeout_s` (its process group gets SIGTERM, then SIGKILL after 5 s) so a broken build
+// fails the test instead of hanging CI.
+CommandResult run_command(const std::vector<std::string>& argv, const Env& env = {}, int timeout_s = 60,
+                          bool merge_stderr = true) {
+  collscope::process::Command command(argv);
+  for (const auto& [k, v] : env) command.set_env(k, v);
+  command.out = collscope::process::Redirect::capture();
+  if (merge_stderr) command.err = collscope::process::Redirect::to_stdout();
+  const auto r = collscope::process::run(command, std::chrono::seconds(timeout_s), std::chrono::seconds(5));
+  return {r.timed_out ? 124 : r.status(), r.out};
 }
 
 std::string trainer_path() {
@@ -40,10 +47,19 @@ std::string trainer_path() {
   return std::string(bin ? bin : "bin") + "/fusion_trainer";
 }
 
-// Every run is bounded by `timeout` so a broken build fails the test instead of hanging CI.
-std::string mpirun(int ranks, const std::string& arguments, int timeout_s = 60) {
-  return fmt::format("timeout {} mpirun -np {} --oversubscribe --mca btl self,vader {} {} 2>&1",
-                     timeout_s, ranks, trainer_path(), arguments);
+// fusion_trainer ARGUMENTS (split at spaces) under `mpirun -np RANKS`, stderr with stdout.
+CommandResult run_mpi(int ranks, const std::string& arguments, const Env& env = {}, int timeout_s = 60) {
+  std::vector<std::string> argv{"mpirun", "-np", std::to_string(ranks), "--oversubscribe", "--mca", "btl", "self,vader",
+                                trainer_path()};
+  for (auto& w : words(arguments)) argv.push_back(w);
+  return run_command(argv, env, timeout_s);
+}
+
+// fusion_trainer ARGUMENTS alone.
+CommandResult run_trainer(const std::string& arguments, const Env& env = {}, bool merge_stderr = true) {
+  std::vector<std::string> argv{trainer_path()};
+  for (auto& w : words(arguments)) argv.push_back(w);
+  return run_command(argv, env, 60, merge_stderr);
 }
 
 // The COLLSCOPE_SAMPLE_REPORT lines, indexed by rank.
@@ -135,7 +151,7 @@ void expect_consistent(const std::vector<json>& reports, std::uint64_t threshold
 
 TEST(FusionTrainer, ReportMatchesConfigurationWithDefaultFusion) {
   const auto result =
-      run_command(mpirun(2, fmt::format("--steps {} --warmup-steps 1 --model-scale 0.01", kSteps)));
+      run_mpi(2, fmt::format("--steps {} --warmup-steps 1 --model-scale 0.01", kSteps));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto reports = reports_by_rank(result.output, 2);
   expect_consistent(reports, 128ull << 20);
@@ -146,9 +162,8 @@ TEST(FusionTrainer, ReportMatchesConfigurationWithDefaultFusion) {
 
 TEST(FusionTrainer, SmallThresholdSplitsAndSendsLargeTensorsAlone) {
   // 16 KiB: at scale 0.01 the largest tensors (fc.weight: 20 480 floats) exceed it.
-  const auto result = run_command(
-      "HOROVOD_FUSION_THRESHOLD=16384 HOROVOD_CYCLE_TIME=2 " +
-      mpirun(2, fmt::format("--steps {} --warmup-steps 1 --model-scale 0.01", kSteps)));
+  const auto result = run_mpi(2, fmt::format("--steps {} --warmup-steps 1 --model-scale 0.01", kSteps),
+                              {{"HOROVOD_FUSION_THRESHOLD", "16384"}, {"HOROVOD_CYCLE_TIME", "2"}});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto reports = reports_by_rank(result.output, 2);
   expect_consistent(reports, 16384);
@@ -161,11 +176,11 @@ TEST(FusionTrainer, SmallThresholdSplitsAndSendsLargeTensorsAlone) {
 }
 
 TEST(FusionTrainer, FlagsOverrideEnvironmentAndZeroThresholdDisablesFusion) {
-  const auto result = run_command(
-      "HOROVOD_FUSION_THRESHOLD=999999 HOROVOD_CYCLE_TIME=50 " +
-      mpirun(2, fmt::format("--steps {} --warmup-steps 1 --model-scale 0.01 "
-                            "--fusion-threshold 0 --cycle-time-ms 0.5",
-                            kSteps)));
+  const auto result = run_mpi(2,
+                              fmt::format("--steps {} --warmup-steps 1 --model-scale 0.01 "
+                                          "--fusion-threshold 0 --cycle-time-ms 0.5",
+                                          kSteps),
+                              {{"HOROVOD_FUSION_THRESHOLD", "999999"}, {"HOROVOD_CYCLE_TIME", "50"}});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto reports = reports_by_rank(result.output, 2);
   expect_consistent(reports, 0);
@@ -179,8 +194,8 @@ TEST(FusionTrainer, SlowRankSlowsEveryRankByItsExtraCompute) {
   // A/B alternating, twice; the faster of each pair of runs filters out other load on the machine.
   double baseline_ms = 1e9, slowed_ms = 1e9;
   for (int round = 0; round < 2; ++round) {
-    const auto baseline = run_command(mpirun(2, common));
-    const auto slowed = run_command(mpirun(2, common + " --slow-rank 1 --slow-ms 30"));
+    const auto baseline = run_mpi(2, common);
+    const auto slowed = run_mpi(2, common + " --slow-rank 1 --slow-ms 30");
     ASSERT_EQ(baseline.exit_code, 0) << baseline.output;
     ASSERT_EQ(slowed.exit_code, 0) << slowed.output;
     baseline_ms = std::min(baseline_ms, median_measured_step_ms(reports_by_rank(baseline.output, 2)[0]));
@@ -194,14 +209,14 @@ TEST(FusionTrainer, SlowRankSlowsEveryRankByItsExtraCompute) {
 
 TEST(FusionTrainer, MismatchedProcessSetCallHangsTheJob) {
   // One process set holding both ranks; rank 1 skips its call at step 2, rank 0 waits forever.
-  const auto result = run_command(mpirun(
-      2, "--steps 6 --model-scale 0.01 --process-sets 1 --mismatch-rank 1 --mismatch-step 2", 6));
+  const auto result =
+      run_mpi(2, "--steps 6 --model-scale 0.01 --process-sets 1 --mismatch-rank 1 --mismatch-step 2", {}, 6);
   EXPECT_EQ(result.exit_code, 124) << result.output;  // killed by timeout
   EXPECT_EQ(result.output.find("COLLSCOPE_SAMPLE_REPORT"), std::string::npos);
 }
 
 TEST(FusionTrainer, ProcessSetsOfOneColourHoldAllRanks) {
-  const auto result = run_command(mpirun(2, "--steps 3 --warmup-steps 1 --model-scale 0.01 --process-sets 1"));
+  const auto result = run_mpi(2, "--steps 3 --warmup-steps 1 --model-scale 0.01 --process-sets 1");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   for (const json& report : reports_by_rank(result.output, 2)) {
     EXPECT_EQ(report.at("process_set").at("color"), 0);
@@ -210,13 +225,13 @@ TEST(FusionTrainer, ProcessSetsOfOneColourHoldAllRanks) {
 }
 
 TEST(FusionTrainer, HangAfterStepNeverFinishes) {
-  const auto result = run_command(mpirun(2, "--steps 6 --model-scale 0.01 --hang-after-step 2", 5));
+  const auto result = run_mpi(2, "--steps 6 --model-scale 0.01 --hang-after-step 2", {}, 5);
   EXPECT_EQ(result.exit_code, 124) << result.output;
   EXPECT_EQ(result.output.find("COLLSCOPE_SAMPLE_REPORT"), std::string::npos);
 }
 
 TEST(FusionTrainer, BatchAboveMaximumIsOutOfMemory) {
-  const auto result = run_command(mpirun(2, "--batch-size 2048 --max-batch-size 1024"));
+  const auto result = run_mpi(2, "--batch-size 2048 --max-batch-size 1024");
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("fusion_trainer: out of memory: batch size 2048 exceeds 1024"),
             std::string::npos)
@@ -225,18 +240,18 @@ TEST(FusionTrainer, BatchAboveMaximumIsOutOfMemory) {
 
 TEST(FusionTrainer, BadFlagsExitTwoWithOneLine) {
   for (const std::string arguments : {"--no-such-flag", "--steps abc", "--steps 3 --warmup-steps 3"}) {
-    const auto result = run_command(trainer_path() + " " + arguments + " 2>&1");
+    const auto result = run_trainer(arguments);
     EXPECT_EQ(result.exit_code, 2) << arguments;
     EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
     EXPECT_EQ(result.output.rfind("fusion_trainer: ", 0), 0u) << result.output;
   }
-  const auto bad_env = run_command("HOROVOD_CYCLE_TIME=soon " + trainer_path() + " 2>&1");
+  const auto bad_env = run_trainer("", {{"HOROVOD_CYCLE_TIME", "soon"}});
   EXPECT_EQ(bad_env.exit_code, 2);
   EXPECT_NE(bad_env.output.find("HOROVOD_CYCLE_TIME"), std::string::npos) << bad_env.output;
 }
 
 TEST(FusionTrainer, HelpExitsZero) {
-  const auto result = run_command(trainer_path() + " --help");
+  const auto result = run_trainer("--help", {}, false);
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_NE(result.output.find("--fusion-threshold"), std::string::npos);
   EXPECT_NE(result.output.find("--slow-rank"), std::string::npos);

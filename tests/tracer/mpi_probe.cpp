@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   }
   if (fork_child) {
     // A child forked before MPI_Init that never calls MPI (a data-loader worker): must write nothing.
+    // fork without exec on purpose (what the tracer does in a forked child is the test), not the launcher.
     pid_t pid = fork();
     if (pid == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (fork_after_init) {
     // A helper process forked after MPI_Init that exits normally (atexit handlers run): it must neither write
-    // nor damage the parent's trace.
+    // nor damage the parent's trace. fork without exec on purpose, not the launcher.
     pid_t pid = fork();
     if (pid == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

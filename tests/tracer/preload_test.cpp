@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -76,27 +75,18 @@ RankView load(const fs::path& file) {
 }
 
 // Starts `argv` with one extra environment variable, its stdout readable line by line while it runs (for tests
-// that act in the middle of a job). The caller reads `out` to the end or closes it, then waits for `pid`.
+// that act in the middle of a job). The caller reads `out` to the end or closes it, then waits for `job`.
 struct RunningJob {
-  pid_t pid = -1;
+  collscope::process::Process job;
   FILE* out = nullptr;
 };
 RunningJob start_job(std::vector<std::string> argv, const char* env_name, const char* env_value) {
-  int fds[2];
-  if (pipe(fds) != 0) return {};
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    setenv(env_name, env_value, 1);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  return {pid, fdopen(fds[0], "r")};
+  collscope::process::Command command(std::move(argv));
+  command.set_env(env_name, env_value);
+  command.out = collscope::process::Redirect::pipe();
+  auto job = collscope::process::Process::start(command);
+  FILE* out = fdopen(job.take_stdout(), "r");
+  return {std::move(job), out};
 }
 
 }  // namespace
@@ -264,7 +254,7 @@ TEST(Preload, ProcessWithoutMpiWritesNothing) {
 
 TEST(Preload, SigkillKeepsEverythingUpToTheLastBatch) {
   const auto dir = fresh_dir("kill");
-  auto [pid, in] = start_job(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+  auto [job, in] = start_job(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
                                  cmd(mpirun(1), {kProbe, "--iterations", "100000", "--sleep-ms-after-each", "5", "--progress"})),
                              "COLLSCOPE_FLUSH_MS", "50");
   ASSERT_TRUE(in);
@@ -274,8 +264,7 @@ TEST(Preload, SigkillKeepsEverythingUpToTheLastBatch) {
   ASSERT_EQ(done, 60);
   ASSERT_GT(probe_pid, 0);
   ASSERT_EQ(kill(probe_pid, SIGKILL), 0);  // the traced rank itself, mid-run: no exit handler runs
-  int status = 0;
-  waitpid(pid, &status, 0);
+  job.wait();
   fclose(in);
   // The file opens, and holds every iteration up to the last committed batch (50 ms = 10 iterations here).
   auto v = load(dir / rank_file_name(0));
@@ -418,7 +407,7 @@ TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
   // Rank 2 arrives 1.5 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
   // appears while the job runs), then the call returns (the row goes) and the job ends normally.
   const auto dir = fresh_dir("late");
-  auto [pid, in] = start_job(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+  auto [job, in] = start_job(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
                                  cmd(mpirun(3), {kProbe, "--iterations", "3", "--late-rank", "2", "--late-ms", "1500"})),
                              "COLLSCOPE_HANG_MS", "200");
   ASSERT_TRUE(in);
@@ -440,10 +429,9 @@ TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
   while (fgets(line, sizeof line, in)) {
   }
   fclose(in);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const auto result = job.wait();
+  ASSERT_TRUE(result.exited());
+  EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(rows_while_late, 1u);
   for (int rank : {0, 1, 2}) EXPECT_TRUE(TraceReader((dir / rank_file_name(rank)).string()).calls_in_flight().empty());
 }

@@ -2,6 +2,7 @@
 // preload, alternated in one run (5 pairs, medians). Also measures the two clock reads in the same run.
 //   mpi_call_overhead --preload PATH [--pairs 5]      (driver: runs itself under mpirun -np 1, twice per pair)
 //   COLLSCOPE_BENCH_CHILD=1 mpi_call_overhead        (child: prints its figures)
+#include <collscope/process/process.hpp>
 #include <mpi.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,14 +64,21 @@ int child() {
 }
 
 std::array<double, 3> run_child(const std::string& self, const std::string& preload, const std::string& dir) {
-  std::string cmd = "COLLSCOPE_BENCH_CHILD=1 ";
-  if (!preload.empty()) cmd += "LD_PRELOAD=" + preload + " COLLSCOPE_RUN_DIR=" + dir + " ";
-  cmd += "mpirun -np 1 --oversubscribe " + self + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
+  collscope::process::Command command({"mpirun", "-np", "1", "--oversubscribe", self});
+  command.set_env("COLLSCOPE_BENCH_CHILD", "1");
+  if (!preload.empty()) command.set_env("LD_PRELOAD", preload).set_env("COLLSCOPE_RUN_DIR", dir);
+  command.out = collscope::process::Redirect::capture();
+  command.err = collscope::process::Redirect::to_stdout();
   std::array<double, 3> r{0, 0, 0};
-  char line[512];
-  while (p && fgets(line, sizeof line, p)) std::sscanf(line, "CHILD paced %lf tight %lf nonblocking %lf", &r[0], &r[1], &r[2]);
-  if (p) pclose(p);
+  std::string output;
+  try {
+    output = collscope::process::run(command).out;
+  } catch (const collscope::process::LaunchError& e) {
+    std::fprintf(stderr, "mpi_call_overhead: %s\n", e.what());
+  }
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);)
+    std::sscanf(line.c_str(), "CHILD paced %lf tight %lf nonblocking %lf", &r[0], &r[1], &r[2]);
   return r;
 }
 

@@ -132,6 +132,7 @@ static PathResult traced_run(const fs::path& dir, long per_thread) {
 }
 
 // Runs traced_run in a child process (the runtime starts once per process) with COLLSCOPE_EVENT_BATCHES=batches.
+// fork without exec, not the launcher (collscope/process): the child runs traced_run, nothing is started.
 static PathResult in_child(const fs::path& dir, long per_thread, bool batches) {
   int fds[2];
   if (pipe(fds) != 0) std::exit(1);

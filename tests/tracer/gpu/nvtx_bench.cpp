@@ -4,8 +4,8 @@
 // LD_PRELOAD and NVTX_INJECTION64_PATH (recording into a temporary run directory). Each child times
 // 41 rounds of N (default 1000) nvtxRangePushA/nvtxRangePop pairs and reports the median ns per pair.
 // Target: <= 60 ns. Exit status 1 when the injected cost is over the target.
+#include <collscope/process/process.hpp>
 #include <nvtx3/nvToolsExt.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,28 +43,20 @@ double child_ns_per_pair(long pairs) {
 }
 
 double run_child(const char* self, long pairs, const std::vector<std::pair<std::string, std::string>>& env) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    unsetenv("NVTX_INJECTION64_PATH");
-    unsetenv("LD_PRELOAD");
-    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    setenv("NVTX_BENCH_CHILD", "1", 1);
-    const std::string n = std::to_string(pairs);
-    execl(self, self, "--pairs", n.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
+  collscope::process::Command command({self, "--pairs", std::to_string(pairs)});
+  command.search_path = false;
+  command.unset_env("NVTX_INJECTION64_PATH").unset_env("LD_PRELOAD");
+  for (auto& [k, v] : env) command.set_env(k, v);
+  command.set_env("NVTX_BENCH_CHILD", "1");
+  command.out = collscope::process::Redirect::capture();
+  try {
+    const auto r = collscope::process::run(command);
+    if (r.out.empty() || r.exit_code != 0) return -1;
+    return std::atof(r.out.c_str());
+  } catch (const collscope::process::LaunchError& e) {
+    std::fprintf(stderr, "nvtx_bench: %s\n", e.what());
+    return -1;
   }
-  close(fds[1]);
-  char buf[128] = {};
-  const ssize_t got = read(fds[0], buf, sizeof buf - 1);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
-  return std::atof(buf);
 }
 
 }  // namespace

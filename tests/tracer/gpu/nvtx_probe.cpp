@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   nvtxRangePushA("never-popped");
 
   if (do_fork) {
+    // fork without exec on purpose (what the injection does in a forked child is the test), not the launcher.
     std::fflush(stdout);
     const pid_t child = fork();
     if (child == 0) {

@@ -28,7 +28,7 @@ struct TrialProcesses {
 };
 
 struct TrialLaunch {
-  std::vector<std::string> argv;                             // argv[0] is run as is (execv; a path)
+  std::vector<std::string> argv;                             // argv[0] is run as is (a path, never looked up in PATH)
   std::vector<std::pair<std::string, std::string>> env;      // set in the child only
   std::string log_path;                                      // stdout and stderr, appended
   double timeout_s = 300;                                    // wall clock
