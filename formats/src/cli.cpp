@@ -2,6 +2,7 @@
 #include <collscope/formats/cli.hpp>
 #include <collscope/formats/horovod_timeline.hpp>
 #include <collscope/formats/otf2.hpp>
+#include <collscope/formats/torch_profiler.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/schema.hpp>
 
@@ -27,9 +28,9 @@ struct ExportArgs {
 };
 
 struct ImportArgs {
-  std::string input;
+  std::vector<std::string> inputs;
   std::string run_dir;
-  std::string format = "horovod-timeline";
+  std::string format = "auto";
   int world_size = 0;
 };
 
@@ -128,24 +129,54 @@ int run_export(const ExportArgs& args) {
   return 0;
 }
 
-int run_import(const ImportArgs& args) {
-  if (args.format != "horovod-timeline")
-    throw InputError(fmt::format("--format {}: unknown (horovod-timeline)", args.format));
-  const auto counts = naming_input(args.input, "importing this timeline",
-                                   [&] { return import_horovod_timeline(args.input, args.run_dir, args.world_size); });
+int run_horovod_import(const ImportArgs& args) {
+  if (args.inputs.size() != 1)
+    throw InputError(fmt::format("{}: a Horovod timeline is one file (rank 0 writes it for all ranks); {} were given",
+                                 args.inputs[1], args.inputs.size()));
+  const std::string& input = args.inputs.front();
+  const auto counts = naming_input(input, "importing this timeline",
+                                   [&] { return import_horovod_timeline(input, args.run_dir, args.world_size); });
   for (const auto& p : counts.problems) std::fprintf(stderr, "collscope import: %s\n", p.c_str());
   std::fprintf(stderr,
                "collscope import: %s: %lld ranks, %lld tensors, %lld tensor operations fused into %lld collectives, "
                "%lld negotiation ticks, %lld steps%s%s -> %s\n",
-               args.input.c_str(), static_cast<long long>(counts.ranks), static_cast<long long>(counts.tensors),
+               input.c_str(), static_cast<long long>(counts.ranks), static_cast<long long>(counts.tensors),
                static_cast<long long>(counts.tensor_operations), static_cast<long long>(counts.collectives),
                static_cast<long long>(counts.ticks), static_cast<long long>(counts.steps),
                counts.truncated ? " (the file ended mid-event: the complete events were kept)" : "",
                counts.replaced_utf8 ? fmt::format(" ({} invalid UTF-8 sequence(s) in names read as U+FFFD)", counts.replaced_utf8).c_str() : "",
                args.run_dir.c_str());
   if (!counts.lateness_unknown.empty())
-    std::fprintf(stderr, "collscope import: %s: %s\n", args.input.c_str(), counts.lateness_unknown.c_str());
+    std::fprintf(stderr, "collscope import: %s: %s\n", input.c_str(), counts.lateness_unknown.c_str());
   return 0;
+}
+
+int run_torch_import(const ImportArgs& args) {
+  const auto counts = naming_input(args.inputs.front(), "importing these traces",
+                                   [&] { return import_torch_profiler(args.inputs, args.run_dir, args.world_size); });
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope import: %s\n", p.c_str());
+  std::fprintf(stderr,
+               "collscope import: torch.profiler (%s): %lld of %lld ranks, %lld process groups, %lld collectives "
+               "(%lld sized from record_param_comms, %lld without their work span), %lld steps, %lld phase ranges -> %s\n",
+               counts.shape.c_str(), static_cast<long long>(counts.ranks), static_cast<long long>(counts.world_size),
+               static_cast<long long>(counts.communicators), static_cast<long long>(counts.collectives),
+               static_cast<long long>(counts.with_sizes), static_cast<long long>(counts.without_work),
+               static_cast<long long>(counts.steps), static_cast<long long>(counts.phases), args.run_dir.c_str());
+  return 0;
+}
+
+int run_import(const ImportArgs& args) {
+  std::string format = args.format;
+  if (format == "auto") {
+    // By content: a Horovod timeline names its negotiation; torch.profiler traces name ops and distributedInfo.
+    // A file of neither goes to the Horovod reader when it is alone (as before), which says what it expected.
+    bool torch = args.inputs.size() > 1;
+    for (const auto& input : args.inputs) torch = torch || looks_like_torch_profiler_trace(input);
+    format = torch ? "torch-profiler" : "horovod-timeline";
+  }
+  if (format == "horovod-timeline") return run_horovod_import(args);
+  if (format == "torch-profiler" || format == "kineto") return run_torch_import(args);
+  throw InputError(fmt::format("--format {}: unknown (auto, horovod-timeline, torch-profiler)", args.format));
 }
 
 }  // namespace
@@ -166,13 +197,14 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   exp->callback([&action, e] { action = [e] { return run_export(*e); }; });
 
   auto i = std::make_shared<ImportArgs>();
-  auto* imp = app.add_subcommand("import", "Turn a Horovod Timeline (HOROVOD_TIMELINE) into a run directory to analyze");
-  imp->add_option("TIMELINE", i->input, "Timeline file written by Horovod's rank 0")->required();
+  auto* imp = app.add_subcommand("import", "Turn a Horovod Timeline or torch.profiler traces (one per rank) into a run directory to analyze");
+  imp->add_option("FILES", i->inputs, "Horovod: the timeline rank 0 wrote; torch.profiler: each rank's Chrome trace")->required();
   imp->add_option("-o,--output", i->run_dir, "Run directory to write (rank-*.sqlite)")->required()->type_name("DIR");
-  imp->add_option("--format", i->format, "horovod-timeline")->capture_default_str()->type_name("FORMAT");
-  imp->add_option("--world-size", i->world_size, "Ranks of the job (default: highest rank in the negotiation + 1)")
+  imp->add_option("--format", i->format, "auto (by content), horovod-timeline or torch-profiler")->capture_default_str()->type_name("FORMAT");
+  imp->add_option("--world-size", i->world_size, "Ranks of the job (default: Horovod: highest rank in the negotiation + 1; torch: distributedInfo, else the files)")
       ->check(CLI::Range(1, store::kMaxWorldSize));
-  imp->footer("Example: collscope import timeline.json -o run1 && collscope analyze run1");
+  imp->footer("Example: collscope import timeline.json -o run1 && collscope analyze run1\n"
+              "         collscope import trace/rank-0.json trace/rank-1.json -o run2 && collscope analyze run2");
   imp->callback([&action, i] { action = [i] { return run_import(*i); }; });
 }
 

@@ -1,6 +1,6 @@
 // Fuzz test of every reader of user files, through the built `collscope` as a user runs it. Seeds are real: a traced
 // 3-rank run of the bundled fusion_trainer with its Horovod timeline, a study of a real `tune`, the search spaces in
-// samples/. Each case mutates one copy (truncation, bit flips, smashed blocks, and the semantic edits of values once
+// samples/, the torch.profiler traces of a real DDP job (tests/data/kineto-ddp-gloo-torch1.13). Each case mutates one copy (truncation, bit flips, smashed blocks, and the semantic edits of values once
 // reported as bad: huge world_size/seq/string ids, INT64 extremes, negative and day-long durations, impossible
 // anchors, a FIFO named like a rank file, ...) and runs one command on it; fuzz_support.hpp's judge() says what
 // outcome is allowed. Cases are drawn from a fixed seed (COLLSCOPE_FUZZ_SEED changes it); a failing case keeps its
@@ -24,7 +24,7 @@ using collscope::test::read_file;
 namespace {
 
 // Per kind of input; about 300 cases in all, well under a minute on 2 cores.
-constexpr int kRunCases = 170, kTimelineCases = 50, kStudyCases = 40, kSpaceCases = 40;
+constexpr int kRunCases = 170, kTimelineCases = 50, kStudyCases = 40, kSpaceCases = 40, kTorchTraceCases = 40;
 
 std::uint64_t fuzz_seed() {
   const char* s = std::getenv("COLLSCOPE_FUZZ_SEED");
@@ -405,6 +405,70 @@ TEST(Fuzz, IssueTwelveBadValuesAreReadWithinASecond) {
 }
 
 TEST(Fuzz, HorovodTimelines) { run_cases("timeline", kTimelineCases, timeline_case); }
+
+// torch.profiler traces: the real 2-rank DDP job's (tests/data/kineto-ddp-gloo-torch1.13/plain), rank 1's file
+// mutated (truncated, bits flipped, or one value made one no profiler writes), both imported.
+std::string torch_trace_edit(std::string text, std::mt19937_64& rng, std::string& what) {
+  struct Edit {
+    std::string pattern, replacement;
+  };
+  const std::vector<Edit> edits = {
+      {R"("ts": [0-9]+)", pick(rng, std::vector<std::string>{R"("ts": 1e300)", R"("ts": -5)", R"("ts": 9.3e18)",
+                                                             R"("ts": "7")", R"("ts": 9223372036854775807)"})},
+      {R"("dur": [0-9]+)", pick(rng, std::vector<std::string>{R"("dur": -1)", R"("dur": 1e300)", R"("dur": null)"})},
+      {R"("name": "gloo:all_reduce")", pick(rng, std::vector<std::string>{R"("name": "gloo:bogus")", R"("name": "gloo:")",
+                                                                         R"("name": "gloo:barrier")"})},
+      {R"("name": "c10d::allreduce_")", pick(rng, std::vector<std::string>{R"("name": "c10d::")", R"("name": "c10d::send")",
+                                                                          R"("name": "record_param_comms")"})},
+      {R"("name": "ProfilerStep#[0-9]+")", pick(rng, std::vector<std::string>{R"("name": "ProfilerStep#99999999999999999999")",
+                                                                             R"("name": "ProfilerStep#-1")", R"("name": "ProfilerStep#")"})},
+      {R"("tid": [0-9]+)", pick(rng, std::vector<std::string>{R"("tid": "x")", R"("tid": 1e300)", R"("tid": -9223372036854775808)"})},
+      {R"("args": \{\})", pick(rng, std::vector<std::string>{
+          R"("args": {"Collective name": "allreduce", "In msg nelems": 99999999999999999999, "dtype": "Float"})",
+          R"("args": {"Collective name": "allgather", "Process Group Ranks": "[0, 1, ..., 99999999]", "Group size": 8388607})",
+          R"("args": {"Collective name": 5, "Seq": -3})"})},
+  };
+  const Edit& e = pick(rng, edits);
+  const std::regex re(e.pattern);
+  std::vector<std::pair<std::size_t, std::size_t>> places;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
+    places.emplace_back(static_cast<std::size_t>(it->position()), static_cast<std::size_t>(it->length()));
+  if (places.empty()) return text;
+  const bool everywhere = std::uniform_int_distribution<int>(0, 4)(rng) == 0;
+  what = fmt::format("{} -> {}{}", e.pattern, e.replacement, everywhere ? " (everywhere)" : "");
+  if (everywhere) return std::regex_replace(text, re, e.replacement);
+  const auto [at, length] = pick(rng, places);
+  return text.replace(at, length, e.replacement);
+}
+
+Case torch_trace_case(int k, std::mt19937_64& rng, const fs::path& dir) {
+  const fs::path seed = fs::path(COLLSCOPE_SOURCE_DIR) / "tests/data/kineto-ddp-gloo-torch1.13/plain";
+  fs::copy_file(seed / "rank-0.json", dir / "rank-0.json");
+  const fs::path tr = dir / "rank-1.json";
+  Bytes bytes{rng};
+  std::string what;
+  const int kind = static_cast<int>(bytes.below(4));
+  if (kind == 0) {
+    fs::copy_file(seed / "rank-1.json", tr);
+    bytes.truncate(tr), what = "truncated";
+  } else if (kind == 1) {
+    fs::copy_file(seed / "rank-1.json", tr);
+    bytes.flip(tr, 1 + static_cast<int>(bytes.below(4))), what = "bits flipped";
+  } else {
+    std::ofstream(tr, std::ios::binary) << torch_trace_edit(read_file(seed / "rank-1.json"), rng, what);
+  }
+  Case c = make_case(what, {collscope_exe(), "import", "rank-0.json", "rank-1.json", "-o", "imported"},
+                     {"rank-0.json", "rank-1.json"}, Output::Any);
+  if (k % 2 == 0)
+    c.then = [what](const fs::path&, const Outcome& o, std::vector<Case>& more) {
+      if (o.exit_code == 0)
+        more.push_back(make_case(what + ", then analysed", {collscope_exe(), "analyze", "imported", "--format", "json"},
+                                 {"imported"}, Output::Json));
+    };
+  return c;
+}
+
+TEST(Fuzz, TorchProfilerTraces) { run_cases("torch", kTorchTraceCases, torch_trace_case); }
 
 Case study_case(int, std::mt19937_64& rng, const fs::path& dir) {
   const fs::path study = dir / "s.sqlite";

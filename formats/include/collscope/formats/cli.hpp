@@ -1,6 +1,6 @@
 #pragma once
 // The formats' subcommands: `collscope export RUN_DIR -o trace.json` (Chrome trace / Perfetto) and
-// `collscope import TIMELINE.json -o RUN_DIR` (Horovod Timeline).
+// `collscope import FILES... -o RUN_DIR` (Horovod Timeline, torch.profiler traces).
 #include <CLI/CLI.hpp>
 
 #include <functional>
