@@ -15,9 +15,11 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::analyzer;
+using collscope::test::shell;
 using collscope::testing::SyntheticRunSpec;
 
 namespace {
@@ -40,8 +42,8 @@ int well_formed_svgs(const std::string& text) {
       "[E.fromstring(x) for x in s]\n"
       "sys.exit(10+len(s))\n";
   std::ofstream(file.parent_path() / "check.py") << script;
-  const int rc = std::system(fmt::format("python3 {} {} 2>&1", (file.parent_path() / "check.py").string(), file.string()).c_str());
-  return WIFEXITED(rc) && WEXITSTATUS(rc) >= 10 ? WEXITSTATUS(rc) - 10 : -1;  // a Python exception exits 1
+  const int rc = shell(fmt::format("python3 {} {} 2>&1", (file.parent_path() / "check.py").string(), file.string()));
+  return rc >= 10 && rc < 128 ? rc - 10 : -1;  // a Python exception exits 1
 }
 
 std::vector<std::string> tick_texts(const std::string& svg) {

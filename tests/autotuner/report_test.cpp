@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include "test_support.hpp"
 
 using namespace collscope::autotuner;
+using collscope::test::shell;
 namespace fs = std::filesystem;
 
 namespace {
@@ -101,13 +103,12 @@ TEST(StudyReport, ChartsHaveIntegerTrialTicksUnitsAndParse) {
   const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
   EXPECT_NE(html.find("95 % band"), std::string::npos);
   EXPECT_EQ(html.find("e+0"), std::string::npos);  // no scientific notation anywhere
-  const int rc = std::system(fmt::format("python3 -c \"import re,sys,xml.etree.ElementTree as E; "
+  const int rc = shell(fmt::format("python3 -c \"import re,sys,xml.etree.ElementTree as E; "
                                          "t=open(sys.argv[1],encoding='utf-8').read(); "
                                          "s=re.findall(r'<svg.*?</svg>',t,re.S); [E.fromstring(x) for x in s]; "
                                          "sys.exit(0 if len(s)==4 else 3)\" {}",
-                                         (dir / "index.html").string())
-                                 .c_str());
-  EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0);
+                                         (dir / "index.html").string()));
+  EXPECT_EQ(rc, 0);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);  // kept to look at when a check failed
 }
 

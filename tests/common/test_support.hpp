@@ -1,6 +1,7 @@
 #pragma once
 // What the tests that run built programs (the trainer, collscope, mpirun) share. Header-only; a test target that
 // includes it defines COLLSCOPE_TEST_BIN_DIR (its build tree's bin/).
+#include <collscope/process/process.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,11 +59,11 @@ inline std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// Runs `cmd` with /bin/sh; its exit code, 128 + signal when killed.
+// Runs `cmd` with /bin/sh (through the launcher, as every program a test starts); its exit code, 128 + signal when
+// killed.
 inline int shell(const std::string& cmd) {
-  const int status = std::system(cmd.c_str());
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 128;
+  process::Command command({"/bin/sh", "-c", cmd});
+  return process::run(command).status();
 }
 
 // Runs `collscope ARGS` (the built one; ARGS as the shell reads them) in `dir`, stdout into dir/out.txt and stderr into

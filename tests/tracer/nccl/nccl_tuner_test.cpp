@@ -16,9 +16,11 @@
 
 #include "../../../tracer/src/nccl/tuner/nccl/tuner.hpp"
 #include <collscope/tracer/nccl_tuning_rules.hpp>
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::nccl_tuner;
+using collscope::test::shell;
 
 namespace {
 
@@ -272,7 +274,7 @@ trial: {timeout_s: 60, confirm_top: 1, early_stopping: false}
       space.string() + " --strategy grid --no-progress --study " + (dir / "study.sqlite").string() +
       " --export-nccl-rules " + rules.string() + " -- env NCCL_TUNER_PLUGIN=" COLLSCOPE_TEST_TUNER
       " COLLSCOPE_NCCL_TUNER_RULES={trial_dir}/nccl.rules " + bin + "/nccl_tuner_probe > " + (dir / "tune.out").string() + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_EQ(shell(cmd), 0) << cmd;
   std::ifstream in(rules);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("allreduce 0 64K tree ll -\nallreduce 64K inf ring simple 16 chunk=512K\n"), std::string::npos) << text;
