@@ -1,5 +1,6 @@
 // Ground truth on real runs: the fusion trainer under the preload tracer, 2–4 MPI ranks on this machine.
 // Skipped (not failed) when the sample or the preload is not built in this tree.
+#include <algorithm>
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
@@ -68,12 +69,15 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
   ASSERT_NE(f, nullptr) << text_report(a);
   EXPECT_EQ(f->ranks, std::vector<int>{1});
   const double per_step = f->evidence.at("delay_per_step_ns");
-  EXPECT_GE(per_step, 0.8 * slow_ms * 1e6);
-  EXPECT_LE(per_step, 1.2 * slow_ms * 1e6);
   // The injected delay is a spin in a range only rank 1 runs, until a wall-clock deadline: its time is on a CPU
   // or, on a busy machine, waiting for one (measured: 22-30 ms on a CPU and 1-8 ms waiting at load 3 on 2 cores).
   // The cause is more work unless the machine took most of the spin's CPU.
   const double on_cpu = f->evidence.at("on_cpu_excess_per_step_ns"), waiting = f->evidence.at("run_queue_excess_per_step_ns");
+  // On an oversubscribed machine the rank that spun is also behind the others in the scheduler afterwards, and is
+  // really later than the injected delay (measured at load 13 on 2 cores: 38-47 ms late for a 30 ms spin, of which
+  // 32-44 ms waiting for a CPU): the finding's cost may exceed the injection by the run-queue time it reports.
+  EXPECT_GE(per_step, 0.8 * slow_ms * 1e6);
+  EXPECT_LE(per_step, 1.2 * slow_ms * 1e6 + std::max(0.0, waiting)) << text_report(a);
   EXPECT_GE(on_cpu + waiting, 0.8 * slow_ms * 1e6) << text_report(a);
   EXPECT_EQ(f->evidence.at("cause_code"), on_cpu >= waiting ? 1.0 : 3.0) << text_report(a);
   if (on_cpu >= waiting) EXPECT_NE(f->evidence_text.find("straggler_compute"), std::string::npos) << f->evidence_text;
