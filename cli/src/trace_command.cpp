@@ -118,7 +118,7 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
                               100, 4));
     return;
   }
-  std::int64_t collectives = 0, ranges = 0, gpu = 0, dropped = 0, bytes = 0;
+  std::int64_t collectives = 0, messages = 0, ranges = 0, gpu = 0, dropped = 0, bytes = 0;
   std::vector<int> dropping_ranks;
   for (const auto& f : files) {
     std::error_code ec;
@@ -138,6 +138,7 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
     try {
       store::TraceReader reader(f);
       collectives += reader.row_count("collectives");
+      messages += reader.row_count("point_to_point");
       ranges += reader.row_count("nvtx_ranges");
       gpu += reader.row_count("gpu_activities");
       if (const auto d = reader.meta_int(store::meta_key::kEventsDropped); d && *d > 0) {
@@ -149,10 +150,10 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
     }
   }
   fmt::print(stderr, "{}\n",
-             run::wrap_text(fmt::format("collscope trace: {} rank file{} in {} ({}): {} collectives, {} NVTX ranges, {} GPU "
-                                        "activities",
+             run::wrap_text(fmt::format("collscope trace: {} rank file{} in {} ({}): {} collectives, {} point-to-point "
+                                        "calls, {} NVTX ranges, {} GPU activities",
                                         files.size(), files.size() == 1 ? "" : "s", shown(dir),
-                                        run::format_bytes(double(bytes)), collectives, ranges, gpu),
+                                        run::format_bytes(double(bytes)), collectives, messages, ranges, gpu),
                             100, 4));
   if (dropped > 0)
     fmt::print(stderr, "{}\n",
