@@ -47,6 +47,7 @@ double CommunicationMatrix::value(const MatrixCell& c) const {
     case MatrixMetric::Bytes: return double(c.bytes);
     case MatrixMetric::Messages: return double(c.messages);
     case MatrixMetric::Time: return double(c.time_ns);
+    case MatrixMetric::Wait: return double(c.wait_ns);
   }
   return 0;
 }
@@ -55,7 +56,8 @@ std::string CommunicationMatrix::formatted(double v) const {
   switch (metric_) {
     case MatrixMetric::Bytes: return run::format_bytes(v);
     case MatrixMetric::Messages: return fmt::format("{}", static_cast<std::int64_t>(v));
-    case MatrixMetric::Time: return run::format_duration(v);
+    case MatrixMetric::Time:
+    case MatrixMetric::Wait: return run::format_duration(v);
   }
   return {};
 }
@@ -180,7 +182,8 @@ CommunicationPanel::CommunicationPanel(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(4, 4, 4, 4);
   auto* top = new QHBoxLayout;
   metric_ = new QComboBox(this);
-  metric_->addItems({tr("bytes"), tr("messages"), tr("time (send posted → receive completed)")});
+  metric_->addItems({tr("bytes"), tr("messages"), tr("time (send posted → receive completed)"),
+                     tr("wait (late sender or late receiver)")});
   top->addWidget(new QLabel(tr("Point-to-point messages, per sender and receiver:"), this));
   top->addWidget(metric_);
   top->addStretch(1);

@@ -100,7 +100,8 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   ranks_->resizeColumnsToContents();  // the headers' width until a collective fills it
   layout->addWidget(title_);
   layout->addWidget(fields_, 3);
-  layout->addWidget(new QLabel(tr("Same collective on every rank:"), this));
+  ranks_label_ = new QLabel(tr("Same collective on every rank:"), this);
+  layout->addWidget(ranks_label_);
   layout->addWidget(ranks_, 2);
 }
 
@@ -111,6 +112,8 @@ void DetailsPanel::setRun(std::shared_ptr<const RunData> run) {
 
 void DetailsPanel::showCollective(std::uint32_t event) {
   title_->setProperty("point_to_point", false);
+  ranks_->show();
+  ranks_label_->show();
   fields_->clear();
   ranks_->setRowCount(0);
   if (!run_ || event >= run_->model().collective_count()) {
@@ -206,6 +209,8 @@ void DetailsPanel::showPointToPoint(std::uint32_t call) {
   }
   fields_->clear();
   ranks_->setRowCount(0);
+  ranks_->hide();  // a point-to-point call has no instance on other ranks: its peer is in the fields
+  ranks_label_->hide();
   const auto& m = run_->model();
   title_->setProperty("point_to_point", true);
   title_->setText(QString::fromStdString(point_to_point_summary(m, call)).toHtmlEscaped().replace('\n', "<br>"));

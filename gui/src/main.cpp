@@ -10,6 +10,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QTimer>
 
@@ -65,6 +66,7 @@ void frame_interesting_part(MainWindow& window, const QString& view) {
     const collscope::gui::MatrixCell* longest = nullptr;
     for (const auto& c : messages.matrix())
       if (!longest || c.wait_ns > longest->wait_ns) longest = &c;
+    window.communication()->metricChooser()->setCurrentIndex(static_cast<int>(collscope::gui::MatrixMetric::Wait));
     if (longest) emit window.communication()->cellActivated(longest->sender, longest->receiver);
     return;
   }
@@ -75,6 +77,11 @@ void frame_interesting_part(MainWindow& window, const QString& view) {
         (!longest || w.wait_ns > longest->wait_ns))
       longest = &w;
   if (longest) {
+    // Without steps to frame, about two periods of the exchange around that wait.
+    if (run->steps.size() < 4) {
+      const double a = double(m.run_time(longest->start_ns)), b = double(m.run_time(longest->end_ns));
+      timeline->setVisibleRange(a - 1.2 * (b - a), b + 1.6 * (b - a));
+    }
     const auto msg = messages.message(static_cast<std::uint32_t>(longest->message));
     timeline->selectPointToPoint(longest->state == collscope::run::WaitState::LateSender ? msg.recv : msg.send);
   }

@@ -353,6 +353,10 @@ void TimelineView::paintPointToPoint(QPainter& p, const Lane& track, int top, in
   ColumnRun columns(p, box_top, box_h, last_primitives_);
   const int r = track.rank_index;
   const bool selected_here = selected_p2p_ != kNoInstance || !selected_messages_.empty();
+  // Waits and selection outlines go over every box of the track: the requests one MPI_Waitall completes share
+  // its span, and the one that waited must not be hidden under the others.
+  std::vector<std::pair<QRectF, QColor>> tints;
+  std::vector<QRectF> outlines;
   std::uint32_t i = m.first_ending_after(track, static_cast<std::int64_t>(std::floor(t0_)));
   while (i < track.end && m.start_at(track, i) <= t1_) {
     const double x0 = timeToX(m.start_at(track, i)), x1 = timeToX(m.end_at(track, i));
@@ -383,16 +387,13 @@ void TimelineView::paintPointToPoint(QPainter& p, const Lane& track, int top, in
         const std::uint32_t waiting = w->state == run::WaitState::LateSender ? mm.recv : mm.send;
         if (waiting != id) continue;
         const double a = timeToX(double(m.run_time(w->start_ns))), b = timeToX(double(m.run_time(w->end_ns)));
-        if (b > a) p.fillRect(QRectF(a, box_top, b - a, box_h), color.lighter(175));
+        if (b > a) tints.push_back({QRectF(a, box_top, b - a, box_h), color.lighter(175)});
       }
       if (selected_p2p_ == id ||
           std::any_of(mine.begin(), mine.end(), [&](std::uint32_t msg) {
             return std::binary_search(selected_messages_.begin(), selected_messages_.end(), msg);
-          })) {
-        p.setPen(QPen(Qt::black, 2));
-        p.setBrush(Qt::NoBrush);
-        p.drawRect(QRectF(x0 - 1, box_top - 1, std::max(3.0, x1 - x0 + 2), box_h + 2));
-      }
+          }))
+        outlines.push_back(QRectF(x0 - 1, box_top - 1, std::max(3.0, x1 - x0 + 2), box_h + 2));
       ++last_primitives_;
       ++last_p2p_calls_;
       ++i;
@@ -405,6 +406,11 @@ void TimelineView::paintPointToPoint(QPainter& p, const Lane& track, int top, in
     last_p2p_calls_ += next - i;
     i = next;
   }
+  columns.flush();
+  for (const auto& [r, colour] : tints) p.fillRect(r, colour);
+  p.setPen(QPen(Qt::black, 2));
+  p.setBrush(Qt::NoBrush);
+  for (const auto& r : outlines) p.drawRect(r);
 }
 
 void TimelineView::paintMessageLines(QPainter& p) {

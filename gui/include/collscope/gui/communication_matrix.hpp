@@ -1,6 +1,6 @@
 #pragma once
 // The communication matrix: one row per sending rank, one column per receiving rank, each cell the messages
-// between the two (bytes, messages or time, MessageIndex::matrix: run/'s matched messages), white to dark blue as
+// between the two (bytes, messages, time or wait, MessageIndex::matrix: run/'s matched messages), white to dark blue as
 // a share of the largest cell. A click selects the cell's messages on the timeline. Ranks beyond one per pixel
 // share a pixel (the cell shows the sum of the pairs it holds), so a frame costs the run's non-empty pairs, not
 // ranks².
@@ -17,7 +17,8 @@ class QLabel;
 
 namespace collscope::gui {
 
-enum class MatrixMetric { Bytes = 0, Messages = 1, Time = 2 };
+// Time: the messages' durations (MatrixCell::time_ns); Wait: their late-sender and late-receiver waits.
+enum class MatrixMetric { Bytes = 0, Messages = 1, Time = 2, Wait = 3 };
 
 class CommunicationMatrix : public QWidget {
   Q_OBJECT

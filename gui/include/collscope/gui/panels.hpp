@@ -34,6 +34,7 @@ class DetailsPanel : public QWidget {
  private:
   std::shared_ptr<const RunData> run_;
   QLabel* title_;
+  QLabel* ranks_label_;
   QTreeWidget* fields_;
   QTableWidget* ranks_;
 };
