@@ -11,6 +11,8 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
+#include "point_to_point_text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -81,7 +83,7 @@ std::vector<std::pair<std::string, std::string>> recorded_fields(const run::Run&
 DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
-  title_ = new QLabel(tr("Click a collective to see its details"), this);
+  title_ = new QLabel(tr("Click a collective or a point-to-point call to see its details"), this);
   title_->setWordWrap(true);
   fields_ = new QTreeWidget(this);
   fields_->setColumnCount(2);
@@ -98,7 +100,8 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   ranks_->resizeColumnsToContents();  // the headers' width until a collective fills it
   layout->addWidget(title_);
   layout->addWidget(fields_, 3);
-  layout->addWidget(new QLabel(tr("Same collective on every rank:"), this));
+  ranks_label_ = new QLabel(tr("Same collective on every rank:"), this);
+  layout->addWidget(ranks_label_);
   layout->addWidget(ranks_, 2);
 }
 
@@ -108,10 +111,13 @@ void DetailsPanel::setRun(std::shared_ptr<const RunData> run) {
 }
 
 void DetailsPanel::showCollective(std::uint32_t event) {
+  title_->setProperty("point_to_point", false);
+  ranks_->show();
+  ranks_label_->show();
   fields_->clear();
   ranks_->setRowCount(0);
   if (!run_ || event >= run_->model().collective_count()) {
-    title_->setText(tr("Click a collective to see its details"));
+    title_->setText(tr("Click a collective or a point-to-point call to see its details"));
     return;
   }
   const auto& m = run_->model();
@@ -191,6 +197,31 @@ void DetailsPanel::showCollective(std::uint32_t event) {
   ranks_->resizeColumnsToContents();
   for (const auto& [name, value] : recorded_fields(run_->run(), e.rank_index, call, e.flags & kCallInFlight))
     add("recorded." + name, value);
+  fields_->resizeColumnToContents(0);
+}
+
+void DetailsPanel::showPointToPoint(std::uint32_t call) {
+  if (!run_ || call >= run_->model().point_to_point_count()) {
+    // A cleared point-to-point selection leaves a collective's details alone.
+    if (title_->property("point_to_point").toBool()) showCollective(kNoInstance);
+    title_->setProperty("point_to_point", false);
+    return;
+  }
+  fields_->clear();
+  ranks_->setRowCount(0);
+  ranks_->hide();  // a point-to-point call has no instance on other ranks: its peer is in the fields
+  ranks_label_->hide();
+  const auto& m = run_->model();
+  title_->setProperty("point_to_point", true);
+  title_->setText(QString::fromStdString(point_to_point_summary(m, call)).toHtmlEscaped().replace('\n', "<br>"));
+  for (const auto& f : point_to_point_fields(m, call)) {
+    auto* item = new QTreeWidgetItem({QString::fromStdString(f.name), QString::fromStdString(f.value)});
+    if (!f.meaning.empty()) {
+      item->setToolTip(0, QString::fromStdString(f.meaning));
+      item->setToolTip(1, QString::fromStdString(f.meaning));
+    }
+    fields_->addTopLevelItem(item);
+  }
   fields_->resizeColumnToContents(0);
 }
 

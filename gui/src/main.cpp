@@ -2,12 +2,15 @@
 // --screenshot loads the run, selects the collective that waited longest in the first steps, saves a
 // PNG of the main window and exits (used by the Xvfb screenshot test and for docs/images/viewer.png).
 #include <collscope/gui/main_window.hpp>
+#include <collscope/gui/communication_matrix.hpp>
 #include <collscope/gui/rank_views.hpp>
 #include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/timeline_view.hpp>
+#include <collscope/run/wait_states.hpp>
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QTimer>
 
@@ -22,7 +25,9 @@ using collscope::gui::MainWindow;
 namespace {
 
 // Shows steps 1..3 (or the whole run: view "fit") and selects the collective with the longest wait in view; view
-// "ranks" also raises the Ranks panel (heat map and lens).
+// "ranks" also raises the Ranks panel (heat map and lens). View "messages" shows steps 1..3 with the Messages
+// panel (the communication matrix) and selects the point-to-point call that waited longest; "matrix" selects the
+// cell whose messages waited longest, as a click on it does.
 void frame_interesting_part(MainWindow& window, const QString& view) {
   const auto* run = window.run();
   if (!run) return;
@@ -51,7 +56,35 @@ void frame_interesting_part(MainWindow& window, const QString& view) {
       if (const auto e = m.collective(id); e.start_ns < earliest) earliest = e.start_ns, waited = id;
     best = waited;
   }
-  if (best != kNoInstance) timeline->selectCollective(best);
+  if (best != kNoInstance && view != "messages" && view != "matrix") timeline->selectCollective(best);
+  if (view != "messages" && view != "matrix") return;
+  for (auto* dock : window.findChildren<QDockWidget*>())
+    if (dock->widget() == static_cast<QWidget*>(window.communication())) dock->raise();
+  const auto& messages = m.messages();
+  if (view == "matrix") {
+    // The pair that waited longest for each other, selected as a click on its cell selects it.
+    const collscope::gui::MatrixCell* longest = nullptr;
+    for (const auto& c : messages.matrix())
+      if (!longest || c.wait_ns > longest->wait_ns) longest = &c;
+    window.communication()->metricChooser()->setCurrentIndex(static_cast<int>(collscope::gui::MatrixMetric::Wait));
+    if (longest) emit window.communication()->cellActivated(longest->sender, longest->receiver);
+    return;
+  }
+  // The point-to-point call in view that waited longest: its message and the late side in the details.
+  const collscope::run::MessageWait* longest = nullptr;
+  for (const auto& w : messages.waits().waits)
+    if (m.run_time(w.start_ns) >= timeline->visibleStart() && m.run_time(w.end_ns) <= timeline->visibleEnd() &&
+        (!longest || w.wait_ns > longest->wait_ns))
+      longest = &w;
+  if (longest) {
+    // Without steps to frame, about two periods of the exchange around that wait.
+    if (run->steps.size() < 4) {
+      const double a = double(m.run_time(longest->start_ns)), b = double(m.run_time(longest->end_ns));
+      timeline->setVisibleRange(a - 1.2 * (b - a), b + 1.6 * (b - a));
+    }
+    const auto msg = messages.message(static_cast<std::uint32_t>(longest->message));
+    timeline->selectPointToPoint(longest->state == collscope::run::WaitState::LateSender ? msg.recv : msg.send);
+  }
 }
 
 // Without a display Qt's default platform aborts the process. A screenshot needs no screen, so it gets
@@ -89,8 +122,10 @@ int main(int argc, char** argv) {
   parser.addPositionalArgument("path", "Run directory (rank-NNNNN.sqlite files)");
   QCommandLineOption screenshot("screenshot", "Save a PNG of the window after loading, then exit.", "file");
   parser.addOption(screenshot);
-  QCommandLineOption view("view", "What the screenshot frames: steps (steps 1-3, the default), fit (the whole run) or "
-                                  "ranks (the whole run and the Ranks panel).", "steps|fit|ranks", "steps");
+  QCommandLineOption view("view", "What the screenshot frames: steps (steps 1-3, the default), fit (the whole run), "
+                                  "ranks (the whole run and the Ranks panel), messages (steps 1-3, the longest "
+                                  "point-to-point wait and the Messages panel) or matrix (the matrix cell that "
+                                  "waited longest, selected).", "steps|fit|ranks|messages|matrix", "steps");
   parser.addOption(view);
   parser.process(app);
 

@@ -1,4 +1,5 @@
 #include <collscope/gui/main_window.hpp>
+#include <collscope/gui/communication_matrix.hpp>
 
 #include <collscope/gui/panels.hpp>
 #include <collscope/gui/rank_views.hpp>
@@ -31,6 +32,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace collscope::gui {
 namespace {
@@ -90,6 +92,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   study_ = new StudyView(this);
   connect(study_, &StudyView::traceRequested, this, &MainWindow::openRun);
   rank_views_ = new RankViews(this);
+  communication_ = new CommunicationPanel(this);
   auto dock = [this](QWidget* w, const QString& title, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
     d->setObjectName(title);
@@ -101,10 +104,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* findings_dock = findings_dock_ = dock(findings_, tr("Findings"), Qt::BottomDockWidgetArea);
   auto* statistics_dock = dock(statistics_, tr("Statistics"), Qt::BottomDockWidgetArea);
   auto* ranks_dock = dock(rank_views_, tr("Ranks"), Qt::BottomDockWidgetArea);
+  auto* messages_dock = communication_dock_ = dock(communication_, tr("Messages"), Qt::BottomDockWidgetArea);
   study_dock_ = dock(study_, tr("Tuning study"), Qt::BottomDockWidgetArea);
   tabifyDockWidget(findings_dock, statistics_dock);
   tabifyDockWidget(statistics_dock, ranks_dock);
-  tabifyDockWidget(ranks_dock, study_dock_);
+  tabifyDockWidget(ranks_dock, messages_dock);
+  tabifyDockWidget(messages_dock, study_dock_);
   findings_dock->raise();
 
   // Menus and toolbar.
@@ -120,7 +125,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* fit = view->addAction(tr("Zoom to &fit (F)"), timeline_, &TimelineView::zoomToFit);
   auto* zoom_sel = view->addAction(tr("Zoom to &selection (Z)"), timeline_, &TimelineView::zoomToSelection);
   view->addSeparator();
-  for (auto* d : {details_dock, findings_dock, statistics_dock, ranks_dock, study_dock_}) view->addAction(d->toggleViewAction());
+  for (auto* d : {details_dock, findings_dock, statistics_dock, ranks_dock, messages_dock, study_dock_})
+    view->addAction(d->toggleViewAction());
   auto* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&Keys and colours (? or F1)"), this, &MainWindow::showHelp);
 
@@ -198,6 +204,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
 
   connect(timeline_, &TimelineView::collectiveSelected, details_, &DetailsPanel::showCollective);
+  connect(timeline_, &TimelineView::pointToPointSelected, details_, &DetailsPanel::showPointToPoint);
+  connect(communication_, &CommunicationPanel::cellActivated, this, [this](int sender, int receiver) {
+    // The pair's messages selected, the view framed on them: the first send's posting to the last completion.
+    if (!run_) return;
+    const auto& messages = run_->model().messages();
+    auto selected = messages.messages_between(sender, receiver);
+    if (selected.empty()) return;
+    std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+    for (const auto m : selected) {
+      const auto msg = messages.message(m);
+      first = std::min({first, msg.send_ns, msg.recv_ns});
+      last = std::max({last, msg.send_ns, msg.recv_ns});
+    }
+    timeline_->selectMessages(std::move(selected));
+    const double pad = std::max<double>(double(last - first), 1000) * 0.02;
+    timeline_->jumpTo(double(first) - pad, double(last) + pad);
+    statusBar()->showMessage(tr("Messages from rank %1 to rank %2 selected: Esc clears them").arg(sender).arg(receiver), 6000);
+  });
   connect(timeline_, &TimelineView::collectiveHovered, this, [this](std::uint32_t event) {
     if (!run_ || event >= run_->model().collective_count()) {
       hover_label_->clear();
@@ -368,6 +392,7 @@ void MainWindow::showRun(std::shared_ptr<const RunData> run, bool keep_range) {
   findings_->setRun(run_.get());
   statistics_->setRun(run_);
   rank_views_->setRun(run_);
+  communication_->setRun(run_);
   step_box_->setRange(0, std::max<int>(0, static_cast<int>(run_->steps.size()) - 1));
   showStepInView();
   setWindowTitle(QString::fromStdString(fmt::format("collscope view — {}", run_->dir)));

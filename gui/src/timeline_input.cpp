@@ -1,6 +1,7 @@
 // The timeline's mouse, wheel and keys, its hover tooltips and its context menu.
 #include <collscope/gui/timeline_view.hpp>
 
+#include "point_to_point_text.hpp"
 #include "timeline_layout.hpp"
 #include "tool_tip.hpp"
 
@@ -72,8 +73,13 @@ void TimelineView::mouseReleaseEvent(QMouseEvent* e) {
       setHostCollapsed(row->index, !host_collapsed_[row->index]);
     } else if (row && e->position().x() < kLabelWidth && row->kind == RowKind::Rank) {
       setRankCollapsed(row->index, !rank_collapsed_[row->index]);
+    } else if (const auto hit = collectiveAt(e->position()); hit != kNoInstance) {
+      selectCollective(hit);
+    } else if (const auto call = pointToPointAt(e->position()); call != kNoInstance) {
+      selectPointToPoint(call);
     } else {
-      selectCollective(collectiveAt(e->position()));
+      selectCollective(kNoInstance);
+      if (selected_p2p_ != kNoInstance || !selected_messages_.empty()) selectPointToPoint(kNoInstance);
     }
   }
   dragging_ = false;
@@ -205,7 +211,10 @@ QString TimelineView::toolTipAt(QPointF pos) const {
     return QString::fromStdString(fmt::format("rank {} · {}", m.run().ranks[lane.rank_index].world_rank, lane.label));
   if (lane.kind == LaneKind::Collectives) {
     const auto id = collectiveAt(pos);
-    if (id == kNoInstance) return {};
+    if (id == kNoInstance) {
+      const auto call = pointToPointAt(pos);
+      return call == kNoInstance ? QString() : QString::fromStdString(point_to_point_summary(m, call));
+    }
     const auto e = m.collective(id);
     const auto& c = m.call(id);
     const auto& comm = m.run().communicators[c.comm];

@@ -4,6 +4,7 @@
 #include <collscope/gui/timeline_model.hpp>
 
 #include <collscope/run/parallel.hpp>
+#include <collscope/run/workload.hpp>
 #include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
@@ -59,20 +60,29 @@ std::size_t key_index(const std::vector<std::int64_t>& keys, std::int64_t k) {
 TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched)
     : run_(std::move(run)), clocks_(std::move(clocks)), matched_(std::move(matched)) {
   build();
+  messages_ = std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_);
 }
 
 TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks)
     : run_(std::move(run)), clocks_(std::move(clocks)) {
   // Matching (one thread, ~0.1 s per million calls) and the lanes (ranks in parallel) need only the run and its
   // clocks: side by side they take the longer of the two, not the sum.
+  // Messages (run/'s matching and wait states) likewise, once the point-to-point ids are numbered.
   auto matching = std::async(std::launch::async, [this] { return run::CollectiveMatcher().match(*run_, clocks_); });
+  std::vector<std::size_t> p2p_first(run_->ranks.size() + 1, 0);
+  for (std::size_t r = 0; r < run_->ranks.size(); ++r) p2p_first[r + 1] = p2p_first[r] + run_->ranks[r].point_to_point.size();
+  auto messages = std::async(std::launch::async, [this, p2p_first] {
+    return std::make_shared<const MessageIndex>(run_, clocks_, p2p_first);
+  });
   try {
     build();
   } catch (...) {
     matching.wait();
+    messages.wait();
     throw;
   }
   matched_ = matching.get();
+  messages_ = messages.get();
 }
 
 void TimelineModel::build() {
@@ -80,10 +90,13 @@ void TimelineModel::build() {
   const std::size_t n = ranks.size();
   shift_.resize(n);
   for (std::size_t r = 0; r < n; ++r) shift_[r] = clocks_.offset_ns[r] - clocks_.origin_ns;
+  fusion_buffers_ = run::describe_workload(*run_).fusion_buffers;
   coll_first_.assign(n + 1, 0);
   nvtx_first_.assign(n + 1, 0);
   gpu_first_.assign(n + 1, 0);
+  p2p_first_.assign(n + 1, 0);
   for (std::size_t r = 0; r < n; ++r) {
+    p2p_first_[r + 1] = p2p_first_[r] + ranks[r].point_to_point.size();
     coll_first_[r + 1] = coll_first_[r] + ranks[r].collectives.size();
     nvtx_first_[r + 1] = nvtx_first_[r] + ranks[r].nvtx_ranges.size();
     gpu_first_[r + 1] = gpu_first_[r] + ranks[r].gpu_activities.size();
@@ -91,31 +104,45 @@ void TimelineModel::build() {
   inflight_base_ = coll_first_[n];
   nvtx_total_ = nvtx_first_[n];
   gpu_total_ = gpu_first_[n];
+  p2p_total_ = p2p_first_[n];
   std::vector<std::size_t> inflight_first(n + 1, 0);
   for (std::size_t r = 0; r < n; ++r) {
     inflight_first[r] = inflight_.size();
     for (std::uint32_t k = 0; k < ranks[r].calls_in_flight.size(); ++k) inflight_.push_back({static_cast<int>(r), k});
   }
   inflight_first[n] = inflight_.size();
-  if (collective_count() >= kNoInstance || nvtx_total_ >= kNoInstance || gpu_total_ >= kNoInstance)
+  if (collective_count() >= kNoInstance || nvtx_total_ >= kNoInstance || gpu_total_ >= kNoInstance ||
+      p2p_total_ >= kNoInstance)
     throw InputError(fmt::format("{}: more than 2^32 events of one kind: too many for the viewer", run_->dir));
 
-  // Each rank's lanes, ranks in parallel.
-  std::vector<std::array<KindLanes, 3>> kinds(n);
+  // Each rank's lanes, ranks in parallel. Kind 3 (point-to-point) has kind 0's keys: a thread's calls of both
+  // share its lane.
+  std::vector<std::array<KindLanes, 4>> kinds(n);
   run::parallel_for(n, [&](std::size_t r) {
     const auto& rank = ranks[r];
     auto& coll = kinds[r][0];
-    const auto nc = rank.collectives.size(), nf = rank.calls_in_flight.size();
+    const auto nc = rank.collectives.size(), nf = rank.calls_in_flight.size(), np = rank.point_to_point.size();
     auto call_at = [&](std::size_t i) -> const run::CollectiveCall& {
       return i < nc ? rank.collectives[i] : rank.calls_in_flight[i - nc].call;
     };
-    coll = lanes_of(nc + nf, [&](std::size_t i) { return std::int64_t{call_at(i).thread}; });
+    coll = lanes_of(nc + nf + np, [&](std::size_t i) {
+      return std::int64_t{i < nc + nf ? call_at(i).thread : rank.point_to_point[i - nc - nf].thread};
+    });
     std::vector<unsigned> backends(coll.keys.size(), 0);  // bit per store::Backend used on the thread
     for (std::size_t i = 0, last = 0; i < nc + nf; ++i) {
       const auto& c = call_at(i);
       if (coll.keys[last] != c.thread) last = key_index(coll.keys, c.thread);
       ++coll.count[last];
       backends[last] |= 1u << static_cast<unsigned>(run_->communicators[c.comm].backend);
+    }
+    auto& p2p = kinds[r][3];
+    p2p.keys = coll.keys;
+    p2p.count.assign(coll.keys.size(), 0);
+    for (std::size_t i = 0, last = 0; i < np; ++i) {
+      const auto thread = rank.point_to_point[i].thread;
+      if (coll.keys[last] != thread) last = key_index(coll.keys, thread);
+      ++p2p.count[last];
+      backends[last] |= 1u << static_cast<unsigned>(store::Backend::Mpi);  // the MPI interposer's calls
     }
     for (std::size_t k = 0; k < coll.keys.size(); ++k) {
       const unsigned b = backends[k];
@@ -155,9 +182,10 @@ void TimelineModel::build() {
     std::stable_sort(rank_order.begin(), rank_order.end(),
                      [&](std::size_t a, std::size_t b) { return clocks_.host_of_rank[a] < clocks_.host_of_rank[b]; });
   for (auto& per_kind : lane_of_key_) per_kind.assign(n, {});
-  std::vector<std::array<std::size_t, 3>> block(n);  // first position of the rank's events, per kind
-  std::array<std::size_t, 3> position{0, 0, 0};
-  for (const std::size_t r : rank_order)
+  std::vector<std::array<std::size_t, 4>> block(n);  // first position of the rank's events, per kind
+  std::array<std::size_t, 4> position{0, 0, 0, 0};
+  for (const std::size_t r : rank_order) {
+    block[r][3] = position[3];
     for (int k = 0; k < 3; ++k) {
       block[r][k] = position[k];
       auto& kl = kinds[r][k];
@@ -171,11 +199,22 @@ void TimelineModel::build() {
         lane.begin = static_cast<std::uint32_t>(position[k]);
         position[k] += kl.count[l];
         lane.end = static_cast<std::uint32_t>(position[k]);
+        Lane track;
+        track.rank_index = lane.rank_index;
+        track.kind = LaneKind::PointToPoint;
+        track.key = lane.key;
+        track.begin = track.end = static_cast<std::uint32_t>(position[3]);
+        if (k == 0) {
+          position[3] += kinds[r][3].count[l];
+          track.end = static_cast<std::uint32_t>(position[3]);
+        }
         lane_of_key_[k][r].emplace_back(lane.key, static_cast<std::uint16_t>(lanes_.size()));
         lanes_.push_back(std::move(lane));
+        p2p_tracks_.push_back(std::move(track));
       }
     }
-  for (int k = 0; k < 3; ++k) {
+  }
+  for (int k = 0; k < 4; ++k) {
     order_[k].resize(position[k]);
     start_[k].resize(position[k]);
     max_end_[k].resize(position[k]);
@@ -230,6 +269,12 @@ void TimelineModel::build() {
         [&](std::size_t i) { return static_cast<std::uint32_t>(nvtx_first_[r] + i); },
         [&](std::uint32_t id) { return nv[id - nvtx_first_[r]].start_ns; },
         [&](std::uint32_t id) { return std::max(nv[id - nvtx_first_[r]].end_ns, nv[id - nvtx_first_[r]].start_ns); });
+    const auto& pp = rank.point_to_point;
+    fill(
+        3, pp.size(), [&](std::size_t i) { return std::int64_t{pp[i].thread}; },
+        [&](std::size_t i) { return static_cast<std::uint32_t>(p2p_first_[r] + i); },
+        [&](std::uint32_t id) { return pp[id - p2p_first_[r]].start_ns; },
+        [&](std::uint32_t id) { return std::max(pp[id - p2p_first_[r]].end_ns, pp[id - p2p_first_[r]].start_ns); });
     const auto& g = rank.gpu_activities;
     fill(
         2, g.size(), [&](std::size_t i) { return gpu_lane_key(g[i]); },
@@ -278,7 +323,7 @@ CollectiveEvent TimelineModel::event_of(int r, std::uint32_t id, std::uint16_t l
   e.lane = lane;
   e.rank_index = static_cast<std::uint16_t>(r);
   e.op = c.op;
-  e.fusion_fill_percent = c.fusion_fill_pct;
+  e.fusion_fill_percent = fusion_buffers_ ? c.fusion_fill_pct : 0;
   e.flags = in_flight(id) ? kCallInFlight : 0;
   return e;
 }
@@ -356,11 +401,40 @@ std::int64_t TimelineModel::end_at(const Lane& lane, std::uint32_t pos) const {
       const auto& n = run_->ranks[r].nvtx_ranges[id - nvtx_first_[r]];
       return std::max(n.end_ns, n.start_ns) + shift_[r];
     }
+    case LaneKind::PointToPoint: {
+      const auto& c = run_->ranks[r].point_to_point[id - p2p_first_[r]];
+      return std::max(c.end_ns, c.start_ns) + shift_[r];
+    }
     default: {
       const auto& g = run_->ranks[r].gpu_activities[id - gpu_first_[r]];
       return std::max(g.end_ns, g.start_ns) + shift_[r];
     }
   }
+}
+
+int TimelineModel::rank_of_point_to_point(std::uint32_t id) const {
+  return static_cast<int>(std::upper_bound(p2p_first_.begin(), p2p_first_.end(), std::size_t{id}) - p2p_first_.begin()) - 1;
+}
+
+const run::PointToPointCall& TimelineModel::point_to_point(std::uint32_t id) const {
+  const int r = rank_of_point_to_point(id);
+  return run_->ranks[r].point_to_point[id - p2p_first_[r]];
+}
+
+std::uint32_t TimelineModel::lane_of_point_to_point(std::uint32_t id) const {
+  const int r = rank_of_point_to_point(id);
+  return lane_of(0, r, run_->ranks[r].point_to_point[id - p2p_first_[r]].thread);
+}
+
+std::int64_t TimelineModel::point_to_point_start(std::uint32_t id) const {
+  const int r = rank_of_point_to_point(id);
+  return run_->ranks[r].point_to_point[id - p2p_first_[r]].start_ns + shift_[r];
+}
+
+std::int64_t TimelineModel::point_to_point_end(std::uint32_t id) const {
+  const int r = rank_of_point_to_point(id);
+  const auto& c = run_->ranks[r].point_to_point[id - p2p_first_[r]];
+  return std::max(c.end_ns, c.start_ns) + shift_[r];
 }
 
 std::uint32_t TimelineModel::name_at(const Lane& lane, std::uint32_t pos) const {
@@ -416,14 +490,17 @@ std::size_t TimelineModel::memory_bytes() const {
   std::size_t bytes = sizeof(*this);
   for (const auto& r : run_->ranks) {
     bytes += r.collectives.capacity() * sizeof(run::CollectiveCall) + r.nvtx_ranges.capacity() * sizeof(run::NvtxRange) +
-             r.gpu_activities.capacity() * sizeof(run::GpuActivity) + r.calls_in_flight.capacity() * sizeof(run::CallInFlight);
+             r.gpu_activities.capacity() * sizeof(run::GpuActivity) + r.calls_in_flight.capacity() * sizeof(run::CallInFlight) +
+             r.point_to_point.capacity() * sizeof(run::PointToPointCall);
     bytes += r.threads.capacity() * sizeof(store::ThreadRow) + r.buffers.capacity() * sizeof(store::BufferRow);
   }
   for (const auto& s : run_->strings) bytes += sizeof(s) + s.capacity();
   bytes += matched_.instances.capacity() * sizeof(run::InstanceSummary);
   for (const auto& per_rank : matched_.call_index)
     for (const auto& v : per_rank) bytes += sizeof(v) + v.capacity() * sizeof(std::int32_t);
-  for (int k = 0; k < 3; ++k)
+  if (messages_) bytes += messages_->memory_bytes();
+  bytes += p2p_tracks_.capacity() * sizeof(Lane);
+  for (int k = 0; k < 4; ++k)
     bytes += order_[k].capacity() * sizeof(std::uint32_t) +
              (start_[k].capacity() + max_end_[k].capacity()) * sizeof(std::int64_t);
   for (const auto& l : lanes_) bytes += sizeof(l) + l.label.capacity();

@@ -72,10 +72,25 @@ void TimelineView::paintLegend(QPainter& p) {
     p.fillRect(r.adjusted(0, 0, -r.width() / 2, 0), op_color(store::Op::Allreduce).lighter(175));
     p.fillRect(r.adjusted(r.width() / 2, 0, 0, 0), op_color(store::Op::Allreduce));
   });
-  item(tr("fusion fill"), [&](QRect r) {
-    p.fillRect(r, op_color(store::Op::Allreduce));
-    p.fillRect(QRect(r.left(), r.bottom() - 2, r.width() * 2 / 3, 3), QColor(20, 20, 20));
-  });
+  if (run_->model().fusion_buffers())
+    item(tr("fusion fill"), [&](QRect r) {
+      p.fillRect(r, op_color(store::Op::Allreduce));
+      p.fillRect(QRect(r.left(), r.bottom() - 2, r.width() * 2 / 3, 3), QColor(20, 20, 20));
+    });
+  if (run_->model().messages().size() > 0) {
+    auto line = [&](const QColor& c) {
+      return [&p, c](QRect r) {
+        p.setPen(QPen(c, 2));
+        p.drawLine(r.bottomLeft(), r.topRight());
+      };
+    };
+    if (last_messages_in_view_ > kMaxMessageLines)
+      item(tr("%1 messages in view: zoom in for their lines").arg(last_messages_in_view_), line(QColor(160, 160, 160)));
+    else
+      item(tr("message"), line(QColor(60, 60, 60)));
+    item(tr("late sender"), line(kLateSenderColor));
+    item(tr("late receiver"), line(kLateReceiverColor));
+  }
   item(tr("in flight (hung)"), [&](QRect r) {
     p.fillRect(r, QColor(200, 30, 30));
     p.fillRect(r, QBrush(QColor(255, 255, 255, 110), Qt::BDiagPattern));

@@ -2,6 +2,7 @@
 // with its wait arrows, the selected range with its totals, the header and the colour legend.
 #include <collscope/gui/timeline_view.hpp>
 #include <collscope/run/palette.hpp>
+#include <collscope/run/wait_states.hpp>
 
 #include "text_fit.hpp"
 #include "timeline_layout.hpp"
@@ -79,6 +80,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   timer.start();
   last_labels_.clear();
   last_primitives_ = 0;
+  last_p2p_calls_ = last_message_lines_ = last_messages_in_view_ = 0;
   QPainter p(this);
   p.fillRect(rect(), QColor(250, 250, 250));
   if (!run_) {
@@ -113,6 +115,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   // The hovered and the selected instance on every rank, the selected range.
   p.save();
   p.setClipRect(QRect(kLabelWidth, kHeaderHeight, width() - kLabelWidth, bottom - kHeaderHeight));
+  paintMessageLines(p);
   if (hovered_ != kNoInstance && hovered_ < run_->model().collective_count() && hovered_ != selected_)
     paintInstanceOutline(p, hovered_, QColor(60, 60, 60, 160), 1, false);
   if (selected_ != kNoInstance) paintInstanceOutline(p, selected_, QColor(0, 0, 0), 2, true);
@@ -337,8 +340,151 @@ std::uint32_t TimelineView::aggregated_until(const Lane& lane, std::uint32_t i, 
   return next;
 }
 
+void TimelineView::paintPointToPoint(QPainter& p, const Lane& track, int top, int h) {
+  // A thread's point-to-point calls on its MPI lane, under its collectives (the same thread makes no two calls at
+  // once, but a non-blocking call's request stays open across other calls: a thin line between its posting and
+  // its completion). Where the call waited (run/'s late sender or late receiver) it is lighter, as a
+  // collective's wait is.
+  if (track.begin == track.end) return;
+  const auto& m = run_->model();
+  const auto& messages = m.messages();
+  const double ns_per_px = (t1_ - t0_) / plotWidth();
+  const int box_top = top + 3, box_h = h - 6;
+  ColumnRun columns(p, box_top, box_h, last_primitives_);
+  const int r = track.rank_index;
+  const bool selected_here = selected_p2p_ != kNoInstance || !selected_messages_.empty();
+  // Waits and selection outlines go over every box of the track: the requests one MPI_Waitall completes share
+  // its span, and the one that waited must not be hidden under the others.
+  std::vector<std::pair<QRectF, QColor>> tints;
+  std::vector<QRectF> outlines;
+  std::uint32_t i = m.first_ending_after(track, static_cast<std::int64_t>(std::floor(t0_)));
+  while (i < track.end && m.start_at(track, i) <= t1_) {
+    const double x0 = timeToX(m.start_at(track, i)), x1 = timeToX(m.end_at(track, i));
+    const auto& c = m.point_to_point_at(track, i);
+    if (!level_of_detail_ || x1 - x0 >= kMinBoxPx) {
+      columns.flush();
+      const QColor color = op_color(c.op);
+      const auto spans = run::spans_in_mpi(c);
+      auto x_of = [&](std::int64_t raw) { return timeToX(double(m.run_time(r, raw))); };
+      auto box = [&](const run::MpiSpan& s) {
+        const double a = x_of(s.start_ns), b = x_of(s.end_ns);
+        p.fillRect(QRectF(a, box_top, std::max(1.0, b - a), box_h), color);
+      };
+      if (spans.nonblocking) {
+        p.fillRect(QRectF(x0, top + h / 2.0 - 1, std::max(1.0, x1 - x0), 2), color.lighter(140));
+        box(spans.post);
+        if (spans.completion.length() > 0) box(spans.completion);
+      } else {
+        box(spans.post);
+      }
+      const std::uint32_t id = m.id_at(LaneKind::PointToPoint, i);
+      std::vector<std::uint32_t> mine;
+      if (messages.waits().waits.size() > 0 || selected_here) mine = messages.messages_of_call(id);
+      for (const auto msg : mine) {
+        const auto* w = messages.wait_of(msg);
+        if (!w) continue;
+        const auto mm = messages.message(msg);
+        const std::uint32_t waiting = w->state == run::WaitState::LateSender ? mm.recv : mm.send;
+        if (waiting != id) continue;
+        const double a = timeToX(double(m.run_time(w->start_ns))), b = timeToX(double(m.run_time(w->end_ns)));
+        if (b > a) tints.push_back({QRectF(a, box_top, b - a, box_h), color.lighter(175)});
+      }
+      if (selected_p2p_ == id ||
+          std::any_of(mine.begin(), mine.end(), [&](std::uint32_t msg) {
+            return std::binary_search(selected_messages_.begin(), selected_messages_.end(), msg);
+          }))
+        outlines.push_back(QRectF(x0 - 1, box_top - 1, std::max(3.0, x1 - x0 + 2), box_h + 2));
+      ++last_primitives_;
+      ++last_p2p_calls_;
+      ++i;
+      continue;
+    }
+    const double column = std::floor(x0);
+    const double column_end_t = t0_ + (column + 1 - kLabelWidth) * ns_per_px;
+    const std::uint32_t next = std::max(aggregated_until(track, i, column_end_t, ns_per_px), i + 1);
+    columns.add(static_cast<int>(column), op_color(c.op).rgb());
+    last_p2p_calls_ += next - i;
+    i = next;
+  }
+  columns.flush();
+  for (const auto& [r, colour] : tints) p.fillRect(r, colour);
+  p.setPen(QPen(Qt::black, 2));
+  p.setBrush(Qt::NoBrush);
+  for (const auto& r : outlines) p.drawRect(r);
+}
+
+void TimelineView::paintMessageLines(QPainter& p) {
+  // Vampir's message lines: from the send's posting on the sender's lane to the receive's completion on the
+  // receiver's, for the messages whose line crosses the visible range and whose lanes are shown. A message a
+  // receiver waited for is red (late sender), one a sender waited for orange (late receiver), others grey.
+  const auto& m = run_->model();
+  const auto& messages = m.messages();
+  if (messages.size() == 0) return;
+  const auto [first, last] = messages.lines_in(static_cast<std::int64_t>(std::floor(t0_)), static_cast<std::int64_t>(std::ceil(t1_)));
+  last_messages_in_view_ = last - first;
+  auto endpoints = [&](std::uint32_t msg, QPointF& a, QPointF& b) {
+    const Message mm = messages.message(msg);
+    const int ya = laneCentre(static_cast<int>(m.lane_of_point_to_point(mm.send)));
+    const int yb = laneCentre(static_cast<int>(m.lane_of_point_to_point(mm.recv)));
+    if (ya < 0 || yb < 0) return false;
+    a = QPointF(timeToX(double(mm.send_ns)), ya);
+    b = QPointF(timeToX(double(mm.recv_ns)), yb);
+    return true;
+  };
+  auto colour_of = [&](std::uint32_t msg) {
+    const auto* w = messages.wait_of(msg);
+    return !w ? QColor(60, 60, 60, 170)
+              : w->state == run::WaitState::LateSender ? kLateSenderColor : kLateReceiverColor;
+  };
+  if (last - first <= kMaxMessageLines) {
+    QLineF previous;
+    QColor previous_colour;
+    for (std::uint32_t pos = first; pos < last; ++pos) {
+      if (messages.line_end(pos) < t0_) continue;
+      QPointF a, b;
+      const std::uint32_t msg = messages.line_at(pos);
+      if (!endpoints(msg, a, b)) continue;
+      ++last_message_lines_;
+      // Lines on the same pixels as the last one drawn (a zoomed-out burst of messages) are drawn once.
+      const QLineF line(QPointF(std::round(a.x()), a.y()), QPointF(std::round(b.x()), b.y()));
+      const QColor colour = colour_of(msg);
+      if (line == previous && colour == previous_colour) continue;
+      previous = line;
+      previous_colour = colour;
+      p.setPen(QPen(colour, 1));
+      p.drawLine(a, b);
+      ++last_primitives_;
+    }
+  }
+  // The selected messages over the others, wherever they are (at most kMaxMessageLines of them).
+  if (selected_messages_.empty()) return;
+  p.setRenderHint(QPainter::Antialiasing, true);
+  std::size_t drawn = 0;
+  for (const auto msg : selected_messages_) {
+    if (drawn++ >= kMaxMessageLines) break;
+    QPointF a, b;
+    if (!endpoints(msg, a, b)) continue;
+    p.setPen(QPen(QColor(0, 0, 0), 3));
+    p.drawLine(a, b);
+    p.setPen(QPen(kSearchColor, 1.5));
+    p.drawLine(a, b);
+    // An arrow head at the receive.
+    const QLineF l(b, a);
+    if (l.length() > 8) {
+      const QLineF u = l.unitVector();
+      const QPointF d = (u.p2() - u.p1()) * 8, n(-d.y() * 0.45, d.x() * 0.45);
+      p.setBrush(QColor(0, 0, 0));
+      p.setPen(Qt::NoPen);
+      p.drawPolygon(QPolygonF({b, b + d + n, b + d - n}));
+    }
+    ++last_primitives_;
+  }
+  p.setRenderHint(QPainter::Antialiasing, false);
+}
+
 void TimelineView::paintCollectiveLane(QPainter& p, const Lane& lane, int top, int h) {
   const auto& m = run_->model();
+  paintPointToPoint(p, m.point_to_point_track(static_cast<std::size_t>(&lane - m.lanes().data())), top, h);
   const double ns_per_px = (t1_ - t0_) / plotWidth();
   const int box_top = top + 3, box_h = h - 6;
   ColumnRun columns(p, box_top, box_h, last_primitives_);

@@ -1,6 +1,7 @@
 // The timeline's state: rows (counters, hosts, ranks, lanes; collapsed and pinned), the visible range and its
 // history, the selection. Painting is in timeline_paint.cpp, mouse and keys in timeline_input.cpp.
 #include <collscope/gui/timeline_view.hpp>
+#include <collscope/run/wait_states.hpp>
 
 #include "timeline_layout.hpp"
 
@@ -37,6 +38,8 @@ void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
   run_ = std::move(run);
   if (!same_model || !keep_range) {
     selected_ = kNoInstance;
+    selected_p2p_ = kNoInstance;
+    selected_messages_.clear();
     hovered_ = kNoInstance;
     highlighted_ranks_.clear();
     search_.reset();
@@ -65,6 +68,13 @@ void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
     for (const auto& inst : m.matched().instances) seen[static_cast<int>(inst.op) % store::kOpCount] = 1;
     for (const auto& rank : m.run().ranks)
       for (const auto& f : rank.calls_in_flight) seen[static_cast<int>(f.call.op) % store::kOpCount] = 1;
+    // Point-to-point calls by family, as they are coloured: send (every send mode), recv, sendrecv.
+    for (const auto& rank : m.run().ranks)
+      for (const auto& c : rank.point_to_point)
+        seen[static_cast<int>(c.sends() && c.receives() ? store::Op::Sendrecv
+                              : c.sends()               ? store::Op::Send
+                              : run::is_message_receive(c.op) ? store::Op::Recv
+                                                              : store::blocking_form(c.op))] = 1;
     ops_present_.clear();
     for (int o = 0; o < store::kOpCount; ++o)
       if (seen[o]) ops_present_.push_back(static_cast<store::Op>(o));
@@ -320,27 +330,52 @@ void TimelineView::zoomToSelection() {
 
 void TimelineView::selectCollective(std::uint32_t event) {
   if (!run_ || event >= run_->model().collective_count()) event = kNoInstance;
+  if (event != kNoInstance && (selected_p2p_ != kNoInstance || !selected_messages_.empty())) {
+    selected_p2p_ = kNoInstance;
+    selected_messages_.clear();
+    emit pointToPointSelected(kNoInstance);
+  }
   if (event == selected_) return;
   selected_ = event;
-  // Reveal it: its rank and host expand, its lane scrolls into view.
-  if (event != kNoInstance) {
-    const int r = run_->model().rank_of_collective(event);
-    const int lane = static_cast<int>(run_->model().lane_of_collective(event));
-    const auto& host_of = run_->model().clocks().host_of_rank;
-    const int h = r < static_cast<int>(host_of.size()) ? host_of[r] : 0;
-    if (rank_collapsed_[r] || host_collapsed_[h]) {
-      rank_collapsed_[r] = host_collapsed_[h] = 0;
-      layoutRows();
-    }
-    if (lane_row_[lane] >= 0 && !rows_[lane_row_[lane]].pinned) {
-      const auto& row = rows_[lane_row_[lane]];
-      const int room = plotBottom() - scrolledTop();
-      if (row.top < scroll_y_ || row.top + row.height > scroll_y_ + room) scroll_y_ = row.top - room / 3;
-      clampVerticalScroll();
-    }
-  }
+  if (event != kNoInstance)
+    revealLane(run_->model().rank_of_collective(event), static_cast<int>(run_->model().lane_of_collective(event)));
   update();
   emit collectiveSelected(event);
+}
+
+void TimelineView::selectPointToPoint(std::uint32_t call) {
+  if (!run_ || call >= run_->model().point_to_point_count()) call = kNoInstance;
+  if (selected_ != kNoInstance) selectCollective(kNoInstance);
+  selected_p2p_ = call;
+  selected_messages_ = call == kNoInstance ? std::vector<std::uint32_t>{} : run_->model().messages().messages_of_call(call);
+  if (call != kNoInstance)
+    revealLane(run_->model().rank_of_point_to_point(call), static_cast<int>(run_->model().lane_of_point_to_point(call)));
+  update();
+  emit pointToPointSelected(call);
+}
+
+void TimelineView::selectMessages(std::vector<std::uint32_t> messages) {
+  if (selected_ != kNoInstance) selectCollective(kNoInstance);
+  std::sort(messages.begin(), messages.end());
+  selected_p2p_ = kNoInstance;
+  selected_messages_ = std::move(messages);
+  update();
+  emit pointToPointSelected(kNoInstance);
+}
+
+void TimelineView::revealLane(int r, int lane) {
+  const auto& host_of = run_->model().clocks().host_of_rank;
+  const int h = r < static_cast<int>(host_of.size()) ? host_of[r] : 0;
+  if (rank_collapsed_[r] || host_collapsed_[h]) {
+    rank_collapsed_[r] = host_collapsed_[h] = 0;
+    layoutRows();
+  }
+  if (lane_row_[lane] >= 0 && !rows_[lane_row_[lane]].pinned) {
+    const auto& row = rows_[lane_row_[lane]];
+    const int room = plotBottom() - scrolledTop();
+    if (row.top < scroll_y_ || row.top + row.height > scroll_y_ + room) scroll_y_ = row.top - room / 3;
+    clampVerticalScroll();
+  }
 }
 
 void TimelineView::clearSelection() {
@@ -349,6 +384,7 @@ void TimelineView::clearSelection() {
   highlighted_ranks_.clear();
   search_.reset();
   selectCollective(kNoInstance);
+  if (selected_p2p_ != kNoInstance || !selected_messages_.empty()) selectPointToPoint(kNoInstance);
   if (had_range) emit rangeSelected(0, 0);
   update();
 }
@@ -407,6 +443,61 @@ std::uint32_t TimelineView::collectiveAt(QPointF pos) const {
     if (d == 0) break;
   }
   return best;
+}
+
+std::uint32_t TimelineView::pointToPointAt(QPointF pos) const {
+  if (!run_ || pos.x() < kLabelWidth) return kNoInstance;
+  const int l = laneAt(pos.y());
+  const auto& m = run_->model();
+  if (l < 0 || m.lanes()[l].kind != LaneKind::Collectives) return kNoInstance;
+  const auto& track = m.point_to_point_track(static_cast<std::size_t>(l));
+  const double t = xToTime(pos.x());
+  const double tolerance = 3.0 / plotWidth() * (t1_ - t0_);  // 3 px
+  // A non-blocking call is hit where it was inside MPI (posting, completion), not across the work it overlapped.
+  // Where several are (the requests one MPI_Waitall completes), the one that waited for its peer is the answer:
+  // it is what the time there was spent on.
+  const auto& messages = m.messages();
+  auto waited = [&](std::uint32_t id) {
+    for (const auto msg : messages.messages_of_call(id))
+      if (const auto* w = messages.wait_of(msg)) {
+        const auto mm = messages.message(msg);
+        if ((w->state == run::WaitState::LateSender ? mm.recv : mm.send) == id) return true;
+      }
+    return false;
+  };
+  std::uint32_t best = kNoInstance;
+  double best_distance = tolerance;
+  bool best_waited = false;
+  for (std::uint32_t i = m.first_ending_after(track, static_cast<std::int64_t>(t - tolerance));
+       i < track.end && m.start_at(track, i) <= t + tolerance; ++i) {
+    const auto& c = m.point_to_point_at(track, i);
+    const auto spans = run::spans_in_mpi(c);
+    const std::uint32_t id = m.id_at(LaneKind::PointToPoint, i);
+    for (const auto& span : {spans.post, spans.completion}) {
+      const double start = m.run_time(track.rank_index, span.start_ns), end = m.run_time(track.rank_index, span.end_ns);
+      if (span.length() == 0 && spans.nonblocking) continue;
+      const double d = t < start ? start - t : t > end ? t - end : 0;
+      if (d > best_distance || (d == best_distance && best_waited)) continue;
+      best_distance = d, best = id, best_waited = waited(id);
+    }
+  }
+  return best;
+}
+
+QPointF TimelineView::pointOfPointToPoint(std::uint32_t call) const {
+  if (!run_ || call >= run_->model().point_to_point_count()) return {};
+  const auto& m = run_->model();
+  const auto& c = m.point_to_point(call);
+  const int r = m.rank_of_point_to_point(call);
+  const auto spans = run::spans_in_mpi(c);
+  const auto& where = spans.nonblocking && spans.completion.length() > 0 ? spans.completion : spans.post;
+  const double x = timeToX((m.run_time(r, where.start_ns) + m.run_time(r, where.end_ns)) / 2.0);
+  const int lane = static_cast<int>(m.lane_of_point_to_point(call));
+  const int y = laneCentre(lane);
+  if (y < 0) return {};
+  const auto& row = rows_[lane_row_[lane]];
+  if (x < kLabelWidth || x >= width() || y >= plotBottom() || (!row.pinned && y < scrolledTop())) return {};
+  return {x, double(y)};
 }
 
 void TimelineView::resizeEvent(QResizeEvent*) { layoutRows(); }

@@ -21,7 +21,13 @@ Rgb op_colour(store::Op op) {
     case Op::ReduceScatter: case Op::ReduceScatterBlock: return 0x9467bd;
     case Op::Alltoall: case Op::Alltoallv: return 0xd62728;
     case Op::Barrier: return 0x7f7f7f;
-    case Op::Send: case Op::Recv: return 0x5555aa;
+    // Point-to-point, every form (blocking, non-blocking, persistent, buffered, synchronous, ready): sends
+    // slate, receives teal, sendrecv between them.
+    case Op::Send: case Op::Isend: case Op::SendInit: case Op::Bsend: case Op::Ibsend: case Op::BsendInit:
+    case Op::Ssend: case Op::Issend: case Op::SsendInit: case Op::Rsend: case Op::Irsend: case Op::RsendInit:
+      return 0x5555aa;
+    case Op::Recv: case Op::Irecv: case Op::RecvInit: case Op::Mrecv: case Op::Imrecv: return 0x2a8d8f;
+    case Op::Sendrecv: case Op::Isendrecv: case Op::SendrecvReplace: case Op::IsendrecvReplace: return 0x6f5fa0;
     default: return 0x999999;
   }
 }
@@ -32,18 +38,31 @@ Rgb series_colour(std::size_t k) {
   return kSeries[k % kSeries.size()];
 }
 
-Rgb lateness_colour(double fraction) {
-  // Stops of the ramp: white, pale yellow, orange, red, dark red (a "YlOrRd"-like scale that prints in grey too).
-  static constexpr std::array<Rgb, 5> kStops = {0xffffff, 0xffeda0, 0xfd8d3c, 0xe31a1c, 0x800026};
+namespace {
+
+// The colour at `fraction` along a ramp of five stops, linear between them.
+Rgb on_ramp(const std::array<Rgb, 5>& stops, double fraction) {
   const double f = std::isfinite(fraction) ? std::clamp(fraction, 0.0, 1.0) : 0.0;
-  const double pos = f * double(kStops.size() - 1);
-  const std::size_t i = std::min(kStops.size() - 2, static_cast<std::size_t>(pos));
+  const double pos = f * double(stops.size() - 1);
+  const std::size_t i = std::min(stops.size() - 2, static_cast<std::size_t>(pos));
   const double t = pos - double(i);
   auto channel = [&](int shift) {
-    const double a = double((kStops[i] >> shift) & 0xff), b = double((kStops[i + 1] >> shift) & 0xff);
+    const double a = double((stops[i] >> shift) & 0xff), b = double((stops[i + 1] >> shift) & 0xff);
     return static_cast<Rgb>(std::lround(a + (b - a) * t)) << shift;
   };
   return channel(16) | channel(8) | channel(0);
+}
+
+}  // namespace
+
+Rgb lateness_colour(double fraction) {
+  // Stops of the ramp: white, pale yellow, orange, red, dark red (a "YlOrRd"-like scale that prints in grey too).
+  return on_ramp({0xffffff, 0xffeda0, 0xfd8d3c, 0xe31a1c, 0x800026}, fraction);
+}
+
+Rgb amount_colour(double fraction) {
+  // White, pale blue, mid blue, blue, dark blue (a "Blues"-like scale): more is darker, never alarming.
+  return on_ramp({0xffffff, 0xc6dbef, 0x6baed6, 0x2171b5, 0x08306b}, fraction);
 }
 
 std::string hex(Rgb rgb) { return fmt::format("#{:06x}", rgb & 0xffffff); }

@@ -72,6 +72,7 @@ struct RawWait {
   std::int32_t waiting_rank, waited_for;
   WaitState state;
   std::int64_t late_action_ns;  // when the rank waited for acted (posted its send or its receive)
+  std::int32_t message;         // index into MatchedMessages::messages
 };
 
 // Each rank's raw waits → shares of its union: in each instant, the ranks it waited for share it equally.
@@ -100,8 +101,12 @@ std::vector<std::int64_t> shares_of_union(const std::vector<RawWait>& raw, const
 }  // namespace
 
 PointToPointWaits measure_point_to_point_waits(const Run& run, const ClockAlignment& clocks) {
+  return measure_point_to_point_waits(run, clocks, match_messages(run));
+}
+
+PointToPointWaits measure_point_to_point_waits(const Run& run, const ClockAlignment& clocks,
+                                               const MatchedMessages& matched) {
   PointToPointWaits out;
-  const MatchedMessages matched = match_messages(run);
   out.messages = static_cast<std::int64_t>(matched.messages.size());
   out.unmatched_sends = matched.unmatched_sends;
   out.unmatched_receives = matched.unmatched_receives;
@@ -110,7 +115,9 @@ PointToPointWaits measure_point_to_point_waits(const Run& run, const ClockAlignm
   // Per (acting rank, partner): the times it acted towards the partner (posted a send to it, a receive from it),
   // to find the previous action before each late one (propagation).
   std::map<std::pair<std::int32_t, std::int32_t>, std::vector<std::int64_t>> actions;
-  for (const auto& m : matched.messages) {
+  for (std::size_t mi = 0; mi < matched.messages.size(); ++mi) {
+    const auto& m = matched.messages[mi];
+    const auto message = static_cast<std::int32_t>(mi);
     const auto& sender = run.ranks[m.send_rank];
     const auto& receiver = run.ranks[m.recv_rank];
     const auto& s = sender.point_to_point[m.send_call];
@@ -124,13 +131,13 @@ PointToPointWaits measure_point_to_point_waits(const Run& run, const ClockAlignm
     const std::int64_t rb_start = clocks.aligned(m.recv_rank, rb.start_ns);
     if (rb.length() > 0 && send_post > rb_start)
       raw.push_back({rb_start, rb_start + std::min(send_post - rb_start, rb.length()), receiver.world_rank,
-                     sender.world_rank, WaitState::LateSender, send_post});
+                     sender.world_rank, WaitState::LateSender, send_post, message});
     if (!can_wait_for_receiver(s)) continue;
     const MpiSpan sb = blocking_span(s);
     const std::int64_t sb_start = clocks.aligned(m.send_rank, sb.start_ns), sb_end = sb_start + sb.length();
     if (sb.length() > 0 && recv_post > sb_start && sb_end > recv_post)
       raw.push_back({sb_start, sb_start + std::min(recv_post - sb_start, sb.length()), sender.world_rank,
-                     receiver.world_rank, WaitState::LateReceiver, recv_post});
+                     receiver.world_rank, WaitState::LateReceiver, recv_post, message});
   }
   for (auto& [key, times] : actions) std::sort(times.begin(), times.end());
   // Shares of each rank's union.
@@ -166,7 +173,9 @@ PointToPointWaits measure_point_to_point_waits(const Run& run, const ClockAlignm
     const auto it = std::lower_bound(times.begin(), times.end(), w.late_action_ns);
     const std::int64_t previous = it == times.begin() ? INT64_MIN : *(it - 1);
     const bool propagated = 2 * waited_between(w.waited_for, previous, w.late_action_ns) >= share[k];
-    out.waits.push_back({w.state, w.waiting_rank, w.waited_for, w.end_ns, share[k], propagated});
+    out.waits.push_back({.state = w.state, .waiting_rank = w.waiting_rank, .waited_for = w.waited_for,
+                         .message = w.message, .start_ns = w.start_ns, .end_ns = w.end_ns, .wait_ns = share[k],
+                         .propagated = propagated});
   }
   std::sort(out.waits.begin(), out.waits.end(), [](const MessageWait& a, const MessageWait& b) {
     return std::tie(a.waiting_rank, a.end_ns) < std::tie(b.waiting_rank, b.end_ns);

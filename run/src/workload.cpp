@@ -67,8 +67,12 @@ Workload describe_workload(const Run& run) {
     if (auto v = rank.meta_value("python.horovod_version"); v && w.horovod_version.empty()) w.horovod_version = *v;
     if (auto v = rank.meta_value("mpi_library_version"); v && w.mpi_library.empty()) w.mpi_library = *v;
     if (!rank.gpu_activities.empty()) w.compute_recorded = true;
+    if (rank.meta_value("ddp.bucket_cap_mb")) w.fusion_buffers = true;
+    for (const auto& b : rank.buffers)
+      if (b.tensors_packed > 0) w.fusion_buffers = true;
   }
   if (!w.horovod_version.empty() || (control && collectives_from_background_thread(run))) w.horovod = true;
+  if (w.horovod) w.fusion_buffers = true;
   for (std::size_t c = 0; c < run.communicators.size(); ++c) {
     if (!used[c]) continue;
     switch (run.communicators[c].backend) {

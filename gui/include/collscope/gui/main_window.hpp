@@ -18,6 +18,7 @@ class QSpinBox;
 
 namespace collscope::gui {
 
+class CommunicationPanel;
 class DetailsPanel;
 class FindingsPanel;
 class RankViews;
@@ -54,6 +55,8 @@ class MainWindow : public QMainWindow {
   StatisticsPanel* statistics() const { return statistics_; }
   StudyView* study() const { return study_; }
   RankViews* rankViews() const { return rank_views_; }
+  CommunicationPanel* communication() const { return communication_; }
+  class QDockWidget* communicationDock() const { return communication_dock_; }
   QDialog* helpDialog() const { return help_; }
   const RunData* run() const { return run_.get(); }
   // The message shown above the timeline (errors, partial runs); empty when none.
@@ -85,6 +88,8 @@ class MainWindow : public QMainWindow {
   StatisticsPanel* statistics_;
   StudyView* study_;
   RankViews* rank_views_;
+  CommunicationPanel* communication_;
+  class QDockWidget* communication_dock_;
   class QDockWidget* study_dock_;
   class QDockWidget* details_dock_;
   class QDockWidget* findings_dock_;

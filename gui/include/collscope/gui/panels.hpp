@@ -17,13 +17,15 @@ class QSortFilterProxyModel;
 namespace collscope::gui {
 
 // All recorded fields of one collective (read back from its rank file), its wait, transfer and bus
-// bandwidth, and a table of the same instance on every rank.
+// bandwidth, and a table of the same instance on every rank; or one point-to-point call and its messages.
 class DetailsPanel : public QWidget {
   Q_OBJECT
  public:
   explicit DetailsPanel(QWidget* parent = nullptr);
   void setRun(std::shared_ptr<const RunData> run);
   void showCollective(std::uint32_t event);  // kNoInstance clears
+  // A point-to-point call (TimelineModel's id) and its messages: peer, tag, bytes, wait and the late side.
+  void showPointToPoint(std::uint32_t call);  // kNoInstance clears
   // The value shown for a field ("op", "bytes", "wait", "busbw" ...), empty when absent.
   QString fieldValue(const QString& name) const;
   QTableWidget* ranksTable() const { return ranks_; }
@@ -32,6 +34,7 @@ class DetailsPanel : public QWidget {
  private:
   std::shared_ptr<const RunData> run_;
   QLabel* title_;
+  QLabel* ranks_label_;
   QTreeWidget* fields_;
   QTableWidget* ranks_;
 };

@@ -9,9 +9,16 @@
 // analyzer's report and the Chrome export count from too (run time = raw + offset_ns[rank] − origin_ns).
 //
 // Ids: a collective is numbered by its place in the run, rank by rank in RankTrace::collectives order, then the
-// calls still in flight (RankTrace::calls_in_flight) after all of them. NVTX ranges and GPU activities are
-// numbered the same way, rank by rank. A lane position is an index into the kind's lane order instead.
+// calls still in flight (RankTrace::calls_in_flight) after all of them. NVTX ranges, GPU activities and MPI
+// point-to-point calls are numbered the same way, rank by rank. A lane position is an index into the kind's lane
+// order instead.
+//
+// Point-to-point calls share their thread's collectives lane (its "MPI lane"): each collectives lane has a track,
+// point_to_point_track(lane), a Lane of kind PointToPoint that is never a row of its own, whose positions are the
+// thread's point-to-point calls in start order (the same 20 bytes per call). Their messages and wait states are
+// run/'s, indexed for drawing by MessageIndex (messages.hpp).
 #include <collscope/gui/huge_page_allocator.hpp>
+#include <collscope/gui/messages.hpp>
 #include <collscope/run/clock_alignment.hpp>
 #include <collscope/run/matching.hpp>
 #include <collscope/run/run.hpp>
@@ -25,7 +32,8 @@ namespace collscope::gui {
 
 inline constexpr std::uint32_t kNoInstance = 0xffffffffu;  // "none", for event and instance ids
 
-enum class LaneKind : std::uint8_t { Collectives = 0, Nvtx = 1, GpuStream = 2 };
+// PointToPoint: the track of a collectives lane (see above), not a row.
+enum class LaneKind : std::uint8_t { Collectives = 0, Nvtx = 1, GpuStream = 2, PointToPoint = 3 };
 
 // One horizontal row of the timeline: positions [begin, end) of its kind's lane order, sorted by start.
 struct Lane {
@@ -48,7 +56,8 @@ struct CollectiveEvent {
   std::uint16_t lane = 0;
   std::uint16_t rank_index = 0;
   store::Op op = store::Op::Unknown;
-  std::uint8_t fusion_fill_percent = 0;  // 0: no fusion buffer; else how full it was (1..100)
+  // 0: no fusion buffer, or a job that has none (run::Workload::fusion_buffers); else how full it was (1..100)
+  std::uint8_t fusion_fill_percent = 0;
   std::uint8_t flags = 0;                // kCallInFlight
 };
 
@@ -128,7 +137,29 @@ class TimelineModel {
   // answer is near, as it is for the next pixel column).
   std::uint32_t first_starting_at_from(const Lane& lane, std::int64_t t, std::uint32_t from) const;
 
-  std::size_t event_count() const { return collective_count() + nvtx_total_ + gpu_total_; }
+  // MPI point-to-point calls by id, and the track of a collectives lane that holds its thread's calls (a lane of
+  // another kind has an empty one).
+  std::size_t point_to_point_count() const { return p2p_total_; }
+  const run::PointToPointCall& point_to_point(std::uint32_t id) const;
+  int rank_of_point_to_point(std::uint32_t id) const;
+  std::uint32_t point_to_point_id(int rank_index, std::size_t call) const {
+    return static_cast<std::uint32_t>(p2p_first_[rank_index] + call);
+  }
+  std::uint32_t lane_of_point_to_point(std::uint32_t id) const;
+  const Lane& point_to_point_track(std::size_t lane) const { return p2p_tracks_[lane]; }
+  // Run time of a point-to-point call's entry and exit.
+  std::int64_t point_to_point_start(std::uint32_t id) const;
+  std::int64_t point_to_point_end(std::uint32_t id) const;
+  // The call at a position of a point-to-point track.
+  const run::PointToPointCall& point_to_point_at(const Lane& track, std::uint32_t pos) const {
+    return run_->ranks[track.rank_index].point_to_point[order_[3][pos] - p2p_first_[track.rank_index]];
+  }
+  const MessageIndex& messages() const { return *messages_; }
+  // Whether the job packs tensors into fusion buffers (run::Workload::fusion_buffers): only then does a
+  // collective show how full its buffer was.
+  bool fusion_buffers() const { return fusion_buffers_; }
+
+  std::size_t event_count() const { return collective_count() + nvtx_total_ + gpu_total_ + p2p_total_; }
   // Bytes the run, its matching and the lanes hold (the whole in-memory cost of a loaded run).
   std::size_t memory_bytes() const;
 
@@ -150,18 +181,21 @@ class TimelineModel {
   std::vector<Lane> lanes_;
   std::int64_t duration_ns_ = 0;
   // Collective ids: rank r's calls are [coll_first_[r], coll_first_[r + 1]); in flight from inflight_base_.
-  std::vector<std::size_t> coll_first_, nvtx_first_, gpu_first_;
+  std::vector<std::size_t> coll_first_, nvtx_first_, gpu_first_, p2p_first_;
   struct InFlightRef {
     int rank_index;
     std::uint32_t index;  // into RankTrace::calls_in_flight
   };
   std::vector<InFlightRef> inflight_;
-  std::size_t inflight_base_ = 0, nvtx_total_ = 0, gpu_total_ = 0;
-  // Per rank and kind: (key, lane) pairs, to find the lane of an event.
+  std::size_t inflight_base_ = 0, nvtx_total_ = 0, gpu_total_ = 0, p2p_total_ = 0;
+  // Per rank and kind: (key, lane) pairs, to find the lane of an event (point-to-point calls: kind 0's).
   std::vector<std::vector<std::pair<std::int64_t, std::uint16_t>>> lane_of_key_[3];
-  EventVector<std::uint32_t> order_[3];      // per kind: ids in lane order
-  EventVector<std::int64_t> start_[3];       // per kind and position: start, run time
-  EventVector<std::int64_t> max_end_[3];     // per kind and position: prefix maximum of end within the lane
+  std::vector<Lane> p2p_tracks_;             // per lane: its point-to-point track
+  EventVector<std::uint32_t> order_[4];      // per kind: ids in lane order
+  EventVector<std::int64_t> start_[4];       // per kind and position: start, run time
+  EventVector<std::int64_t> max_end_[4];     // per kind and position: prefix maximum of end within the lane
+  std::shared_ptr<const MessageIndex> messages_;
+  bool fusion_buffers_ = false;
 };
 
 // Lane keys (the model's and its tests').

@@ -4,6 +4,10 @@
 // and its lanes: one per thread with collectives, NVTX depth, GPU stream. Lanes can be pinned under the
 // counters. Collectives are boxes coloured by op, their wait (own arrival → last arrival) lighter than the rest;
 // the selected instance is outlined on every rank with arrows from each rank that waited to the last one.
+// MPI point-to-point calls share their thread's lane with its collectives (a non-blocking one as its posting
+// and its completion, joined by a thin line), their late-sender or late-receiver wait lighter like a
+// collective's; a line runs from each send to its matched receive (run/'s matching), for the messages of the
+// visible range only, and none past kMaxMessageLines of them (the legend says so).
 // Level of detail: events narrower than 2 px are aggregated into one column per pixel, found by binary
 // search, so a frame costs O(lanes × width × log events) whatever the zoom (timeline_paint.cpp).
 // Files: timeline_view.cpp (state, layout, navigation), timeline_paint.cpp, timeline_input.cpp.
@@ -51,6 +55,12 @@ class TimelineView : public QWidget {
   void selectCollective(std::uint32_t event);
   std::uint32_t selectedCollective() const { return selected_; }
   std::uint32_t selectedInstance() const;
+  // Point-to-point: a call (TimelineModel's point-to-point id) selects it and its messages; a set of messages
+  // (MessageIndex's, as the matrix's cells give them) selects those alone. Either clears the collective.
+  void selectPointToPoint(std::uint32_t call);
+  std::uint32_t selectedPointToPoint() const { return selected_p2p_; }
+  void selectMessages(std::vector<std::uint32_t> messages);
+  const std::vector<std::uint32_t>& selectedMessages() const { return selected_messages_; }
   // Esc: the selection, the range, the tint and the search highlight.
   void clearSelection();
   // Ranks (indices into Run::ranks) to tint, e.g. those a finding concerns.
@@ -85,6 +95,10 @@ class TimelineView : public QWidget {
   // Screen position of a collective's centre (for tests and "reveal"); null when not visible.
   QPointF pointOfCollective(std::uint32_t event) const;
   std::uint32_t collectiveAt(QPointF pos) const;
+  // The point-to-point call (id) under a point, kNoInstance when none; the screen centre of one (null when not
+  // visible; a non-blocking call's completion, where it waited).
+  std::uint32_t pointToPointAt(QPointF pos) const;
+  QPointF pointOfPointToPoint(std::uint32_t call) const;
   // The vertical middle of a rank's summary row and of a lane, widget pixels; -1 when hidden.
   int rankRowCentre(int rank_index) const;
   int laneCentre(int lane) const;
@@ -94,6 +108,10 @@ class TimelineView : public QWidget {
   // The context menu for a point (the caller owns it).
   QMenu* contextMenuAt(QPointF pos);
   double lastPaintMs() const { return last_paint_ms_; }
+  // Of the last frame: point-to-point calls in view on shown lanes (each a box or part of a pixel column), and
+  // message lines drawn (lines that fall on the same pixels as the one before count, though drawn once).
+  std::int64_t lastPointToPointCalls() const { return last_p2p_calls_; }
+  std::int64_t lastMessageLines() const { return last_message_lines_; }
   std::int64_t lastPaintedPrimitives() const { return last_primitives_; }
   // Every text label of the last frame (ruler, steps, rows, boxes) when recording is on (tests): what was drawn,
   // the whole text it stands for, the rectangle it was given and the width it takes, px.
@@ -110,6 +128,7 @@ class TimelineView : public QWidget {
  signals:
   void collectiveSelected(std::uint32_t event);
   void collectiveHovered(std::uint32_t event);
+  void pointToPointSelected(std::uint32_t call);  // kNoInstance when a selection was cleared
   void visibleRangeChanged(std::int64_t start_ns, std::int64_t end_ns);
   void rangeSelected(std::int64_t start_ns, std::int64_t end_ns);  // also (0, 0) when cleared
   void historyChanged();
@@ -148,6 +167,7 @@ class TimelineView : public QWidget {
   void layoutRows();
   void clampVerticalScroll();
   void rememberRange();
+  void revealLane(int rank_index, int lane);  // expands its rank and host, scrolls it into view
 
   // timeline_paint.cpp
   void paintRow(QPainter& p, const Row& row, int top);
@@ -157,6 +177,8 @@ class TimelineView : public QWidget {
   void paintRankActivity(QPainter& p, int rank_index, int top, int height);
   void paintCollectiveLane(QPainter& p, const Lane& lane, int top, int height);
   void paintSpanLane(QPainter& p, const Lane& lane, int top, int height);
+  void paintPointToPoint(QPainter& p, const Lane& track, int top, int height);
+  void paintMessageLines(QPainter& p);
   // End (exclusive) of the events aggregated into the pixel column of event i (see timeline_paint.cpp).
   std::uint32_t aggregated_until(const Lane& lane, std::uint32_t i, double column_end_t, double ns_per_px) const;
   void paintInstanceOutline(QPainter& p, std::uint32_t event, const QColor& color, int width, bool arrows);
@@ -182,6 +204,9 @@ class TimelineView : public QWidget {
   int scroll_y_ = 0;
   std::uint32_t selected_ = kNoInstance;
   std::uint32_t hovered_ = kNoInstance;
+  std::uint32_t selected_p2p_ = kNoInstance;
+  std::vector<std::uint32_t> selected_messages_;  // sorted
+  std::int64_t last_p2p_calls_ = 0, last_message_lines_ = 0, last_messages_in_view_ = 0;
   std::vector<int> highlighted_ranks_;
   std::shared_ptr<const SearchQuery> search_;
   bool level_of_detail_ = true;

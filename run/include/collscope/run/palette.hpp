@@ -36,6 +36,9 @@ Rgb series_colour(std::size_t k);
 // Lateness (how late a rank arrived, 0 = on time) on a sequential ramp: fraction 0 → white, 1 → dark red,
 // through yellow and orange; clamped to [0, 1].
 Rgb lateness_colour(double fraction);
+// An amount (bytes, messages, time: the viewer's communication matrix) as a fraction of the largest: 0 → white,
+// 1 → dark blue; clamped to [0, 1].
+Rgb amount_colour(double fraction);
 
 // "#rrggbb" for SVG and HTML.
 std::string hex(Rgb rgb);

@@ -79,8 +79,10 @@ struct MessageWait {
   WaitState state = WaitState::LateSender;
   std::int32_t waiting_rank = 0;  // world rank that waited (the receiver of a late sender, the sender of a late receiver)
   std::int32_t waited_for = 0;    // world rank it waited for
+  std::int32_t message = 0;       // index into the MatchedMessages::messages it was measured on
+  std::int64_t start_ns = 0;      // aligned: when the wait began (the waiting call's blocking span started)
   std::int64_t end_ns = 0;        // aligned: when the wait ended
-  std::int64_t wait_ns = 0;
+  std::int64_t wait_ns = 0;       // its share of the waiting rank's union (≤ end_ns − start_ns)
   bool propagated = false;        // the rank waited for was itself waiting (see above)
 };
 
@@ -91,5 +93,8 @@ struct PointToPointWaits {
 };
 
 PointToPointWaits measure_point_to_point_waits(const Run& run, const ClockAlignment& clocks);
+// The same on messages already matched (match_messages(run)): MessageWait::message indexes `matched`.
+PointToPointWaits measure_point_to_point_waits(const Run& run, const ClockAlignment& clocks,
+                                               const MatchedMessages& matched);
 
 }  // namespace collscope::run

@@ -27,6 +27,11 @@ struct Workload {
   bool torch_distributed = false;  // torch.distributed process groups on gloo or a custom backend (Python annotation)
   std::string mpi_library;      // meta mpi_library_version ("Open MPI v4.1.4, ...", "MPICH Version: 4.0 ...")
   bool compute_recorded = false;  // GPU kernels or NVTX ranges other than steps: what overlap claims need
+  // The job packs tensors into fusion buffers, so a reused send buffer (CollectiveCall::fusion_fill_pct) is one:
+  // Horovod, DDP's gradient buckets (meta ddp.bucket_cap_mb), or tensors recorded as packed into a buffer
+  // (collscope_fusion_pack, GPU copies: buffers.tensors_packed). Elsewhere a reused buffer of varying size is the
+  // application's own (LAMMPS reduces 16 and 24 bytes from one array) and says nothing about fusion.
+  bool fusion_buffers = false;
 };
 Workload describe_workload(const Run& run);
 
