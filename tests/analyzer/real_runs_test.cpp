@@ -22,6 +22,7 @@ using namespace collscope::analyzer;
 namespace {
 
 using collscope::test::bin_dir;
+using collscope::test::read_file;
 using collscope::test::shell;
 
 fs::path run_root() { return collscope::test::temp_root("collscope-analyzer-real"); }
@@ -171,8 +172,8 @@ TEST_F(RealRuns, CompareSameSettingsAndSlowdown) {
   };
   // Same settings: the step time must not regress. A finding can come and go between two runs on this shared
   // host (a descheduled rank), so new findings are listed but not gated here; report_test gates them.
-  EXPECT_EQ(run(base, again, "--allow-new-findings"), 0);
-  EXPECT_EQ(run(base, slow, "--junit " + junit.string()), 1);
+  EXPECT_EQ(run(base, again, "--allow-new-findings"), 0) << read_file(run_root() / "cmp.log");
+  EXPECT_EQ(run(base, slow, "--junit " + junit.string()), 1) << read_file(run_root() / "cmp.log");
   // A real XML parser must accept the JUnit file and see the failure.
   const int rc = shell(fmt::format(
       "python3 -c \"import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); "
