@@ -107,6 +107,8 @@ std::vector<Finding> detect_ddp_knobs(const DetectorInput& in) {
                           "CPU {:.0f} % of the time",
                           host.ranks, host.host.empty() ? "one host" : host.host, host.threads, host.cpus,
                           100 * *waiting);
+    // The cost: the training threads' wait for a CPU over the measured steps (what fewer threads give back at most).
+    f.cost_ns = *waiting * steps.median_step_ns * double(std::max(0, steps.measured_steps()));
     f.evidence = {{"ranks_on_host", double(host.ranks)},
                   {"torch_threads_on_host", double(host.threads)},
                   {"cpus", double(host.cpus)},
@@ -125,8 +127,10 @@ std::vector<Finding> detect_ddp_knobs(const DetectorInput& in) {
     out.push_back(std::move(f));
   }
 
-  // Gradient accumulation: exposed bucket allreduces a large share of the step, buckets not the cause.
-  if (steps.measured_steps() > 0 && steps.median_step_ns > 0 && ddp->least_exposed_comm_ns &&
+  // Gradient accumulation: exposed bucket allreduces a large share of the step, buckets not the cause, nor ranks
+  // that take each other's CPUs (their allreduces wait for a CPU too).
+  const bool oversubscribed = !out.empty() && out.back().suggestion.starts_with("torch.set_num_threads");
+  if (!oversubscribed && steps.measured_steps() > 0 && steps.median_step_ns > 0 && ddp->least_exposed_comm_ns &&
       !ddp->bucket_bytes.empty()) {
     const double exposed = *ddp->least_exposed_comm_ns, step = steps.median_step_ns;
     double grads = 0;
