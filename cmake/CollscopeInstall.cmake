@@ -4,7 +4,8 @@
 #   libexec/collscope/fusion_trainer                     the demo's sample program
 #   include/collscope/tracer/fusion.h                    the C API a job may call
 #   LIBDIR/cmake/collscope/                              find_package(collscope): collscope::api, COLLSCOPE_* paths
-#   share/collscope/samples/                             search spaces (fusion_trainer/space.yaml, spaces/*.yaml)
+#   share/collscope/samples/                             search spaces (fusion_trainer/space.yaml, spaces/*.yaml),
+#                                                        ddp_trainer/train_ddp.py (the DDP space's job)
 #   share/man/man1/collscope.1.gz                        every command's --help, as a man page
 #   share/doc/collscope/                                 README and docs/
 # The targets install themselves (cli/, tracer/, gui/, samples/); this file adds the rest.
@@ -17,6 +18,7 @@ set(COLLSCOPE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/collscope)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/spaces/ DESTINATION ${COLLSCOPE_INSTALL_SAMPLESDIR}/spaces
         FILES_MATCHING PATTERN "*.yaml")
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/samples/ddp_trainer/train_ddp.py DESTINATION ${COLLSCOPE_INSTALL_SAMPLESDIR}/ddp_trainer)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 

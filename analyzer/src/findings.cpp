@@ -24,6 +24,7 @@ std::string_view finding_kind_name(FindingKind k) {
     case FindingKind::Mismatch: return "mismatch";
     case FindingKind::Stall: return "stall";
     case FindingKind::PointToPointWait: return "point_to_point_wait";
+    case FindingKind::FrameworkSetting: return "framework_setting";
   }
   return "unknown";
 }
@@ -45,7 +46,7 @@ constexpr std::vector<Finding> (*kDetectors[])(const DetectorInput&) = {
     detect_mismatches,           detect_stragglers,            detect_latency_bound,
     detect_low_bandwidth,        detect_exposed_communication, detect_fusion_and_cycle_time,
     detect_process_set_imbalance, detect_stall,                 detect_point_to_point_waits,
-    detect_ddp_buckets,
+    detect_ddp_buckets,          detect_ddp_knobs,
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -89,17 +90,66 @@ JobSettings job_settings(const Run& run, const Workload& workload) {
   // A cycle time that is set but not a number still marks the job as one that sets Horovod's knobs.
   s.horovod_applies = workload.horovod || threshold.has_value() || cycle_text.has_value();
   s.horovod = horovod_settings(workload, threshold, cycle_text);
-  s.ddp_bucket_cap_mb = ddp_bucket_cap_mb(run);
+  s.ddp = ddp_settings(run);
   return s;
 }
 
-std::optional<JobSetting<double>> ddp_bucket_cap_mb(const Run& run) {
+std::optional<DdpSettings> ddp_settings(const Run& run) {
   if (run.ranks.empty()) return std::nullopt;
-  const auto text = run.ranks[0].meta_value("ddp.bucket_cap_mb");
-  if (!text) return std::nullopt;
-  const double mb = std::strtod(text->c_str(), nullptr);
+  const RankTrace& first = run.ranks[0];
+  const auto cap = first.meta_value("ddp.bucket_cap_mb");
+  if (!cap) return std::nullopt;
+  DdpSettings d;
+  const double mb = std::strtod(cap->c_str(), nullptr);
   if (!(mb > 0)) return std::nullopt;  // not a number, or no buckets
-  return JobSetting<double>{mb, SettingSource::Annotation};
+  d.bucket_cap_mb = {mb, SettingSource::Annotation};
+  const auto flag = [&](const char* key) -> std::optional<JobSetting<bool>> {
+    const auto v = first.meta_value(key);
+    if (!v || (*v != "true" && *v != "false")) return std::nullopt;
+    return JobSetting<bool>{*v == "true", SettingSource::Annotation};
+  };
+  d.find_unused_parameters = flag("ddp.find_unused_parameters");
+  d.gradient_as_bucket_view = flag("ddp.gradient_as_bucket_view");
+  d.static_graph = flag("ddp.static_graph");
+  if (const auto n = first.meta_int("torch.num_threads"); n && *n > 0)
+    d.num_threads = JobSetting<int>{int(*n), SettingSource::Annotation};
+  for (const auto& r : run.ranks) {
+    const auto n = r.meta_int("torch.num_threads");
+    if (!n || *n <= 0) continue;
+    auto host = std::find_if(d.hosts.begin(), d.hosts.end(), [&](const auto& h) { return h.host == r.host; });
+    if (host == d.hosts.end()) host = d.hosts.insert(d.hosts.end(), TorchThreadsOnHost{.host = r.host});
+    ++host->ranks;
+    host->threads += int(*n);
+    host->cpus = std::max(host->cpus, int(r.meta_int("torch.cpus").value_or(0)));
+  }
+  if (const auto sizes = first.meta_value("ddp.bucket_sizes")) {
+    for (std::size_t at = 0; at < sizes->size();) {  // "528384,1048576": bytes per bucket
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(sizes->data() + at, sizes->data() + sizes->size(), v);
+      if (ec != std::errc() || v <= 0) {
+        d.bucket_bytes.clear();  // not DDP's list: none rather than part of one
+        break;
+      }
+      d.bucket_bytes.push_back(v);
+      at = std::size_t(end - sizes->data()) + 1;
+    }
+  }
+  if (const auto v = first.meta_int("ddp.unused_parameter_bytes"); v && *v >= 0) d.unused_parameter_bytes = *v;
+  d.sampled_iterations = int(std::max<std::int64_t>(0, first.meta_int("ddp.sampled_iterations").value_or(0)));
+  const auto ns = [&](const char* key) -> std::optional<double> {
+    const auto v = first.meta_int(key);
+    return v && *v >= 0 ? std::optional<double>(double(*v)) : std::nullopt;
+  };
+  d.backward_compute_ns = ns("ddp.backward_compute_ns");
+  d.backward_comm_ns = ns("ddp.backward_comm_ns");
+  d.backward_overlap_ns = ns("ddp.backward_overlap_ns");
+  for (const auto& r : run.ranks) {
+    const auto comm = r.meta_int("ddp.backward_comm_ns"), overlap = r.meta_int("ddp.backward_overlap_ns");
+    if (!comm || !overlap || *comm < 0 || *overlap < 0) continue;
+    const double exposed = double(std::max<std::int64_t>(0, *comm - *overlap));
+    d.least_exposed_comm_ns = std::min(d.least_exposed_comm_ns.value_or(exposed), exposed);
+  }
+  return d;
 }
 
 JobSettings job_settings(const Run& run) { return job_settings(run, describe_workload(run)); }

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 using namespace collscope;
 using run::SettingSource;
@@ -43,7 +44,7 @@ TEST(JobSettings, HorovodVersionDefaultsWhenTheJobSaysNothing) {
   EXPECT_FALSE(current.horovod_applies);  // not Horovod, and no knob set
   EXPECT_EQ(current.horovod.fusion_threshold_bytes.value, std::int64_t{128} << 20);
   EXPECT_EQ(current.horovod.cycle_time_ms.value, 1.0);
-  EXPECT_FALSE(current.ddp_bucket_cap_mb.has_value());
+  EXPECT_FALSE(current.ddp.has_value());
 }
 
 TEST(JobSettings, EnvironmentBeforeCommandLine) {
@@ -73,10 +74,48 @@ TEST(JobSettings, ACycleTimeThatIsNotANumberKeepsTheDefaultButMarksHorovod) {
 
 TEST(JobSettings, DdpBucketCapAsRecordedOnTheFirstRank) {
   const auto s = run::job_settings(run_with({{"ddp.bucket_cap_mb", "25"}}), run::Workload{});
-  ASSERT_TRUE(s.ddp_bucket_cap_mb.has_value());
-  EXPECT_EQ(s.ddp_bucket_cap_mb->value, 25.0);
-  EXPECT_EQ(s.ddp_bucket_cap_mb->source, SettingSource::Annotation);
-  EXPECT_FALSE(run::ddp_bucket_cap_mb(run_with({{"ddp.bucket_cap_mb", "0"}})).has_value());
+  ASSERT_TRUE(s.ddp.has_value());
+  EXPECT_EQ(s.ddp->bucket_cap_mb.value, 25.0);
+  EXPECT_EQ(s.ddp->bucket_cap_mb.source, SettingSource::Annotation);
+  EXPECT_FALSE(s.ddp->find_unused_parameters.has_value());  // not recorded: unknown, not false
+  EXPECT_TRUE(s.ddp->bucket_bytes.empty());
+  EXPECT_FALSE(run::ddp_settings(run_with({{"ddp.bucket_cap_mb", "0"}})).has_value());
+}
+
+TEST(JobSettings, DdpConstructorArgumentsThreadsAndReducerLog) {
+  auto r = run_with({{"ddp.bucket_cap_mb", "0.07"},
+                     {"ddp.find_unused_parameters", "true"},
+                     {"ddp.gradient_as_bucket_view", "false"},
+                     {"ddp.static_graph", "maybe"},  // not DDP's spelling: unknown
+                     {"torch.num_threads", "2"},
+                     {"torch.cpus", "2"},
+                     {"ddp.bucket_sizes", "1048576,66048,66048"},
+                     {"ddp.unused_parameter_bytes", "0"},
+                     {"ddp.sampled_iterations", "10"},
+                     {"ddp.backward_comm_ns", "5000000"},
+                     {"ddp.backward_overlap_ns", "1000000"}},
+                    3);
+  r.ranks[1].meta["ddp.backward_overlap_ns"] = "3000000";  // waited least: 2 ms exposed
+  r.ranks[2].host = "other";
+  const auto d = run::ddp_settings(r);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->bucket_cap_mb.value, 0.07);
+  ASSERT_TRUE(d->find_unused_parameters && d->gradient_as_bucket_view && d->num_threads);
+  EXPECT_TRUE(d->find_unused_parameters->value);
+  EXPECT_FALSE(d->gradient_as_bucket_view->value);
+  EXPECT_FALSE(d->static_graph.has_value());
+  EXPECT_EQ(d->num_threads->value, 2);
+  ASSERT_EQ(d->hosts.size(), 2u);
+  EXPECT_EQ(d->hosts[0].ranks, 2);
+  EXPECT_EQ(d->hosts[0].threads, 4);
+  EXPECT_EQ(d->hosts[0].cpus, 2);
+  EXPECT_EQ(d->hosts[1].host, "other");
+  EXPECT_EQ(d->bucket_bytes, (std::vector<std::int64_t>{1048576, 66048, 66048}));
+  EXPECT_EQ(d->unused_parameter_bytes, 0);
+  EXPECT_EQ(d->sampled_iterations, 10);
+  EXPECT_EQ(d->least_exposed_comm_ns, 2e6);
+  r.ranks[0].meta["ddp.bucket_sizes"] = "1048576,x";  // not DDP's list: none rather than part of one
+  EXPECT_TRUE(run::ddp_settings(r)->bucket_bytes.empty());
 }
 
 TEST(JobSettings, LoaderReadsEachRanksOwnThreshold) {

@@ -391,9 +391,11 @@ def _collscope_annotate():
             from torch.nn.parallel import DistributedDataParallel as DDP
         except Exception:
             return
-        forward, register_hook = DDP.forward, DDP.register_comm_hook
+        forward, register_hook, ddp_init = DDP.forward, DDP.register_comm_hook, DDP.__init__
 
         all_reduce = dist.all_reduce.__wrapped__  # the hook records its allreduce itself, with its completion
+
+        live = {}  # (id(group), bucket index) -> (work, tensor, future) of its latest allreduce
 
         def allreduce_hook(process_group, bucket):
             group = process_group if process_group is not None else dist.group.WORLD
@@ -402,8 +404,15 @@ def _collscope_annotate():
             handle, _ = groups.get(id(group), (0, None))
             number = issue(handle, b"allreduce") if handle else -1
             issued = now()
-            future = all_reduce(tensor, group=group, async_op=True).get_future()
+            work = all_reduce(tensor, group=group, async_op=True)
+            future = work.get_future()
             returned = now()
+            # The work, its tensor and future stay referenced from here until the same bucket's next allreduce (or
+            # exit): released on this thread, which holds the GIL, never last by the group's worker thread. A worker
+            # that releases the last reference to a tensor Python has seen needs the GIL, and waited for it forever
+            # while the main thread, holding it, joined that worker in the group's destructor (DDP's reducer
+            # dropping the last reference to its process group as the job's DDP object was freed).
+            live[(id(group), bucket.index())] = (work, tensor, future)
             values = (handle, number, b"iallreduce", tensor.numel(), tensor.numel() * tensor.element_size(),
                       str(tensor.dtype).encode(), -1, issued, returned)
 
@@ -417,9 +426,59 @@ def _collscope_annotate():
 
             return future.then(done)
 
+        def record_knobs(self):
+            """DDP's constructor arguments in effect (its attributes after __init__, so defaults included), and the
+            intra-op threads torch computes with: the analyzer advises none of these at the value already set."""
+            cap = getattr(self, "bucket_bytes_cap", None)
+            if cap:
+                t.set_meta(b"ddp.bucket_cap_mb", ("%.4g" % (cap / 1048576.0)).encode())
+            for knob in ("gradient_as_bucket_view", "find_unused_parameters", "static_graph"):
+                if hasattr(self, knob):
+                    t.set_meta(("ddp." + knob).encode(), str(bool(getattr(self, knob))).lower().encode())
+            record_threads()
+
+        def record_threads():
+            t.set_meta(b"torch.num_threads", str(torch.get_num_threads()).encode())
+            try:
+                cpus = len(os.sched_getaffinity(0))  # the CPUs this rank may run on
+            except (AttributeError, OSError):
+                cpus = os.cpu_count() or 0
+            t.set_meta(b"torch.cpus", str(cpus).encode())
+
+        def init_ddp(self, *args, **kwargs):
+            ddp_init(self, *args, **kwargs)
+            try:
+                if not state["failed"]:
+                    record_knobs(self)
+            except Exception as e:
+                fail(e)
+
+        def record_reducer(self):
+            """What DDP's reducer itself logged (torch >= 1.10, `_get_ddp_logging_data`): its buckets' sizes in
+            bytes in bucket-index order (the rebuilt ones once it rebuilt them), the bytes of parameters it found
+            unused, and its averages over the iterations it sampled (the first 10, then every 100th) of backward's
+            compute, of the bucket allreduces from the first launch to the last completion, and of their overlap,
+            in ns. Read on the training thread, never at exit."""
+            logging_data = getattr(self, "_get_ddp_logging_data", None)
+            if logging_data is None:
+                return
+            data = logging_data()
+            sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes")
+            if sizes:
+                t.set_meta(b"ddp.bucket_sizes", ",".join(s.strip() for s in str(sizes).split(",")).encode())
+            for key, meta in (("iteration", b"ddp.sampled_iterations"),
+                              ("unused_parameter_size", b"ddp.unused_parameter_bytes"),
+                              ("avg_backward_compute_time", b"ddp.backward_compute_ns"),
+                              ("avg_backward_comm_time", b"ddp.backward_comm_ns"),
+                              ("avg_backward_compute_comm_overlap_time", b"ddp.backward_overlap_ns")):
+                if key in data:
+                    t.set_meta(meta, str(int(data[key])).encode())
+            record_threads()  # torch.set_num_threads may come after DDP's constructor
+
         def ddp_forward(self, *args, **kwargs):
-            if not getattr(self, "_collscope_seen", False):
-                self._collscope_seen = True
+            forwards = getattr(self, "_collscope_forwards", 0) + 1
+            self._collscope_forwards = forwards
+            if forwards == 1:
                 try:
                     if getattr(self, "_collscope_user_hook", False) is False and getattr(self, "reducer", None) is not None:
                         group = getattr(self, "process_group", None)
@@ -429,12 +488,13 @@ def _collscope_annotate():
                         # backend thread while the interpreter shuts down); without it, 0 in 18.
                         if handle and os.environ.get("COLLSCOPE_DDP_HOOK", "0") == "1":
                             register_hook(self, group, allreduce_hook)
-                        cap = getattr(self, "bucket_bytes_cap", None)
-                        if cap:
-                            t.set_meta(b"ddp.bucket_cap_mb", ("%.4g" % (cap / 1048576.0)).encode())
-                        for knob in ("gradient_as_bucket_view", "find_unused_parameters", "static_graph"):
-                            if hasattr(self, knob):
-                                t.set_meta(("ddp." + knob).encode(), str(bool(getattr(self, knob))).lower().encode())
+                except Exception as e:
+                    fail(e)
+            elif (forwards <= 12 or forwards % 100 == 2) and not state["failed"]:
+                # After each iteration DDP sampled (its first 10, every 100th): ~10 us (4.5 us the log, the rest
+                # ctypes), not every step.
+                try:
+                    record_reducer(self)
                 except Exception as e:
                     fail(e)
             return forward(self, *args, **kwargs)
@@ -450,6 +510,8 @@ def _collscope_annotate():
             return register_builtin(self, comm_hook_type)
 
         functools.update_wrapper(ddp_forward, forward)
+        functools.update_wrapper(init_ddp, ddp_init)
+        DDP.__init__ = init_ddp
         functools.update_wrapper(user_hook, register_hook)
         DDP.forward = ddp_forward
         DDP.register_comm_hook = user_hook

@@ -22,6 +22,7 @@ enum class FindingKind {
   Mismatch,
   Stall,  // killed long after its last payload collective, its ranks still exchanging control messages
   PointToPointWait,  // ranks wait in point-to-point calls for one rank (late sender / late receiver)
+  FrameworkSetting,  // a framework knob (DDP's, torch's threads) whose value in effect the trace shows costs time
 };
 std::string_view finding_kind_name(FindingKind k);  // "straggler", "latency_bound", ...
 
@@ -60,6 +61,14 @@ struct DetectorThresholds {
   int straggler_min_steps_for_test = 5;
   // DDP buckets: named from this many buckets per step.
   double ddp_min_buckets_per_step = 8;  // fewer measured steps: no test (the run's lateness as a whole)      // of the step: critical from here
+  // DDP's other knobs (ddp_knobs.cpp): find_unused_parameters from this many iterations DDP's reducer sampled;
+  // torch threads when the training threads waited for a CPU this share of their traced time; accumulation when
+  // the bucket allreduces backward does not hide are this share of the median step, sized to bring them down to
+  // the target share of the time per micro-batch.
+  int ddp_min_sampled_iterations = 2;
+  double ddp_threads_min_run_queue_share = 0.10;
+  double ddp_accumulate_min_exposed_share = 0.3;
+  double ddp_accumulate_target_share = 0.1;
   double late_arrival_ns = 20e3;              // a rank "arrives last" only when later than this
   // Latency-bound: payload collectives in [control, fusable) bytes are what fusion would merge.
   std::int64_t control_message_bytes = 1 << 10;
@@ -131,6 +140,7 @@ std::vector<Finding> detect_process_set_imbalance(const DetectorInput&);
 std::vector<Finding> detect_stall(const DetectorInput&);
 std::vector<Finding> detect_point_to_point_waits(const DetectorInput&);
 std::vector<Finding> detect_ddp_buckets(const DetectorInput&);
+std::vector<Finding> detect_ddp_knobs(const DetectorInput&);
 // From the calls in flight when a hung job was killed (part of detect_mismatches; the autotuner asks it why a
 // trial hung); step_evidence names the culprit of a deadlock cycle when the NVTX steps show one.
 std::vector<Finding> detect_hangs(const Run&, const MatchedRun&, const std::vector<Mismatch>& step_evidence);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace collscope::run {
 
@@ -44,21 +45,49 @@ struct HorovodSettings {
   std::string defaults_text;
 };
 
+// One host's torch ranks and the intra-op threads they compute with, against the CPUs they may run on.
+struct TorchThreadsOnHost {
+  std::string host;
+  int ranks = 0;    // ranks that recorded torch.num_threads
+  int threads = 0;  // the sum over them of torch.get_num_threads()
+  int cpus = 0;     // the most CPUs any of them may run on (its affinity); 0: not recorded
+};
+
+// PyTorch DDP as the Python annotation recorded it from the DDP object of the first rank (meta "ddp.*", "torch.*").
+struct DdpSettings {
+  // The constructor's arguments in effect: DDP's own attributes after its __init__, so its defaults included.
+  JobSetting<double> bucket_cap_mb{25.0};  // megabytes of 2^20 bytes (DDP multiplies by 1024 * 1024)
+  std::optional<JobSetting<bool>> find_unused_parameters, gradient_as_bucket_view, static_graph;
+  std::optional<JobSetting<int>> num_threads;  // torch.get_num_threads(): intra-op threads of the first rank
+  std::vector<TorchThreadsOnHost> hosts;       // every rank's threads, per host (in order of first rank)
+  // What DDP's reducer logged (torch >= 1.10; empty or nullopt before): its buckets' bytes in bucket-index order,
+  // the order DDP launches their allreduces in (the rebuilt layout once it rebuilt it; the first bucket is capped at
+  // 1 MiB, the others at bucket_cap_mb); the parameter bytes it found unused (only with find_unused_parameters);
+  // and its means over the iterations it sampled (the first 10, then every 100th) of backward's compute, of the
+  // bucket allreduces from the first launch to the last completion, and of the time the two overlap (ns).
+  std::vector<std::int64_t> bucket_bytes;
+  std::optional<std::int64_t> unused_parameter_bytes;
+  int sampled_iterations = 0;
+  std::optional<double> backward_compute_ns, backward_comm_ns, backward_overlap_ns;
+  // The least over the ranks of backward_comm_ns - backward_overlap_ns (ns): the allreduce time backward's compute
+  // did not hide on the rank that waited least for the others (a straggler's peers wait inside these allreduces).
+  std::optional<double> least_exposed_comm_ns;
+};
+
 struct JobSettings {
   // Whether Horovod's knobs apply: a Horovod job, or one that sets them (the sample, which mimics Horovod).
   bool horovod_applies = false;
   HorovodSettings horovod;
-  // PyTorch DDP's bucket_cap_mb (megabytes, > 0) as the Python annotation recorded it from the DDP object of the
-  // first rank; nullopt when not recorded.
-  std::optional<JobSetting<double>> ddp_bucket_cap_mb;
+  // A PyTorch DDP job's knobs; nullopt when no DDP object was recorded (meta ddp.bucket_cap_mb, > 0).
+  std::optional<DdpSettings> ddp;
 };
 
 // The settings of a run whose workload the caller already described (describe_workload), or describes here.
 JobSettings job_settings(const Run& run, const Workload& workload);
 JobSettings job_settings(const Run& run);
 
-// JobSettings::ddp_bucket_cap_mb alone, for a caller that needs no workload description (which scans the calls).
-std::optional<JobSetting<double>> ddp_bucket_cap_mb(const Run& run);
+// JobSettings::ddp alone, for a caller that needs no workload description (which scans the calls).
+std::optional<DdpSettings> ddp_settings(const Run& run);
 
 // A rank's own HOROVOD_FUSION_THRESHOLD (bytes) from its environment, for the loader, which sizes each rank's
 // fusion buffers before the run exists; nullopt when unset or not a 64-bit number.
