@@ -165,14 +165,28 @@ TEST_F(RealRuns, CompareSameSettingsAndSlowdown) {
   const std::string collscope = bin_dir() + "/collscope";
   const auto junit = run_root() / "compare.xml";
   auto run = [&](const fs::path& a, const fs::path& b, const std::string& extra) {
-    // 100 %: on this shared 2-core machine two runs with the same settings differed by up to +70 % in step time
-    // (other builds and tests load it); the injected slowdown is +300 ms of compute on a 40-100 ms step (+400 % and more).
-    return shell(fmt::format("{} compare {} {} --max-regression 100% {} >> {}/cmp.log 2>&1", collscope, a.string(),
+    // 250 %: on this shared 2-core machine two runs with the same settings differed by up to +70 % in step time at
+    // load 3-7 and by +174 % at load 15 (seven builds beside the test: 16 -> 45 ms, 26 -> 71 ms); the injected
+    // slowdown is +300 ms of compute on a 16-100 ms step (+300 % at the very least, +580 % measured at load 15).
+    fs::remove(run_root() / "cmp.log");
+    return shell(fmt::format("{} compare {} {} --max-regression 250% {} >> {}/cmp.log 2>&1", collscope, a.string(),
                              b.string(), extra, run_root().string()));
   };
   // Same settings: the step time must not regress. A finding can come and go between two runs on this shared
-  // host (a descheduled rank), so new findings are listed but not gated here; report_test gates them.
-  EXPECT_EQ(run(base, again, "--allow-new-findings"), 0) << read_file(run_root() / "cmp.log");
+  // host (a descheduled rank), so new findings are listed but not gated here; report_test gates them. Two runs'
+  // step times are the machine's as much as the job's: at load 15 the pair was beyond +100 % in 2 of 12 tries, so
+  // a pair that regresses is traced once more (both runs afresh) and the test fails only if that pair does too
+  // (under 1 in 1 000 at the 250 % gate: no pair of the 12 reached +180 %).
+  int same = run(base, again, "--allow-new-findings");
+  if (same != 0) {
+    std::cout << "same settings regressed (the machine's noise?), traced once more:\n" << read_file(run_root() / "cmp.log");
+    fs::remove_all(base);
+    fs::remove_all(again);
+    ASSERT_EQ(trace_trainer(base, 2, "--steps 20 --model-scale 0.02"), 0);
+    ASSERT_EQ(trace_trainer(again, 2, "--steps 20 --model-scale 0.02"), 0);
+    same = run(base, again, "--allow-new-findings");
+  }
+  EXPECT_EQ(same, 0) << read_file(run_root() / "cmp.log");
   EXPECT_EQ(run(base, slow, "--junit " + junit.string()), 1) << read_file(run_root() / "cmp.log");
   // A real XML parser must accept the JUnit file and see the failure.
   const int rc = shell(fmt::format(
