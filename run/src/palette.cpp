@@ -32,18 +32,31 @@ Rgb series_colour(std::size_t k) {
   return kSeries[k % kSeries.size()];
 }
 
-Rgb lateness_colour(double fraction) {
-  // Stops of the ramp: white, pale yellow, orange, red, dark red (a "YlOrRd"-like scale that prints in grey too).
-  static constexpr std::array<Rgb, 5> kStops = {0xffffff, 0xffeda0, 0xfd8d3c, 0xe31a1c, 0x800026};
+namespace {
+
+template <std::size_t N>
+Rgb ramp(const std::array<Rgb, N>& stops, double fraction) {
   const double f = std::isfinite(fraction) ? std::clamp(fraction, 0.0, 1.0) : 0.0;
-  const double pos = f * double(kStops.size() - 1);
-  const std::size_t i = std::min(kStops.size() - 2, static_cast<std::size_t>(pos));
+  const double pos = f * double(stops.size() - 1);
+  const std::size_t i = std::min(stops.size() - 2, static_cast<std::size_t>(pos));
   const double t = pos - double(i);
   auto channel = [&](int shift) {
-    const double a = double((kStops[i] >> shift) & 0xff), b = double((kStops[i + 1] >> shift) & 0xff);
+    const double a = double((stops[i] >> shift) & 0xff), b = double((stops[i + 1] >> shift) & 0xff);
     return static_cast<Rgb>(std::lround(a + (b - a) * t)) << shift;
   };
   return channel(16) | channel(8) | channel(0);
+}
+
+}  // namespace
+
+Rgb lateness_colour(double fraction) {
+  // Stops of the ramp: white, pale yellow, orange, red, dark red (a "YlOrRd"-like scale that prints in grey too).
+  return ramp(std::array<Rgb, 5>{0xffffff, 0xffeda0, 0xfd8d3c, 0xe31a1c, 0x800026}, fraction);
+}
+
+Rgb traffic_colour(double fraction) {
+  // White, pale blue, mid blue, dark blue (a "Blues"-like scale): bytes moved, not a fault, so not the red of lateness.
+  return ramp(std::array<Rgb, 4>{0xffffff, 0xc6dbef, 0x4292c6, 0x08306b}, fraction);
 }
 
 std::string hex(Rgb rgb) { return fmt::format("#{:06x}", rgb & 0xffffff); }
