@@ -52,6 +52,8 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
   a.lateness = run::measure_lateness(run, clocks, matched, a.steps);
   run::apply_waits(a.lateness, a.steps);
   a.op_sizes = op_size_stats(matched);
+  if (run.point_to_point_count() > 0)
+    a.point_to_point = run::summarize_point_to_point(run, run::measure_point_to_point_waits(run, clocks));
   a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options});
   if (auto note = straggler_within_noise({run, clocks, matched, a.steps, a.lateness, options})) a.notes.push_back(*note);
   for (const auto& t : matched.truncations) {
