@@ -266,6 +266,14 @@ std::string point_to_point_section(const Analysis& a) {
                      "their receive{}.</p>\n",
                      p.messages, format_bytes(double(p.bytes)), p.matched_messages,
                      empty_messages > 0 ? fmt::format("; {} of them empty (0 bytes, not drawn)", empty_messages) : "");
+  out += "<table><tr><th>rank</th><th>point-to-point calls</th><th>messages sent</th><th>bytes sent</th>"
+         "<th>messages received</th><th>bytes received</th></tr>\n";
+  for (const auto& r : p.ranks)
+    out += fmt::format("<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+                       "<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                       r.world_rank, r.calls, r.messages_sent, format_bytes(double(r.bytes_sent)), r.messages_received,
+                       format_bytes(double(r.bytes_received)));
+  out += "</table>\n";
 
   // The communication matrix: bytes from each sender (row) to each receiver (column).
   chart::HeatMap matrix;
@@ -349,16 +357,14 @@ std::string tables_section(const Analysis& a) {
   const auto& p2p = a.point_to_point;
   out += fmt::format("<h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th><th>collectives</th><th>late (median step)</th>"
                      "<th>waits (median step)</th><th>late in all</th>{}<th>clock offset</th><th>clock residual</th></tr>\n",
-                     p2p.empty() ? "" : "<th>point-to-point</th><th>of it waiting</th><th>sent</th><th>received</th>");
+                     p2p.empty() ? "" : "<th>point-to-point</th><th>of it waiting</th>");
   const bool measured = a.lateness.measurable();
   for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
     std::string p2p_cells;
     if (!p2p.empty()) {
       const auto& pr = p2p.ranks[r];
-      p2p_cells = fmt::format("<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} in {}</td><td class=\"n\">{} in {}</td>",
-                              format_duration(double(pr.time_ns)), format_duration(double(pr.wait_ns)),
-                              format_bytes(double(pr.bytes_sent)), pr.messages_sent, format_bytes(double(pr.bytes_received)),
-                              pr.messages_received);
+      p2p_cells = fmt::format("<td class=\"n\">{}</td><td class=\"n\">{}</td>", format_duration(double(pr.time_ns)),
+                              format_duration(double(pr.wait_ns)));
     }
     out += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
                        "<td class=\"n\">{}</td>{}<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
@@ -373,7 +379,7 @@ std::string tables_section(const Analysis& a) {
                      "agree after that.</p>\n",
                      xml_escape(a.lateness.basis),
                      p2p.empty() ? "" : " <b>Point-to-point</b>: time in point-to-point calls over the run, and of it "
-                                        "waiting for another rank; <b>sent</b>, <b>received</b>: bytes in messages.");
+                                        "waiting for another rank (messages per rank: under Point-to-point).");
   return out;
 }
 
