@@ -52,10 +52,12 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
   a.lateness = run::measure_lateness(run, clocks, matched, a.steps);
   run::apply_waits(a.lateness, a.steps);
   a.op_sizes = op_size_stats(matched);
+  if (run.point_to_point_count() > 0)
+    a.point_to_point = run::summarize_point_to_point(run, run::measure_point_to_point_waits(run, clocks));
   a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options});
   if (auto note = straggler_within_noise({run, clocks, matched, a.steps, a.lateness, options})) a.notes.push_back(*note);
   for (const auto& t : matched.truncations) {
-    const auto& name = run.communicators[t.comm].name;
+    const auto& name = run.communicators[t.comm].shown_name();
     a.notes.push_back(fmt::format("rank {}'s trace lacks its last {} call(s) on {} (from seq {}) that the other ranks "
                                   "made: {}. Truncated, not a mismatch.",
                                   t.world_rank, t.missing, name.empty() ? fmt::format("comm {:#x}", t.comm_key) : name,

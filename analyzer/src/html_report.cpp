@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace collscope::analyzer {
@@ -26,6 +27,19 @@ DurationUnit duration_unit(double max_ns) {
   if (max_ns >= 1e9) return {1e9, "s"};
   if (max_ns >= 1e6) return {1e6, "ms"};
   if (max_ns >= 1e3) return {1e3, "µs"};
+  return {};
+}
+
+// One binary unit for a whole colour bar of bytes, picked by its largest value like DurationUnit.
+struct ByteUnit {
+  double bytes = 1;
+  const char* name = "B";
+};
+ByteUnit byte_unit(double max_bytes) {
+  if (max_bytes >= 1ull << 40) return {double(1ull << 40), "TiB"};
+  if (max_bytes >= 1 << 30) return {double(1 << 30), "GiB"};
+  if (max_bytes >= 1 << 20) return {double(1 << 20), "MiB"};
+  if (max_bytes >= 1 << 10) return {double(1 << 10), "KiB"};
   return {};
 }
 
@@ -191,6 +205,123 @@ std::string busbw_section(const Analysis& a) {
   return chart::render(c) + note;
 }
 
+// Point-to-point (run/point_to_point.hpp): time per rank with its waiting part, messages by size, and who sends
+// how much to whom.
+std::string point_to_point_section(const Analysis& a) {
+  const auto& p = a.point_to_point;
+  if (p.empty()) return "<p>No point-to-point calls.</p>\n";
+  std::string out;
+  double max_ns = 0;
+  int lo_rank = INT32_MAX, hi_rank = INT32_MIN;
+  for (const auto& r : p.ranks) {
+    max_ns = std::max(max_ns, double(r.time_ns));
+    lo_rank = std::min(lo_rank, r.world_rank), hi_rank = std::max(hi_rank, r.world_rank);
+  }
+  const DurationUnit u = duration_unit(max_ns);
+  chart::XYChart per_rank;
+  per_rank.title = "Time in point-to-point calls per rank";
+  per_rank.x = {.label = "rank", .format = step_label, .integer = true, .min = lo_rank - 0.5, .max = hi_rank + 0.5};
+  per_rank.y = {.label = fmt::format("time over the run ({})", u.name), .from_zero = true};
+  chart::Series time{.name = "in point-to-point calls", .colour = palette::kPointToPoint, .mark = chart::Mark::Bars};
+  chart::Series wait{.name = "of it waiting for another rank", .colour = palette::kPointToPointWait, .mark = chart::Mark::Bars};
+  for (const auto& r : p.ranks) {
+    time.points.push_back({.x = double(r.world_rank), .y = double(r.time_ns) / u.ns,
+                           .tip = fmt::format("rank {}: {} in {} point-to-point calls", r.world_rank,
+                                              format_duration(double(r.time_ns)), r.calls)});
+    wait.points.push_back({.x = double(r.world_rank), .y = double(r.wait_ns) / u.ns,
+                           .tip = fmt::format("rank {}: {} of it waiting for another rank", r.world_rank,
+                                              format_duration(double(r.wait_ns)))});
+  }
+  per_rank.series = {time, wait};
+  out += chart::render(per_rank) +
+         "<p class=\"note\"><b>Time in point-to-point calls</b>: inside blocking calls, and inside the posting and "
+         "completion calls (MPI_Wait*, MPI_Test*) of non-blocking ones; one MPI_Waitall that completes several "
+         "requests counts once. <b>Waiting</b>: of it, the time a rank's receive waited for a send not yet posted "
+         "(late sender) or its synchronous or rendezvous send for a receive not yet posted (late receiver).</p>\n";
+
+  chart::XYChart sizes;
+  sizes.title = "Point-to-point messages by size";
+  std::int64_t empty_messages = 0;
+  double lo = 0, hi = 0;
+  chart::Series bins{.name = "messages sent", .colour = palette::kPointToPoint, .mark = chart::Mark::Bars};
+  for (const auto& b : p.sizes) {
+    if (b.size_bucket_bytes == 0) {
+      empty_messages = b.messages;
+      continue;
+    }
+    const double bin_lo = double(b.size_bucket_bytes);
+    lo = lo == 0 ? bin_lo : std::min(lo, bin_lo), hi = std::max(hi, 2 * bin_lo);
+    bins.points.push_back({.x = bin_lo * std::sqrt(2.0), .y = double(b.messages), .low = bin_lo, .high = 2 * bin_lo,
+                           .tip = fmt::format("{}: {} messages, {}", run::format_size_range(b.min_bytes, b.max_bytes),
+                                              b.messages, format_bytes(double(b.bytes)))});
+  }
+  if (!bins.points.empty()) {
+    sizes.x = {.label = "message size (bins of a power of two; log scale)", .scale = chart::Scale::Log2,
+               .format = [](double v) { return format_bytes(v); }, .min = lo / 2, .max = 2 * hi};  // a bin of room each side
+    sizes.y = {.label = "messages", .integer = true, .from_zero = true};
+    sizes.series = {bins};
+    out += chart::render(sizes);
+  }
+  out += fmt::format("<p class=\"note\">{} messages sent, {} in all, as the senders counted them; {} matched with "
+                     "their receive{}.</p>\n",
+                     p.messages, format_bytes(double(p.bytes)), p.matched_messages,
+                     empty_messages > 0 ? fmt::format("; {} of them empty (0 bytes, not drawn)", empty_messages) : "");
+  out += "<table><tr><th>rank</th><th>point-to-point calls</th><th>messages sent</th><th>bytes sent</th>"
+         "<th>messages received</th><th>bytes received</th></tr>\n";
+  for (const auto& r : p.ranks)
+    out += fmt::format("<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+                       "<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                       r.world_rank, r.calls, r.messages_sent, format_bytes(double(r.bytes_sent)), r.messages_received,
+                       format_bytes(double(r.bytes_received)));
+  out += "</table>\n";
+
+  // The communication matrix: bytes from each sender (row) to each receiver (column).
+  chart::HeatMap matrix;
+  matrix.title = "Bytes sent point-to-point, sender × receiver";
+  matrix.x.label = "receiver rank";
+  std::vector<int> world;
+  for (const auto& r : a.run.ranks) world.push_back(r.world_rank);
+  matrix.x.format = [world](double column) {
+    const auto k = static_cast<std::size_t>(std::llround(column));
+    return k < world.size() ? std::to_string(world[k]) : std::string();
+  };
+  // Cells in one binary unit, so that the colour bar's ticks are round numbers of it (0, 50, 100, 150 KiB).
+  double max_bytes = 0;
+  for (const auto& m : p.pairs) max_bytes = std::max(max_bytes, double(m.bytes));
+  const ByteUnit bu = byte_unit(max_bytes);
+  matrix.value_label = fmt::format("bytes sent ({})", bu.name);
+  matrix.format_value = [](double v) {  // "0", "50", "48.8", "2.5": whole ticks without decimals
+    return v == std::floor(v) || v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3}", v);
+  };
+  matrix.ramp = palette::amount_colour;
+  std::map<std::pair<int, int>, std::int64_t> bytes_of;
+  for (const auto& m : p.pairs) bytes_of[{m.sender, m.receiver}] = m.bytes;
+  for (int sender : world) {
+    matrix.row_labels.push_back(fmt::format("rank {}", sender));
+    std::vector<double> row;
+    for (int receiver : world) {
+      const auto it = bytes_of.find({sender, receiver});
+      row.push_back(it == bytes_of.end() ? 0 : double(it->second) / bu.bytes);
+    }
+    matrix.cells.push_back(std::move(row));
+  }
+  // Hover text by the labels the heat map passes: a single cell also says its message count (a merged block, labelled
+  // "rank 0–rank 7", shows its largest cell's bytes only).
+  std::map<std::pair<std::string, std::string>, std::int64_t> messages;
+  for (const auto& m : p.pairs) messages[{fmt::format("rank {}", m.sender), std::to_string(m.receiver)}] = m.messages;
+  matrix.tip = [messages, bu](const std::string& row, const std::string& column, double value) {
+    const double bytes = value * bu.bytes;
+    if (const auto it = messages.find({row, column}); it != messages.end())
+      return fmt::format("{} → rank {}: {} in {} messages", row, column, format_bytes(bytes), it->second);
+    return fmt::format("{} → rank {}: {}", row, column, format_bytes(bytes));
+  };
+  out += chart::render(matrix) +
+         "<p class=\"note\">Each row is a sender, each column a receiver: a halo exchange is a band along the "
+         "diagonal, a rank that everyone talks to a dark column. More ranks than fit are merged (their largest "
+         "cell).</p>\n";
+  return out;
+}
+
 std::string findings_section(const Analysis& a) {
   std::string out = fmt::format("<h2>Findings ({})</h2>\n", a.findings.size());
   if (a.findings.empty()) return out + "<p>No findings: nothing here slows the job measurably.</p>\n";
@@ -223,21 +354,32 @@ std::string tables_section(const Analysis& a) {
                          format_bandwidth(s.median_busbw_gbps), format_bandwidth(s.best_busbw_gbps));
     out += "</table>\n";
   }
-  out += "<h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th><th>collectives</th><th>late (median step)</th>"
-         "<th>waits (median step)</th><th>late in all</th><th>clock offset</th><th>clock residual</th></tr>\n";
+  const auto& p2p = a.point_to_point;
+  out += fmt::format("<h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th><th>collectives</th><th>late (median step)</th>"
+                     "<th>waits (median step)</th><th>late in all</th>{}<th>clock offset</th><th>clock residual</th></tr>\n",
+                     p2p.empty() ? "" : "<th>point-to-point</th><th>of it waiting</th>");
   const bool measured = a.lateness.measurable();
-  for (std::size_t r = 0; r < a.run.ranks.size(); ++r)
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
+    std::string p2p_cells;
+    if (!p2p.empty()) {
+      const auto& pr = p2p.ranks[r];
+      p2p_cells = fmt::format("<td class=\"n\">{}</td><td class=\"n\">{}</td>", format_duration(double(pr.time_ns)),
+                              format_duration(double(pr.wait_ns)));
+    }
     out += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                       "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                       "<td class=\"n\">{}</td>{}<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
                        a.run.ranks[r].world_rank, xml_escape(a.run.ranks[r].host), a.run.ranks[r].collectives.size(),
                        measured ? format_duration(a.lateness.median_lateness_ns[r]) : "–",
                        measured ? format_duration(a.lateness.median_wait_ns[r]) : "–",
-                       measured ? format_duration(a.lateness.total_lateness_ns[r]) : "–",
+                       measured ? format_duration(a.lateness.total_lateness_ns[r]) : "–", p2p_cells,
                        format_duration(double(a.clocks.offset_ns[r])), format_duration(a.clocks.residual_ns[r]));
-  out += fmt::format("</table>\n<p class=\"note\"><b>Late</b> and <b>waits</b>: {}. <b>Clock offset</b>: added to the "
+  }
+  out += fmt::format("</table>\n<p class=\"note\"><b>Late</b> and <b>waits</b>: {}.{} <b>Clock offset</b>: added to the "
                      "rank's clock to put it on the run's time line; <b>residual</b>: how well the collectives' ends "
                      "agree after that.</p>\n",
-                     xml_escape(a.lateness.basis));
+                     xml_escape(a.lateness.basis),
+                     p2p.empty() ? "" : " <b>Point-to-point</b>: time in point-to-point calls over the run, and of it "
+                                        "waiting for another rank (messages per rank: under Point-to-point).");
   return out;
 }
 
@@ -255,6 +397,9 @@ std::string summary_html(const Analysis& a) {
                      100 * a.steps.mean_comm_ns / std::max(1.0, a.steps.mean_step_ns), format_duration(a.steps.mean_wait_ns));
     if (a.steps.throughput_samples_per_s > 0) s += fmt::format("; {:.1f} samples/s", a.steps.throughput_samples_per_s);
   }
+  if (const auto& p = a.point_to_point; !p.empty())
+    s += fmt::format(". Point-to-point: {} per rank over the run, {} of it waiting; {} messages, {}", format_duration(p.mean_time_ns),
+                     format_duration(p.mean_wait_ns), p.messages, format_bytes(double(p.bytes)));
   return s + ".";
 }
 
@@ -280,6 +425,7 @@ svg{display:block;margin:.5em 0;max-width:100%;height:auto}</style></head><body>
   out += "<h2>Who is late</h2>\n" + lateness_section(a);
   out += "<h2>Step time</h2>\n" + step_time_per_rank_section(a) + step_breakdown_section(a);
   out += "<h2>Bandwidth</h2>\n" + busbw_section(a);
+  if (!a.point_to_point.empty()) out += "<h2>Point-to-point</h2>\n" + point_to_point_section(a);
   out += tables_section(a);
   out += "</body></html>\n";
   return out;

@@ -135,6 +135,9 @@ std::pair<std::string, double> legend(const std::vector<LegendEntry>& entries, d
       case Mark::Band:
         svg += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="16" height="9" fill="{}" fill-opacity="0.25"/>)", x, cy - 4.5, c);
         break;
+      case Mark::Bars:
+        svg += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="16" height="9" fill="{}"/>)", x, cy - 4.5, c);
+        break;
       default:
         svg += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2"{}/>)", x, cy,
                            x + 16, cy, c, e.dashed ? R"( stroke-dasharray="5,3")" : "");
@@ -197,6 +200,7 @@ std::string render(const XYChart& c) {
       xs.push_back(p.x);
       ys.push_back(p.y);
       if (s.mark == Mark::Band || s.mark == Mark::ErrorBars) ys.push_back(p.low), ys.push_back(p.high);
+      if (s.mark == Mark::Bars && std::isfinite(p.low) && std::isfinite(p.high)) xs.push_back(p.low), xs.push_back(p.high);
     }
   for (const auto& r : c.references) ys.push_back(r.y);
   std::vector<LegendEntry> entries;
@@ -246,6 +250,30 @@ std::string render(const XYChart& c) {
     svg += fmt::format(R"(<polygon points="{}" fill="{}" fill-opacity="0.2" stroke="none">{}</polygon>)" "\n", pts, hex(s.colour),
                        tip(s.name));
   }
+  // Bars next, so that lines and references stay visible over them.
+  for (const auto& s : c.series) {
+    if (s.mark != Mark::Bars || s.points.empty()) continue;
+    std::vector<double> px;
+    for (const auto& p : s.points) px.push_back(x(p.x));
+    std::sort(px.begin(), px.end());
+    double gap = 0;
+    for (std::size_t k = 1; k < px.size(); ++k)
+      if (px[k] - px[k - 1] > 0.5) gap = gap == 0 ? px[k] - px[k - 1] : std::min(gap, px[k] - px[k - 1]);
+    const double width = gap > 0 ? std::clamp(0.8 * gap, 1.0, 60.0) : 24.0;
+    // Bars rise from the axis' zero when the axis holds it, else from its bottom.
+    const double base = c.y.scale == Scale::Linear && y.lo <= 0 && y.hi >= 0 ? y(0) : y.p0;
+    svg += "<g>";
+    for (const auto& p : s.points) {
+      const double top = y(p.y);
+      // A bin's bar leaves a pixel on each side, so neighbouring bins stay apart.
+      const bool bin = std::isfinite(p.low) && std::isfinite(p.high);
+      const double left_px = bin ? std::min(x(p.low), x(p.high)) + 1 : x(p.x) - width / 2;
+      const double width_px = bin ? std::max(1.0, std::fabs(x(p.high) - x(p.low)) - 2) : width;
+      svg += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}">{}</rect>)", left_px,
+                         std::min(top, base), width_px, std::fabs(base - top), hex(s.colour), tip(p.tip));
+    }
+    svg += "</g>\n";
+  }
   for (const auto& r : c.references) {
     svg += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="1.5" stroke-dasharray="6,4">{}</line>)",
                        left, y(r.y), W - right, y(r.y), hex(r.colour), tip(r.name));
@@ -261,7 +289,7 @@ std::string render(const XYChart& c) {
                          s.dashed ? R"( stroke-dasharray="5,3")" : "", tip(s.name));
     }
     if (s.mark == Mark::Line && s.points.size() > 1) continue;
-    if (s.mark == Mark::Band) continue;
+    if (s.mark == Mark::Band || s.mark == Mark::Bars) continue;
     svg += "<g>";
     for (const auto& p : s.points) {
       if (s.mark == Mark::ErrorBars && std::isfinite(p.low) && std::isfinite(p.high))

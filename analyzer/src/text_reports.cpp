@@ -5,16 +5,28 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include <collscope/run/workload.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
 
 namespace collscope::analyzer {
 namespace {
 
 
 
+// For a terminal: every line of a text report fits this many columns; long sentences wrap under their label.
+constexpr std::size_t kTextWidth = 100;
+
 std::string key_hex(std::uint64_t k) { return fmt::format("{:#018x}", k); }
+
+// A finding's communicator for people, by its key (run/communicator_names.hpp); `fallback` when the run lacks it.
+std::string display_name_of(const Run& run, std::uint64_t key, const std::string& fallback) {
+  for (const auto& c : run.communicators)
+    if (c.key == key) return c.shown_name();
+  return fallback;
+}
 
 // Per rank index, the lateness in step k (empty when not measured).
 std::vector<double> step_column(const Lateness& l, int k) {
@@ -65,9 +77,87 @@ std::string summary_line(const Analysis& a) {
   } else {
     s += fmt::format("no steps found; {} traced, {} per rank in collectives", format_ms(a.wall_ns), format_ms(a.comm_ns));
   }
+  if (const auto& p = a.point_to_point; !p.empty())
+    s += fmt::format("; point-to-point: {} per rank over the run ({} of it waiting), {} messages, {}", format_ms(p.mean_time_ns),
+                     format_ms(p.mean_wait_ns), p.messages, format_bytes(double(p.bytes)));
   if (!a.steps.basis.empty()) s += fmt::format("\nsteps: {}", a.steps.basis);
   s += "\njob: " + workload_text(run::describe_workload(a.run));
   return s;
+}
+
+// The per-rank table: a column's name over its unit, right-aligned over its numbers (host left-aligned), within
+// 97 columns with every column present.
+std::string rank_table(const Analysis& a) {
+  struct Column {
+    std::string name, unit;
+    int width;
+    std::function<std::string(std::size_t rank, int width)> cell;
+  };
+  auto ms = [](double ns, int width) { return fmt::format("{:>{}.2f}", ns / 1e6, width); };
+  const std::string per = a.steps.steps.empty() ? "(ms/run)" : "(ms/step)";
+  std::vector<Column> columns{
+      {"rank", "", 4, [&](std::size_t r, int w) { return fmt::format("{:>{}}", a.run.ranks[r].world_rank, w); }},
+      {"host", "", -16, [&](std::size_t r, int w) { return fmt::format("{:<{}}", a.run.ranks[r].host.substr(0, 16), w); }}};
+  if (a.lateness.measurable()) {
+    columns.push_back({"late", per, 9, [&](std::size_t r, int w) { return ms(a.lateness.median_lateness_ns[r], w); }});
+    columns.push_back({"waits", per, 9, [&](std::size_t r, int w) { return ms(a.lateness.median_wait_ns[r], w); }});
+    columns.push_back({"late in all", "(ms)", 11, [&](std::size_t r, int w) { return ms(a.lateness.total_lateness_ns[r], w); }});
+  }
+  const auto& p2p = a.point_to_point;
+  if (!p2p.empty()) {
+    columns.push_back({"p2p", "(ms)", 10, [&](std::size_t r, int w) { return ms(double(p2p.ranks[r].time_ns), w); }});
+    columns.push_back({"p2p wait", "(ms)", 10, [&](std::size_t r, int w) { return ms(double(p2p.ranks[r].wait_ns), w); }});
+  }
+  columns.push_back({"clock offset", "(us)", 12, [&](std::size_t r, int w) {
+                       return fmt::format("{:>{}.1f}", double(a.clocks.offset_ns[r]) / 1e3, w);
+                     }});
+  std::string names = "  ", units = "  ";
+  for (const auto& c : columns) {
+    const int w = std::abs(c.width);
+    const char* sep = &c == &columns.back() ? "" : "  ";
+    names += (c.width < 0 ? fmt::format("{:<{}}", c.name, w) : fmt::format("{:>{}}", c.name, w)) + sep;
+    units += (c.width < 0 ? fmt::format("{:<{}}", c.unit, w) : fmt::format("{:>{}}", c.unit, w)) + sep;
+  }
+  auto trim = [](std::string line) {
+    line.erase(line.find_last_not_of(' ') + 1);
+    return line + "\n";
+  };
+  std::string out = trim(names) + trim(units);
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
+    std::string row = "  ";
+    for (const auto& c : columns) row += c.cell(r, std::abs(c.width)) + (&c == &columns.back() ? "" : "  ");
+    out += trim(row);
+  }
+  if (!p2p.empty())
+    out += wrap_text("  p2p: time in point-to-point calls over the run; p2p wait: of it waiting for another rank (late "
+                     "sender, late receiver)",
+                     kTextWidth, 7) +
+           "\n";
+  return out;
+}
+
+// Messages by size and the busiest pairs, as sent (run/point_to_point.hpp).
+std::string point_to_point_tables(const run::PointToPointSummary& p) {
+  if (p.empty()) return "";
+  std::string out = "\n" + wrap_text(fmt::format("point-to-point: {} calls, {} messages sent ({}); {} matched with their "
+                                                 "receive, {} sends and {} receives unmatched",
+                                                 p.calls, p.messages, format_bytes(double(p.bytes)), p.matched_messages,
+                                                 p.unmatched_sends, p.unmatched_receives),
+                                     kTextWidth, 4) +
+                    "\n";
+  if (p.sizes.empty()) return out;
+  out += "  message size         messages         bytes\n";
+  for (const auto& b : p.sizes)
+    out += fmt::format("  {:<18}  {:>9}  {:>12}\n", run::format_size_range(b.min_bytes, b.max_bytes), b.messages,
+                       format_bytes(double(b.bytes)));
+  auto pairs = p.pairs;
+  std::stable_sort(pairs.begin(), pairs.end(), [](const auto& x, const auto& y) { return x.bytes > y.bytes; });
+  out += fmt::format("  from → to            messages         bytes   ({} of {} pairs, most bytes first)\n",
+                     std::min<std::size_t>(8, pairs.size()), pairs.size());
+  for (std::size_t k = 0; k < std::min<std::size_t>(8, pairs.size()); ++k)
+    out += fmt::format("  {:<18}  {:>9}  {:>12}\n", fmt::format("{} → {}", pairs[k].sender, pairs[k].receiver),
+                       pairs[k].messages, format_bytes(double(pairs[k].bytes)));
+  return out;
 }
 
 }  // namespace
@@ -81,9 +171,8 @@ ReportFormat report_format_from_name(const std::string& name) {
 }
 
 std::string text_report(const Analysis& a) {
-  // For a terminal: every line fits kTextWidth columns; long sentences wrap under their label.
-  constexpr std::size_t kTextWidth = 100;
-  std::string out = fmt::format("== collscope analysis of {} ==\n{}\n", a.run.dir, wrap_text(summary_line(a), kTextWidth));
+  std::string out = wrap_text(fmt::format("== collscope analysis of {} ==", a.run.dir), kTextWidth, 3) + "\n" +
+                    wrap_text(summary_line(a), kTextWidth) + "\n";
   for (const auto& p : a.run.problems) out += wrap_text("problem: " + p, kTextWidth, 4) + "\n";
   for (const auto& n : a.notes) out += wrap_text("note: " + n, kTextWidth, 6) + "\n";
   if (a.findings.empty()) {
@@ -99,29 +188,15 @@ std::string text_report(const Analysis& a) {
     }
   }
   out += "\n" + wrap_text("per rank: lateness and wait " + a.lateness.basis, kTextWidth, 10) + "\n";
-  const char* unit = a.steps.steps.empty() ? "run" : "step";
-  if (a.lateness.measurable())
-    out += fmt::format("           rank  host              late(ms/{0})  waits(ms/{0})  late in all(ms)  clock offset(us)\n", unit);
-  else
-    out += "           rank  host              clock offset(us)\n";
-  for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
-    if (a.lateness.measurable())
-      out += fmt::format("           {:>4}  {:<16}  {:>12.2f}  {:>13.2f}  {:>15.2f}  {:>16.1f}\n", a.run.ranks[r].world_rank,
-                         a.run.ranks[r].host.substr(0, 16), a.lateness.median_lateness_ns[r] / 1e6,
-                         a.lateness.median_wait_ns[r] / 1e6, a.lateness.total_lateness_ns[r] / 1e6,
-                         double(a.clocks.offset_ns[r]) / 1e3);
-    else
-      out += fmt::format("           {:>4}  {:<16}  {:>16.1f}\n", a.run.ranks[r].world_rank, a.run.ranks[r].host.substr(0, 16),
-                         double(a.clocks.offset_ns[r]) / 1e3);
-  }
+  out += rank_table(a);
   out += clock_line(a) + "\n";
   auto sizes = a.op_sizes;
   std::sort(sizes.begin(), sizes.end(), [](const auto& x, const auto& y) { return x.total_duration_ns > y.total_duration_ns; });
   if (!sizes.empty()) {
     out += "\ntop collectives by time (busbw in GB/s, best = p95):\n"
-           "                          op            size                count   time(ms)  busbw median/best\n";
+           "  op                                  size   count   time(ms)  busbw median/best\n";
     for (std::size_t i = 0; i < std::min<std::size_t>(8, sizes.size()); ++i)
-      out += fmt::format("                          {:<12}  {:>18}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
+      out += fmt::format("  {:<20}  {:>18}  {:>6}  {:>9.2f}  {:.2f} / {:.2f}\n",
                          store::op_name(sizes[i].op), run::format_size_range(sizes[i].min_bytes, sizes[i].max_bytes), sizes[i].instances,
                          sizes[i].total_duration_ns / 1e6, sizes[i].median_busbw_gbps, sizes[i].best_busbw_gbps);
     out += wrap_text("busbw: bus bandwidth as nccl-tests defines it (the message size over the transfer time, times "
@@ -130,6 +205,7 @@ std::string text_report(const Analysis& a) {
                      kTextWidth, 0) +
            "\n";
   }
+  out += point_to_point_tables(a.point_to_point);
   return out;
 }
 
@@ -159,6 +235,15 @@ nlohmann::json json_report(const Analysis& a) {
                      {"wait_per_step_ns", a.lateness.median_wait_ns[r]},
                      {"lateness_ns", a.lateness.total_lateness_ns[r]},
                      {"wait_ns", a.lateness.total_wait_ns[r]}});
+    const run::PointToPointRank none{};
+    const auto& p = r < a.point_to_point.ranks.size() ? a.point_to_point.ranks[r] : none;
+    ranks.back().update({{"p2p_calls", p.calls},
+                         {"p2p_ns", p.time_ns},
+                         {"p2p_wait_ns", p.wait_ns},
+                         {"messages_sent", p.messages_sent},
+                         {"bytes_sent", p.bytes_sent},
+                         {"messages_received", p.messages_received},
+                         {"bytes_received", p.bytes_received}});
   }
   j["ranks"] = ranks;
   json comms = json::array();
@@ -166,6 +251,7 @@ nlohmann::json json_report(const Analysis& a) {
     const auto& cm = a.run.communicators[c];
     comms.push_back({{"key", key_hex(cm.key)},
                      {"name", cm.name},
+                     {"display_name", cm.shown_name()},
                      {"backend", store::backend_name(cm.backend)},
                      {"size", cm.size},
                      {"members", cm.members},
@@ -186,6 +272,8 @@ nlohmann::json json_report(const Analysis& a) {
                   {"instances", a.matched.instances.size()},
                   {"wall_ns", a.wall_ns},
                   {"comm_ns_per_rank", a.comm_ns},
+                  {"p2p_ns_per_rank", a.point_to_point.mean_time_ns},
+                  {"p2p_wait_ns_per_rank", a.point_to_point.mean_wait_ns},
                   {"step_source", a.steps.source},
                   {"step_method", run::step_method_name(a.steps.method)},
                   {"step_confidence", a.steps.confidence},
@@ -222,6 +310,24 @@ nlohmann::json json_report(const Analysis& a) {
                      {"median_busbw_gbps", s.median_busbw_gbps},
                      {"best_busbw_gbps", s.best_busbw_gbps}});
   j["op_sizes"] = sizes;
+  const auto& p2p = a.point_to_point;
+  json pairs = json::array(), message_sizes = json::array();
+  for (const auto& p : p2p.pairs)
+    pairs.push_back({{"sender", p.sender}, {"receiver", p.receiver}, {"messages", p.messages}, {"bytes", p.bytes}});
+  for (const auto& b : p2p.sizes)
+    message_sizes.push_back({{"size_bucket_bytes", b.size_bucket_bytes},
+                             {"min_bytes", b.min_bytes},
+                             {"max_bytes", b.max_bytes},
+                             {"messages", b.messages},
+                             {"bytes", b.bytes}});
+  j["point_to_point"] = {{"calls", p2p.calls},
+                         {"messages", p2p.messages},
+                         {"bytes", p2p.bytes},
+                         {"matched_messages", p2p.matched_messages},
+                         {"unmatched_sends", p2p.unmatched_sends},
+                         {"unmatched_receives", p2p.unmatched_receives},
+                         {"pairs", pairs},
+                         {"message_sizes", message_sizes}};
   json findings = json::array();
   for (const auto& f : a.findings) {
     json e = json::object();
@@ -230,7 +336,10 @@ nlohmann::json json_report(const Analysis& a) {
                         {"severity", severity_name(f.severity)},
                         {"title", f.title},
                         {"ranks", f.ranks},
-                        {"communicator", f.comm_key ? json{{"key", key_hex(*f.comm_key)}, {"name", f.comm_name}} : json()},
+                        {"communicator", f.comm_key ? json{{"key", key_hex(*f.comm_key)},
+                                                            {"name", f.comm_name},
+                                                            {"display_name", display_name_of(a.run, *f.comm_key, f.comm_name)}}
+                                                      : json()},
                         {"seq", f.seq ? json(*f.seq) : json()},
                         {"evidence", e},
                         {"evidence_text", f.evidence_text},

@@ -274,8 +274,8 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
             mm.what = fmt::format(
                 "from seq {} on, rank(s) {} make each call of this communicator later in their program than the "
                 "others (after more calls on {}): they skipped call {}",
-                first_seq, fmt::join(mm.ranks, ","), run.communicators[ref].name.empty() ? "the world communicator"
-                                                                                        : run.communicators[ref].name,
+                first_seq, fmt::join(mm.ranks, ","), run.communicators[ref].shown_name().empty() ? "the world communicator"
+                                                                                              : run.communicators[ref].shown_name(),
                 first_seq);
             out.mismatches.push_back(std::move(mm));
           }

@@ -1,4 +1,5 @@
 // Loading a run: one thread per core reads rank files; strings and communicators become run-wide ids.
+#include <collscope/run/communicator_names.hpp>
 #include <collscope/run/job_settings.hpp>
 #include <collscope/run/parallel.hpp>
 #include <collscope/run/physical_limits.hpp>
@@ -134,6 +135,7 @@ struct SharedTables {
       c.members.assign(row.members.begin(), row.members.end());
       c.name = row.name;
       c.parent = row.parent;
+      c.color = row.color;
       communicators.push_back(std::move(c));
     }
     return it->second;
@@ -596,6 +598,8 @@ Run RunLoader::load(const std::string& run_dir) const {
   run.strings = std::move(shared.strings);
   run.communicators = std::move(shared.communicators);
   number_canonically(run);
+  const auto names = communicator_display_names(run);
+  for (std::size_t c = 0; c < names.size(); ++c) run.communicators[c].display_name = names[c];
   return run;
 }
 

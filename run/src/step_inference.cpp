@@ -279,7 +279,7 @@ InferredSteps infer_steps(const Run& run, const MatchedRun& matched, const StepI
     return out;
   }
   const auto calls = reference_calls(run, matched, ref);
-  const std::string comm_name = run.communicators[ref].name.empty() ? "the reference communicator" : run.communicators[ref].name;
+  const std::string comm_name = run.communicators[ref].shown_name().empty() ? "the reference communicator" : run.communicators[ref].shown_name();
   // Candidates in order: the repeating calls, one to 16 periods a step; then the payload bytes per step. The first
   // whose steps leave time outside communication (compute) wins: a loop that only communicates (a benchmark
   // timing a collective, a background thread's polling) has iterations, not steps.

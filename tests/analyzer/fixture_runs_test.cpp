@@ -1,6 +1,7 @@
 // The analyzer on real Horovod 0.28.1 runs nobody on the project wrote (tests/data/horovod-0.28.1-cpu, README
 // there): the ground truth is what the jobs did and printed.
 #include <collscope/analyzer/analysis.hpp>
+#include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -200,6 +202,38 @@ nlohmann::json comparable(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+TEST(HorovodFixtures, CommunicatorsNamedAsPeopleKnowThem) {
+  // Horovod 0.28.1 dups MPI_COMM_WORLD, dups that twice (its process-set contexts) and the second again; the
+  // training traffic runs on that last dup, recorded as dup(dup(dup(MPI_COMM_WORLD#0)#1)#0).
+  const Analysis& a = fixture("plain");
+  std::map<std::string, std::string> shown;  // recorded → display
+  for (const auto& c : a.run.communicators) shown[c.name] = c.shown_name();
+  EXPECT_EQ(shown.at("MPI_COMM_WORLD"), "MPI_COMM_WORLD");
+  EXPECT_EQ(shown.at("dup(MPI_COMM_WORLD#0)"), "dup of MPI_COMM_WORLD (Horovod) #1");
+  EXPECT_EQ(shown.at("dup(dup(dup(MPI_COMM_WORLD#0)#1)#0)"), "dup of MPI_COMM_WORLD (Horovod) #4");
+  EXPECT_EQ(shown.at("split(dup(dup(dup(MPI_COMM_WORLD#0)#1)#0)#1,color=0)"),
+            "split of dup of MPI_COMM_WORLD (Horovod) #4, colour 0, 1 rank");
+  EXPECT_NE(a.steps.basis.find("on dup of MPI_COMM_WORLD (Horovod) #4:"), std::string::npos) << a.steps.basis;
+  // The JSON keeps the recorded name and adds the display name.
+  const auto j = json_report(a);
+  bool found = false;
+  for (const auto& c : j["communicators"])
+    if (c["name"] == "dup(dup(dup(MPI_COMM_WORLD#0)#1)#0)") found = c["display_name"] == "dup of MPI_COMM_WORLD (Horovod) #4";
+  EXPECT_TRUE(found) << j["communicators"].dump(1);
+}
+
+TEST(HorovodFixtures, TextReportsFitA100ColumnTerminal) {
+  const char* names[] = {"plain", "plain-nvtx", "straggler-rank1-30ms", "straggler-rank1-30ms-nvtx", "hang-rank1-never-submits"};
+  for (const char* name : names) {
+    const auto [columns, line] = collscope::test::widest_line(text_report(fixture(name)));
+    EXPECT_LE(columns, 100u) << name << ": " << line;
+  }
+  for (const auto& [base, next] : {std::pair{"plain", "straggler-rank1-30ms"}, std::pair{"plain-nvtx", "straggler-rank1-30ms-nvtx"}}) {
+    const auto [columns, line] = collscope::test::widest_line(comparison_text(compare_analyses(fixture(base), fixture(next), 0.05)));
+    EXPECT_LE(columns, 100u) << base << " vs " << next << ": " << line;
+  }
+}
 
 TEST(HorovodFixtures, GoldenReports) {
   const fs::path golden_dir = fs::path(COLLSCOPE_TEST_DATA_DIR) / "horovod-0.28.1-cpu" / "golden";

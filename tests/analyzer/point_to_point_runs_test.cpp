@@ -1,14 +1,19 @@
 // Ground truth for point-to-point wait states and non-blocking overlap on real Open MPI runs (4 ranks on this
 // machine, --oversubscribe) traced with the preload: halo_probe (a halo exchange with a delay injected on one rank,
-// an Iallreduce hidden behind compute) and mpi_probe's MPI_Test polling loops. Skipped when not built.
+// an Iallreduce hidden behind compute, osu_latency's ping-pong) and mpi_probe's MPI_Test polling loops; the
+// reports' point-to-point figures and communicator names on them. Skipped when not built.
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/report.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <tuple>
 
 #include "test_support.hpp"
 
@@ -16,6 +21,7 @@ namespace fs = std::filesystem;
 using namespace collscope::analyzer;
 using collscope::test::bin_dir;
 using collscope::test::shell;
+using collscope::test::widest_line;
 
 namespace {
 
@@ -138,4 +144,106 @@ TEST_F(PointToPointRuns, PolledNonblockingLoopHasNoSteps) {
   const Analysis a = analyze_run(dir.string());
   EXPECT_GE(a.run.collective_count(), 3u * 3 * 300);
   EXPECT_TRUE(a.steps.steps.empty()) << a.steps.basis << "\n" << text_report(a);
+}
+
+// (d) osu_latency's ping-pong between ranks 0 and 1, 50 round trips of each of 8, 512, 4096 and 65536 bytes: the
+// JSON report's messages per pair and its message-size histogram are exact; the summary line and the per-rank
+// table show the time in point-to-point calls.
+TEST_F(PointToPointRuns, PingPongMessagesPerPairAndSizesAreExact) {
+  constexpr std::int64_t kRoundTrips = 50, kBytesPerRound = 8 + 512 + 4096 + 65536;
+  const Analysis a = analyze_run(trace("pingpong", 2, "halo_probe", fmt::format("--pingpong {}", kRoundTrips)).string());
+  const auto j = json_report(a);
+  const auto& p2p = j["point_to_point"];
+  // Each rank sends one message of each size per round trip.
+  std::vector<std::tuple<int, int, std::int64_t, std::int64_t>> pairs;
+  for (const auto& x : p2p["pairs"]) pairs.emplace_back(x["sender"], x["receiver"], x["messages"], x["bytes"]);
+  EXPECT_EQ(pairs, (std::vector<std::tuple<int, int, std::int64_t, std::int64_t>>{
+                       {0, 1, 4 * kRoundTrips, kRoundTrips * kBytesPerRound},
+                       {1, 0, 4 * kRoundTrips, kRoundTrips * kBytesPerRound}}));
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> bins;  // lower bound, messages, bytes
+  for (const auto& b : p2p["message_sizes"]) bins.emplace_back(b["size_bucket_bytes"], b["messages"], b["bytes"]);
+  EXPECT_EQ(bins, (std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
+                      {8, 2 * kRoundTrips, 2 * kRoundTrips * 8},
+                      {512, 2 * kRoundTrips, 2 * kRoundTrips * 512},
+                      {4096, 2 * kRoundTrips, 2 * kRoundTrips * 4096},
+                      {65536, 2 * kRoundTrips, 2 * kRoundTrips * 65536}}));
+  EXPECT_EQ(p2p["messages"], 8 * kRoundTrips);
+  EXPECT_EQ(p2p["matched_messages"], 8 * kRoundTrips);
+  EXPECT_EQ(p2p["unmatched_sends"], 0);
+  EXPECT_EQ(p2p["calls"], 16 * kRoundTrips);
+  for (const auto& r : j["ranks"]) {
+    EXPECT_EQ(r["p2p_calls"], 8 * kRoundTrips);
+    EXPECT_EQ(r["messages_sent"], 4 * kRoundTrips);
+    EXPECT_EQ(r["bytes_received"], kRoundTrips * kBytesPerRound);
+    EXPECT_GT(r["p2p_ns"].get<std::int64_t>(), 0);
+    EXPECT_LE(r["p2p_wait_ns"].get<std::int64_t>(), r["p2p_ns"].get<std::int64_t>());
+  }
+  const std::string text = text_report(a);
+  EXPECT_NE(text.find(fmt::format("point-to-point: {} per rank over the run", collscope::run::format_ms(a.point_to_point.mean_time_ns))),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("p2p wait"), std::string::npos) << text;
+  const auto [columns, line] = widest_line(text);
+  EXPECT_LE(columns, 100u) << line;
+}
+
+// (e) A LAMMPS-like run: a halo exchange every step and one small allreduce, rank 2 computing 20 ms longer. The
+// time in point-to-point and its waiting are in the summary line, the per-rank table and the JSON, the same
+// numbers everywhere; ranks 1 and 3 wait about 20 ms a step for rank 2 in their MPI_Waitall; messages per pair and
+// sizes are exact; every text report fits 100 columns; the HTML report draws the point-to-point charts.
+TEST_F(PointToPointRuns, HaloExchangeTimeAndWaitsInEveryReport) {
+  constexpr int kSteps = 20;
+  const auto dir = trace("halo-reports", 4, "halo_probe", fmt::format("--steps {} --compute-ms 10 --slow-rank 2 --slow-ms {}", kSteps, kInjectedMs));
+  const Analysis a = analyze_run(dir.string());
+  const auto& p = a.point_to_point;
+  ASSERT_EQ(p.ranks.size(), 4u);
+  for (int r : {1, 3}) {
+    EXPECT_GE(double(p.ranks[r].wait_ns), 0.8 * kSteps * kInjectedMs * 1e6) << text_report(a);
+    EXPECT_LE(double(p.ranks[r].wait_ns), 1.4 * kSteps * kInjectedMs * 1e6) << text_report(a);
+  }
+  for (const auto& r : p.ranks) EXPECT_LE(r.wait_ns, r.time_ns);
+  // Per step each rank sends 1024 doubles to each neighbour on the ring.
+  std::set<std::tuple<int, int, std::int64_t, std::int64_t>> pairs;
+  for (const auto& x : p.pairs) pairs.emplace(x.sender, x.receiver, x.messages, x.bytes);
+  std::set<std::tuple<int, int, std::int64_t, std::int64_t>> want;
+  for (int r = 0; r < 4; ++r)
+    for (int to : {(r + 1) % 4, (r + 3) % 4}) want.emplace(r, to, kSteps, kSteps * 8192);
+  EXPECT_EQ(pairs, want);
+  ASSERT_EQ(p.sizes.size(), 1u);
+  EXPECT_EQ(p.sizes[0].size_bucket_bytes, 8192);
+  EXPECT_EQ(p.sizes[0].messages, 4 * 2 * kSteps);
+
+  // Text: the summary line's and the table's numbers are the run/ figures.
+  const std::string text = text_report(a);
+  EXPECT_NE(text.find(fmt::format("point-to-point: {} per rank over the run ({} of it waiting)",
+                                  collscope::run::format_ms(p.mean_time_ns), collscope::run::format_ms(p.mean_wait_ns))),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(fmt::format("{:>10.2f}  {:>10.2f}", double(p.ranks[1].time_ns) / 1e6, double(p.ranks[1].wait_ns) / 1e6)),
+            std::string::npos)
+      << text;
+  const auto [columns, line] = widest_line(text);
+  EXPECT_LE(columns, 100u) << line;
+  // JSON: the same numbers.
+  const auto j = json_report(a);
+  EXPECT_DOUBLE_EQ(j["summary"]["p2p_ns_per_rank"].get<double>(), p.mean_time_ns);
+  EXPECT_DOUBLE_EQ(j["summary"]["p2p_wait_ns_per_rank"].get<double>(), p.mean_wait_ns);
+  EXPECT_EQ(j["ranks"][1]["p2p_wait_ns"], p.ranks[1].wait_ns);
+  // HTML: time per rank, the size histogram and the matrix.
+  const std::string html = html_report(a);
+  for (const char* title : {"Time in point-to-point calls per rank", "Point-to-point messages by size",
+                            "Bytes sent point-to-point, sender × receiver"})
+    EXPECT_NE(html.find(title), std::string::npos) << title;
+  EXPECT_NE(html.find("rank 1 → rank 2: 160 KiB in 20 messages"), std::string::npos);
+  if (const char* out = std::getenv("COLLSCOPE_REPORT_OUT")) std::ofstream(out) << html;  // to look at it
+}
+
+// (f) Communicators as people know them: mpi_probe splits the world by rank parity and dups it.
+TEST_F(PointToPointRuns, SplitAndDupNamedAsPeopleKnowThem) {
+  const Analysis a = analyze_run(trace("names", 3, "mpi_probe", "--iterations 3").string());
+  std::set<std::string> names;
+  for (const auto& c : a.run.communicators) names.insert(c.shown_name());
+  for (const char* want : {"MPI_COMM_WORLD", "split of MPI_COMM_WORLD, colour 0, 2 ranks",
+                           "split of MPI_COMM_WORLD, colour 1, 1 rank", "dup of MPI_COMM_WORLD"})
+    EXPECT_TRUE(names.count(want)) << want << " not among " << fmt::format("{}", fmt::join(names, " | "));
 }

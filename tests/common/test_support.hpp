@@ -91,6 +91,19 @@ inline std::filesystem::path unpack_test_data(const std::string& name) {
 }
 #endif
 
+// The widest line of `text` in terminal columns (UTF-8 code points: "µs", "→" and "–" take one column each) and
+// that line, for a report that must fit a 100-column terminal.
+inline std::pair<std::size_t, std::string> widest_line(const std::string& text) {
+  std::pair<std::size_t, std::string> widest{0, ""};
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::size_t columns = 0;
+    for (unsigned char c : line) columns += (c & 0xc0) != 0x80;
+    if (columns > widest.first) widest = {columns, line};
+  }
+  return widest;
+}
+
 // What COLLSCOPE_TEST_ENV sets under ctest, for runs outside it: Open MPI as root, shared memory only.
 inline void set_mpi_test_env() {
   for (const auto& [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},

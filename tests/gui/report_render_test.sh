@@ -46,7 +46,9 @@ mkdir -p "$scratch/analysis"
 "$collscope" analyze "$run" --format html -o "$scratch/analysis/index.html" >/dev/null 2>"$scratch/analyze.log" ||
   { cat "$scratch/analyze.log"; fail "analyze --format html"; }
 analysis_units='{"Late":["µs|ms| s"],"Lateness":["µs|ms| s"],"Wait":["µs|ms| s"],"Step time per rank":["step","s)"],
-  "Where the step time goes":["step","s)"],"Bus bandwidth vs message size":["(GB/s)","message size"]}'
+  "Where the step time goes":["step","s)"],"Bus bandwidth vs message size":["(GB/s)","message size"],
+  "Time in point-to-point calls per rank":["rank","s)"],"Point-to-point messages by size":["messages","B"],
+  "Bytes sent point-to-point":["receiver rank","B)"]}'
 check "$scratch/analysis/index.html" 1000 2400 "$analysis_units" >"$scratch/analysis.out" 2>&1 &
 analysis_check=$!
 

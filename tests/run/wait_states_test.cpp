@@ -1,6 +1,8 @@
 // Point-to-point matching and wait states on small hand-written runs (the real TraceWriter and RunLoader) whose
 // answers are known exactly: MPI's non-overtaking order with wildcard receives, late sender, late receiver, one
-// MPI_Waitall waiting for two senders, and the time in MPI of a non-blocking call.
+// MPI_Waitall waiting for two senders, the time in MPI of a non-blocking call, and the point-to-point figures of
+// the reports (time and waits per rank, messages per pair, message sizes).
+#include <collscope/run/point_to_point.hpp>
 #include <collscope/run/run.hpp>
 #include <collscope/run/wait_states.hpp>
 #include <collscope/store/sqlite.hpp>
@@ -93,14 +95,9 @@ TEST(WaitStates, WildcardReceivesMatchInNonOvertakingOrder) {
   EXPECT_EQ(pairs, (std::map<int, int>{{0, 1}, {1, 0}, {2, 2}}));
 }
 
-TEST(WaitStates, LateSenderLateReceiverAndOneWaitallForTwo) {
+// The run of LateSenderLateReceiverAndOneWaitallForTwo (described there).
+run::Run late_states_run() {
   const auto dir = fresh_dir("states");
-  // Late sender: rank 0 in MPI_Recv from 1 ms, rank 1's MPI_Send enters at 4 ms: rank 0 waits 3 ms.
-  // Late receiver: rank 1's MPI_Ssend from 10 to 14 ms, rank 0 posts its MPI_Irecv at 13 ms: rank 1 waits 3 ms.
-  //   (rank 0's Irecv waits 1 ms in MPI_Wait, after the send began: no late sender.)
-  // One MPI_Waitall of rank 2 from 20 to 30 ms for receives from 0 (send at 26 ms) and 1 (send at 28 ms): it
-  //   waits 8 ms, 6 of them for both (3 each) and 2 more for rank 1: 3 ms for rank 0, 5 ms for rank 1.
-  // An eager MPI_Send of rank 0 at 40 ms returning at once, its receive posted at 45 ms: nobody waits.
   write_rank(dir, 0, 3,
              {recv(0, Op::Recv, 1, 0, 1, 5), nonblocking(recv(1, Op::Irecv, 1, 1, 13, 14), 1),
               send(2, Op::Send, 2, 0, 26, 26), send(3, Op::Send, 1, 9, 40, 40)});
@@ -109,7 +106,17 @@ TEST(WaitStates, LateSenderLateReceiverAndOneWaitallForTwo) {
               recv(3, Op::Recv, 0, 9, 45, 46)});
   write_rank(dir, 2, 3,
              {nonblocking(recv(0, Op::Irecv, 0, 0, 19, 30), 10), nonblocking(recv(1, Op::Irecv, 1, 0, 19, 30), 10)});
-  const run::Run r = run::load_run(dir.string());
+  return run::load_run(dir.string());
+}
+
+TEST(WaitStates, LateSenderLateReceiverAndOneWaitallForTwo) {
+  // Late sender: rank 0 in MPI_Recv from 1 ms, rank 1's MPI_Send enters at 4 ms: rank 0 waits 3 ms.
+  // Late receiver: rank 1's MPI_Ssend from 10 to 14 ms, rank 0 posts its MPI_Irecv at 13 ms: rank 1 waits 3 ms.
+  //   (rank 0's Irecv waits 1 ms in MPI_Wait, after the send began: no late sender.)
+  // One MPI_Waitall of rank 2 from 20 to 30 ms for receives from 0 (send at 26 ms) and 1 (send at 28 ms): it
+  //   waits 8 ms, 6 of them for both (3 each) and 2 more for rank 1: 3 ms for rank 0, 5 ms for rank 1.
+  // An eager MPI_Send of rank 0 at 40 ms returning at once, its receive posted at 45 ms: nobody waits.
+  const run::Run r = late_states_run();
   ASSERT_TRUE(r.problems.empty()) << r.problems.front();
   const run::ClockAlignment clocks = run::ClockAligner().align(r);
   const run::PointToPointWaits w = run::measure_point_to_point_waits(r, clocks);
@@ -124,6 +131,69 @@ TEST(WaitStates, LateSenderLateReceiverAndOneWaitallForTwo) {
       {{WaitState::LateSender, 2, 0}, 3 * kMs},
       {{WaitState::LateSender, 2, 1}, 5 * kMs}};
   EXPECT_EQ(got, want);
+}
+
+TEST(PointToPointSummary, TimeWaitsAndMessagesPerRankAndPair) {
+  const run::Run r = late_states_run();
+  const run::ClockAlignment clocks = run::ClockAligner().align(r);
+  const run::PointToPointSummary p = run::summarize_point_to_point(r, run::measure_point_to_point_waits(r, clocks));
+  ASSERT_EQ(p.ranks.size(), 3u);
+  // Rank 0: MPI_Recv 1–5 ms, its MPI_Irecv's 1 ms MPI_Wait, two sends that returned at once: 5 ms. Rank 1: 1 + 4 +
+  // 1 ms. Rank 2: one MPI_Waitall of 10 ms completing both its receives counts once, not 20 ms.
+  EXPECT_EQ(p.ranks[0].time_ns, 5 * kMs);
+  EXPECT_EQ(p.ranks[1].time_ns, 6 * kMs);
+  EXPECT_EQ(p.ranks[2].time_ns, 10 * kMs);
+  EXPECT_EQ(p.ranks[0].wait_ns, 3 * kMs);
+  EXPECT_EQ(p.ranks[1].wait_ns, 3 * kMs);
+  EXPECT_EQ(p.ranks[2].wait_ns, 8 * kMs);
+  EXPECT_DOUBLE_EQ(p.mean_time_ns, 7.0 * kMs);
+  EXPECT_DOUBLE_EQ(p.mean_wait_ns, 14.0 / 3 * kMs);
+  EXPECT_EQ(p.calls, 10);
+  EXPECT_EQ(p.matched_messages, 5);
+  // Sends of 8 bytes: 0 → 1 and 0 → 2 one each, 1 → 0 two (MPI_Send and MPI_Ssend), 1 → 2 one.
+  std::vector<std::tuple<int, int, std::int64_t, std::int64_t>> pairs;
+  for (const auto& x : p.pairs) pairs.emplace_back(x.sender, x.receiver, x.messages, x.bytes);
+  EXPECT_EQ(pairs, (std::vector<std::tuple<int, int, std::int64_t, std::int64_t>>{
+                       {0, 1, 1, 8}, {0, 2, 1, 8}, {1, 0, 2, 16}, {1, 2, 1, 8}}));
+  EXPECT_EQ(p.messages, 5);
+  EXPECT_EQ(p.bytes, 40);
+  EXPECT_EQ(p.ranks[0].messages_sent, 2);
+  EXPECT_EQ(p.ranks[0].messages_received, 2);
+  EXPECT_EQ(p.ranks[2].messages_received, 2);
+  EXPECT_EQ(p.ranks[2].bytes_received, 16);
+  ASSERT_EQ(p.sizes.size(), 1u);
+  EXPECT_EQ(p.sizes[0].size_bucket_bytes, 8);
+  EXPECT_EQ(p.sizes[0].messages, 5);
+}
+
+TEST(PointToPointSummary, MessageSizeBins) {
+  const auto dir = fresh_dir("sizes");
+  // Rank 0 sends 0, 1, 8, 9, 15, 16 and 65536 bytes to rank 1; one send to MPI_PROC_NULL and one that failed move
+  // nothing.
+  std::vector<PointToPointRow> rows;
+  std::int64_t seq = 0;
+  for (std::int64_t bytes : {0, 1, 8, 9, 15, 16, 65536}) {
+    auto row = send(seq, Op::Send, 1, 0, seq, seq);
+    row.send_bytes = bytes;
+    rows.push_back(row);
+    ++seq;
+  }
+  rows.push_back(send(seq++, Op::Send, store::kPeerProcNull, 0, 20, 20));
+  auto failed = send(seq++, Op::Send, 1, 0, 21, 21);
+  failed.status = 15;
+  rows.push_back(failed);
+  write_rank(dir, 0, 2, rows);
+  write_rank(dir, 1, 2, {});
+  const run::Run r = run::load_run(dir.string());
+  const run::PointToPointSummary p =
+      run::summarize_point_to_point(r, run::measure_point_to_point_waits(r, run::ClockAligner().align(r)));
+  // (lower bound, messages, bytes, smallest, largest)
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> bins;
+  for (const auto& b : p.sizes) bins.emplace_back(b.size_bucket_bytes, b.messages, b.bytes, b.min_bytes, b.max_bytes);
+  EXPECT_EQ(bins, (decltype(bins){{0, 1, 0, 0, 0}, {1, 1, 1, 1, 1}, {8, 3, 32, 8, 15}, {16, 1, 16, 16, 16},
+                                  {65536, 1, 65536, 65536, 65536}}));
+  EXPECT_EQ(p.messages, 7);
+  EXPECT_EQ(p.calls, 9);
 }
 
 TEST(WaitStates, TimeInMpiOfANonblockingCall) {

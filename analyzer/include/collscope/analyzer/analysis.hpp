@@ -3,6 +3,7 @@
 // autotuner consume.
 #include <collscope/analyzer/run_model.hpp>
 #include <collscope/analyzer/findings.hpp>
+#include <collscope/run/point_to_point.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -29,12 +30,13 @@ struct RunResults {
   StepSummary steps;
   Lateness lateness;  // who is late and who waits, per step and rank (the one definition, run/lateness.hpp)
   std::vector<OpSizeStats> op_sizes;
+  run::PointToPointSummary point_to_point;  // time, waits, messages per rank and pair, message sizes
   std::vector<Finding> findings;
   // Statements that are not findings: what the trace lacks and why (a rank's file cut short by a kill), one line
   // each, printed under the summary.
   std::vector<std::string> notes;
   double wall_ns = 0;       // aligned first arrival → last completion
-  double comm_ns = 0;       // mean over ranks: time inside collectives
+  double comm_ns = 0;       // mean over ranks: time inside collectives (point-to-point: point_to_point)
   double analysis_seconds = 0;
 };
 

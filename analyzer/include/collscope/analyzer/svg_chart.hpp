@@ -39,11 +39,15 @@ enum class Mark {
   LinePoints,  // both
   Band,        // area between low and high (an uncertainty band), translucent
   ErrorBars,   // dot with a vertical bar from low to high
+  // A filled bar from the y axis' zero (or its bottom) up to y: across x from low to high when both are given (a
+  // histogram's bin), else centred on x, 80 % of the narrowest gap between the series' x values wide (one value
+  // per rank). A later series' bars are drawn over an earlier one's ("of it waiting" over the total).
+  Bars,
 };
 
 struct Point {
   double x = 0, y = 0;
-  double low = NAN, high = NAN;  // Band, ErrorBars
+  double low = NAN, high = NAN;  // Band, ErrorBars: y; Bars: x (a bin's edges)
   std::string tip{};             // hover text
 };
 

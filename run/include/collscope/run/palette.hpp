@@ -25,6 +25,9 @@ inline constexpr Rgb kInFlight = 0xc81e1e;
 inline constexpr Rgb kStepTime = 0x1f77b4;
 inline constexpr Rgb kCommTime = 0xd62728;
 inline constexpr Rgb kReference = 0x555555;
+// Point-to-point: time in point-to-point calls, and the part of it spent waiting for another rank (drawn over it).
+inline constexpr Rgb kPointToPoint = 0x74c476;
+inline constexpr Rgb kPointToPointWait = 0x1b7837;
 // The tuner: each trial, the best so far, the model (GP) and its uncertainty band.
 inline constexpr Rgb kTrial = 0x888888;
 inline constexpr Rgb kBest = 0x1f77b4;
@@ -36,8 +39,8 @@ Rgb series_colour(std::size_t k);
 // Lateness (how late a rank arrived, 0 = on time) on a sequential ramp: fraction 0 → white, 1 → dark red,
 // through yellow and orange; clamped to [0, 1].
 Rgb lateness_colour(double fraction);
-// An amount (bytes, messages, time: the viewer's communication matrix) as a fraction of the largest: 0 → white,
-// 1 → dark blue; clamped to [0, 1].
+// An amount (bytes, messages, time: the communication matrix of the viewer and of the HTML report) as a fraction
+// of the largest: 0 → white, 1 → dark blue; clamped to [0, 1]. Blue, not the red of lateness: traffic is no fault.
 Rgb amount_colour(double fraction);
 
 // "#rrggbb" for SVG and HTML.

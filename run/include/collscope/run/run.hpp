@@ -94,8 +94,14 @@ struct Communicator {
   store::Backend backend = store::Backend::Mpi;
   int size = 0;
   std::vector<int> members;  // world ranks, communicator rank order
-  std::string name;
+  std::string name;  // as recorded: how it was made, "dup(dup(MPI_COMM_WORLD#0)#1)" (docs/trace-format.md)
+  // For people: "dup of MPI_COMM_WORLD (Horovod)", "split of MPI_COMM_WORLD, colour 1, 2 ranks"; set by RunLoader
+  // from run/communicator_names.hpp. Reports, the viewer and exports show this one (shown_name()).
+  std::string display_name;
   std::optional<std::uint64_t> parent;
+  std::optional<std::int64_t> color;  // split colour (MPI_Comm_split_type: the split type)
+  // The display name, or the recorded one in a run not built by RunLoader (tests that fill a Run by hand).
+  const std::string& shown_name() const { return display_name.empty() ? name : display_name; }
 };
 
 struct NvtxRange {
