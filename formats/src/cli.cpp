@@ -165,18 +165,44 @@ int run_torch_import(const ImportArgs& args) {
   return 0;
 }
 
+int run_otf2_import(const ImportArgs& args) {
+  const std::string& input = args.inputs.front();
+  if (args.inputs.size() != 1)
+    throw InputError(fmt::format("{}: an OTF2 archive is one anchor file (traces.otf2) for all ranks; {} were given",
+                                 args.inputs[1], args.inputs.size()));
+  if (args.world_size) throw InputError("--world-size: an OTF2 archive lists its ranks itself");
+  const auto counts = naming_input(input, "importing this OTF2 archive", [&] { return import_otf2(input, args.run_dir); });
+  for (const auto& p : counts.problems) std::fprintf(stderr, "collscope import: %s\n", p.c_str());
+  std::fprintf(stderr,
+               "collscope import: %s (%s): %lld of %lld ranks, %lld locations, %lld events: %lld MpiSend, %lld MpiRecv, "
+               "%lld MpiIsend, %lld MpiIrecv, %lld MPI collectives, %lld non-blocking collectives, %lld other regions as "
+               "ranges -> %s\n",
+               input.c_str(), counts.creator.empty() ? "no creator" : counts.creator.c_str(),
+               static_cast<long long>(counts.ranks), static_cast<long long>(counts.world_size),
+               static_cast<long long>(counts.locations), static_cast<long long>(counts.events),
+               static_cast<long long>(counts.sends), static_cast<long long>(counts.receives),
+               static_cast<long long>(counts.isends), static_cast<long long>(counts.irecvs),
+               static_cast<long long>(counts.collectives), static_cast<long long>(counts.nonblocking_collectives),
+               static_cast<long long>(counts.ranges), args.run_dir.c_str());
+  return 0;
+}
+
 int run_import(const ImportArgs& args) {
   std::string format = args.format;
   if (format == "auto") {
-    // By content: a Horovod timeline names its negotiation; torch.profiler traces name ops and distributedInfo.
-    // A file of neither goes to the Horovod reader when it is alone (as before), which says what it expected.
+    // An OTF2 archive by its anchor file's name (or a directory holding traces.otf2). Else by content: a Horovod
+    // timeline names its negotiation; torch.profiler traces name ops and distributedInfo. A file of neither goes
+    // to the Horovod reader when it is alone (as before), which says what it expected.
     bool torch = args.inputs.size() > 1;
     for (const auto& input : args.inputs) torch = torch || looks_like_torch_profiler_trace(input);
-    format = torch ? "torch-profiler" : "horovod-timeline";
+    format = args.inputs.size() == 1 && looks_like_otf2_archive(args.inputs.front()) ? "otf2"
+             : torch                                                                  ? "torch-profiler"
+                                                                                      : "horovod-timeline";
   }
   if (format == "horovod-timeline") return run_horovod_import(args);
   if (format == "torch-profiler" || format == "kineto") return run_torch_import(args);
-  throw InputError(fmt::format("--format {}: unknown (auto, horovod-timeline, torch-profiler)", args.format));
+  if (format == "otf2") return run_otf2_import(args);
+  throw InputError(fmt::format("--format {}: unknown (auto, horovod-timeline, torch-profiler, otf2)", args.format));
 }
 
 }  // namespace
@@ -197,14 +223,15 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   exp->callback([&action, e] { action = [e] { return run_export(*e); }; });
 
   auto i = std::make_shared<ImportArgs>();
-  auto* imp = app.add_subcommand("import", "Turn a Horovod Timeline or torch.profiler traces (one per rank) into a run directory to analyze");
-  imp->add_option("FILES", i->inputs, "Horovod: the timeline rank 0 wrote; torch.profiler: each rank's Chrome trace")->required();
+  auto* imp = app.add_subcommand("import", "Turn a Horovod Timeline, torch.profiler traces (one per rank) or an OTF2 archive (Score-P) into a run directory to analyze");
+  imp->add_option("FILES", i->inputs, "Horovod: the timeline rank 0 wrote; torch.profiler: each rank's Chrome trace; OTF2: the anchor file (traces.otf2)")->required();
   imp->add_option("-o,--output", i->run_dir, "Run directory to write (rank-*.sqlite)")->required()->type_name("DIR");
-  imp->add_option("--format", i->format, "auto (by content), horovod-timeline or torch-profiler")->capture_default_str()->type_name("FORMAT");
+  imp->add_option("--format", i->format, "auto (by content; OTF2 by its .otf2 anchor), horovod-timeline, torch-profiler or otf2")->capture_default_str()->type_name("FORMAT");
   imp->add_option("--world-size", i->world_size, "Ranks of the job (default: Horovod: highest rank in the negotiation + 1; torch: distributedInfo, else the files)")
       ->check(CLI::Range(1, store::kMaxWorldSize));
   imp->footer("Example: collscope import timeline.json -o run1 && collscope analyze run1\n"
-              "         collscope import trace/rank-0.json trace/rank-1.json -o run2 && collscope analyze run2");
+              "         collscope import trace/rank-0.json trace/rank-1.json -o run2 && collscope analyze run2\n"
+              "         collscope import scorep-20250101_1200_42/traces.otf2 -o run3 && collscope analyze run3");
   imp->callback([&action, i] { action = [i] { return run_import(*i); }; });
 }
 

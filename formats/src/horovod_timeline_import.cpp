@@ -27,6 +27,7 @@
 #include <streambuf>
 #include <vector>
 
+#include "import_run_dir.hpp"
 
 namespace collscope::formats {
 
@@ -451,14 +452,7 @@ HorovodImportCounts import_horovod_timeline(const std::string& timeline_path, co
   counts.replaced_utf8 = static_cast<std::int64_t>(t.replaced_sequences);
   counts.problems = t.warnings;
 
-  std::error_code ec;
-  fs::create_directories(run_dir, ec);
-  if (!fs::is_directory(run_dir, ec)) throw InputError(fmt::format("{}: cannot create the run directory", run_dir));
-  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.starts_with("rank-") && (name.ends_with(".sqlite") || name.ends_with(".sqlite-wal") || name.ends_with(".sqlite-shm")))
-      fs::remove(entry.path(), ec);
-  }
+  detail::prepare_run_dir(run_dir);
   const bool nccl = std::any_of(t.operations.begin(), t.operations.end(), [](const auto& op) { return op.nccl; });
   std::vector<std::int32_t> members(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) members[static_cast<std::size_t>(r)] = r;

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -25,22 +24,12 @@
 
 #include "completions.hpp"
 #include "export_run.hpp"
+#include "otf2_errors.hpp"
 
 namespace collscope::formats {
 namespace {
 
 namespace fs = std::filesystem;
-
-// OTF2 reports its errors through this callback (by default it prints them itself): the last one is kept for
-// the one line the export fails with.
-thread_local std::string otf2_last_error;
-OTF2_ErrorCode keep_otf2_error(void*, const char*, uint64_t, const char*, OTF2_ErrorCode code, const char* format,
-                               va_list va) {
-  char text[512];
-  std::vsnprintf(text, sizeof text, format, va);
-  otf2_last_error = text;
-  return code;
-}
 
 // Events are written straight to the files: no buffer flush needs to be timed (nothing is measured while writing).
 OTF2_FlushType pre_flush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) { return OTF2_FLUSH; }
@@ -131,7 +120,7 @@ class Otf2Writer {
       : run_(run), clocks_(clocks), out_dir_(out_dir), counts_(counts) {}
 
   void write(const std::string& archive_dir) {
-    OTF2_Error_RegisterCallback(keep_otf2_error, nullptr);
+    OTF2_Error_RegisterCallback(detail::keep_otf2_error, nullptr);
     archive_ = OTF2_Archive_Open(archive_dir.c_str(), "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 4 * 1024 * 1024,
                                  OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!archive_) fail(OTF2_ERROR_INVALID);
@@ -169,8 +158,7 @@ class Otf2Writer {
   };
 
   [[noreturn]] void fail(OTF2_ErrorCode code) const {
-    throw InputError(fmt::format("{}: writing the OTF2 archive failed: {}", out_dir_,
-                                 otf2_last_error.empty() ? OTF2_Error_GetDescription(code) : otf2_last_error));
+    throw InputError(fmt::format("{}: writing the OTF2 archive failed: {}", out_dir_, detail::otf2_error_text(code)));
   }
   void check(OTF2_ErrorCode code) const {
     if (code != OTF2_SUCCESS) fail(code);

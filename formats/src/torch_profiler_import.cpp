@@ -21,6 +21,8 @@
 #include <regex>
 #include <set>
 
+#include "import_run_dir.hpp"
+
 namespace collscope::formats {
 
 namespace {
@@ -511,14 +513,7 @@ TorchProfilerImportCounts import_torch_profiler(const std::vector<std::string>& 
       if (x.seq) g.min_seq = std::min(g.min_seq, *x.seq);
     }
 
-  std::error_code ec;
-  fs::create_directories(run_dir, ec);
-  if (!fs::is_directory(run_dir, ec)) throw InputError(fmt::format("{}: cannot create the run directory", run_dir));
-  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.starts_with("rank-") && (name.ends_with(".sqlite") || name.ends_with(".sqlite-wal") || name.ends_with(".sqlite-shm")))
-      fs::remove(entry.path(), ec);
-  }
+  detail::prepare_run_dir(run_dir);
   const store::Backend backend = backend_name == "gloo" ? store::Backend::Gloo
                                  : backend_name == "nccl" ? store::Backend::Nccl
                                                           : store::Backend::Torch;

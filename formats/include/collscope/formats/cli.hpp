@@ -1,6 +1,6 @@
 #pragma once
 // The formats' subcommands: `collscope export RUN_DIR -o trace.json` (Chrome trace / Perfetto) and
-// `collscope import FILES... -o RUN_DIR` (Horovod Timeline, torch.profiler traces).
+// `collscope import FILES... -o RUN_DIR` (Horovod Timeline, torch.profiler traces, OTF2).
 #include <CLI/CLI.hpp>
 
 #include <functional>
