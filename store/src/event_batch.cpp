@@ -28,9 +28,10 @@ bool with_kind(BatchKind kind, Fn&& fn) {
 
 std::size_t min_record_bytes(BatchKind kind, std::int64_t format_version) {
   if (format_version < 1 || format_version > kBatchFormatVersion) return 0;
-  std::size_t fields = 0;
+  std::size_t fields = 0;  // those written whatever the flags
   with_kind(kind, [&](auto traits) {
-    for (const BatchField& f : decltype(traits)::fields) fields += f.since <= format_version;
+    constexpr auto& table = decltype(traits)::fields;
+    for (std::size_t i = 0; i < table.size(); ++i) fields += field_written(table, i, format_version, 0);
   });
   return fields;
 }
@@ -149,9 +150,11 @@ CollectiveRow row_of(const CollectiveRecord& r, std::int64_t id, std::int64_t th
   row.reduce_op = r.reduce_op;
   if (r.flags & kRecordRoot) row.root = r.root;
   if (r.flags & kRecordPeer) row.peer = r.peer;
-  if (r.stream) row.stream = r.stream;
-  if (r.correlation) row.correlation = r.correlation;
-  if (r.group) row.group = r.group;
+  if (r.flags & kRecordNccl) {  // 0 is NULL, as the interposer records no stream, correlation or group
+    if (r.stream) row.stream = r.stream;
+    if (r.correlation) row.correlation = r.correlation;
+    if (r.group) row.group = r.group;
+  }
   return row;
 }
 
@@ -211,8 +214,8 @@ bool BatchDecoder<Row>::next(Row& out) {
     return false;
   }
   typename Traits::FieldValues f{};
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    if (table[i].since > version_) continue;  // added after the batch's format version: 0
+  std::int64_t flags = 0;
+  auto take = [&](std::size_t i) {
     std::uint64_t z = 0;
     for (int shift = 0;; shift += 7) {
       if (p_ == end_)
@@ -231,8 +234,13 @@ bool BatchDecoder<Row>::next(Row& out) {
     if (f[i] < table[i].min || f[i] > table[i].max)
       throw InputError(fmt::format("{}: record {}: {} = {} is out of range (a corrupt batch)", where_, index_,
                                    table[i].name, f[i]));
-  }
-  std::copy(f.begin(), f.end(), prev_.begin());
+    prev_[i] = f[i];
+  };
+  // From format 2 the flags come first; fields they say are absent, or that the batch's format predates, are 0.
+  const bool flags_first = Traits::flags_index < table.size() && version_ >= kFlagsFirstSince;
+  if (flags_first) take(Traits::flags_index), flags = f[Traits::flags_index];
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (!(flags_first && i == Traits::flags_index) && field_written(table, i, version_, flags)) take(i);
   out = row_of(record_of(f, Record{}), id_++, thread_);
   --left_;
   ++index_;

@@ -265,7 +265,7 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
   };
   const std::vector<Case> cases = {
       {"UPDATE event_batches SET payload = substr(payload, 1, length(payload) - 3) WHERE id = 2", "event_batches row 2: record 48 runs past the end of the payload (a truncated or corrupt batch)"},
-      {"UPDATE event_batches SET payload = substr(payload, 1, 1100) WHERE id = 2", "event_batches row 2: record "},
+      {"UPDATE event_batches SET payload = substr(payload, 1, 700) WHERE id = 2", "event_batches row 2: record "},
       {"UPDATE event_batches SET payload = CAST(payload || X'00' AS BLOB) WHERE id = 3", "event_batches row 3: 1 bytes after its last record"},
       {"UPDATE event_batches SET count = count + 1000000000000 WHERE id = 1", "event_batches row 1: count 1000000000007 does not fit"},
       {"UPDATE event_batches SET count = count - 1 WHERE id = 1", "event_batches row 1: "},
@@ -276,8 +276,8 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
       {"UPDATE event_batches SET first_id = 9223372036854775807 WHERE id = 1", "event_batches row 1: first_id"},
       {"UPDATE event_batches SET payload = 'not a blob' WHERE id = 1", "event_batches row 1: payload is not a blob"},
       {"UPDATE event_batches SET payload = CAST(X'ffffffffffffffffffff7f' || substr(payload, 12) AS BLOB) WHERE id = 1", "longer than 64 bits"},
-      // A zigzag value of 2^33 for the first record's comm (field 10): 2^32, out of the field's range.
-      {"UPDATE event_batches SET payload = CAST(X'000000000000000000' || X'8080808020' || substr(payload, 15) AS BLOB) WHERE id = 1", "record 0: comm = 4294967296 is out of range"},
+      // Flags 0, then 7 fields of 0, then a zigzag value of 2^33 for the first record's comm: 2^32, out of its range.
+      {"UPDATE event_batches SET payload = CAST(X'0000000000000000' || X'8080808020' || substr(payload, 15) AS BLOB) WHERE id = 1", "record 0: comm = 4294967296 is out of range"},
       {"UPDATE collectives SET id = 3 WHERE id = 8", "collectives.id 3 is both a row and in event_batches"},
   };
   for (const Case& c : cases) {
@@ -289,8 +289,8 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
     }
     try {
       TraceReader r(bad);
-      // Bounded by what the payloads can hold (a record is at least 18 bytes): a corrupt count cannot inflate it.
-      EXPECT_LE(r.row_count("collectives"), 320) << c.edit;
+      // Bounded by what the payloads can hold (a record is at least 13 bytes): a corrupt count cannot inflate it.
+      EXPECT_LE(r.row_count("collectives"), 360) << c.edit;
       r.collectives();
       ADD_FAILURE() << "no error for: " << c.edit;
     } catch (const collscope::InputError& e) {
@@ -316,17 +316,17 @@ TEST(EventBatches, RecordLayoutIsTheDocumentedOne) {
   std::uint8_t* end = enc.encode(b, enc.encode(a, bytes.data()));
   bytes.resize(static_cast<std::size_t>(end - bytes.data()));
   const std::vector<std::uint8_t> want = {
-      // a: start 1000 -> zigzag 2000 = d0 0f; end +300 -> 600 = d8 04; seq 5 -> 10; count 64 -> 128 = 80 01;
-      // bytes 256 -> 512 = 80 04; sendbuf, recvbuf 0x7f00 -> 0xfe00 = 80 fc 03; post_end_ns (blocking: written as
-      // start_ns) 0; wait_ns 0; comm 1 -> 2; datatype 1 -> 2; reduce_op 2 -> 4; root, peer, status, wait_calls 0;
-      // op 1 -> 2; flags 0; (format 2) stream, correlation, grp 0 (an MPI call).
-      0xd0, 0x0f, 0xd8, 0x04, 0x0a, 0x80, 0x01, 0x80, 0x04, 0x80, 0xfc, 0x03, 0x80, 0xfc, 0x03, 0x00, 0x00,
-      0x02, 0x02, 0x04, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00,
-      // b: start +1000 -> d0 0f; end +100 -> c8 01; seq +1 -> 02; count -32 -> 3f; bytes -128 -> ff 01;
-      // sendbuf, recvbuf 0; post_end_ns +10 -> 14; wait_ns +50 -> 64; comm, datatype, reduce_op, root, peer 0;
-      // status -1 -> 01; wait_calls +3 -> 06; op +1 -> 02; flags +5 -> 0a; stream, correlation, grp 0.
-      0xd0, 0x0f, 0xc8, 0x01, 0x02, 0x3f, 0xff, 0x01, 0x00, 0x00, 0x14, 0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
-      0x06, 0x02, 0x0a, 0x00, 0x00, 0x00};
+      // a: flags 0 first; start 1000 -> zigzag 2000 = d0 0f; end +300 -> 600 = d8 04; seq 5 -> 10; count 64 -> 128 =
+      // 80 01; bytes 256 -> 512 = 80 04; sendbuf, recvbuf 0x7f00 -> 0xfe00 = 80 fc 03; (post_end_ns, wait_ns: not
+      // non-blocking, no bytes) comm 1 -> 2; datatype 1 -> 2; reduce_op 2 -> 4; (root, peer: no flag) status 0;
+      // (wait_calls) op 1 -> 2; (stream, correlation, grp: not NCCL).
+      0x00, 0xd0, 0x0f, 0xd8, 0x04, 0x0a, 0x80, 0x01, 0x80, 0x04, 0x80, 0xfc, 0x03, 0x80, 0xfc, 0x03, 0x02, 0x02,
+      0x04, 0x00, 0x02,
+      // b: flags +5 -> 0a; start +1000 -> d0 0f; end +100 -> c8 01; seq +1 -> 02; count -32 -> 3f; bytes -128 -> ff 01;
+      // sendbuf, recvbuf 0; post_end_ns +10 from start -> 14; wait_ns 50 (from the last written: none, 0) -> 64;
+      // comm, datatype, reduce_op 0; root 0 -> 00; status -1 -> 01; wait_calls +3 -> 06; op +1 -> 02.
+      0x0a, 0xd0, 0x0f, 0xc8, 0x01, 0x02, 0x3f, 0xff, 0x01, 0x00, 0x00, 0x14, 0x64, 0x00, 0x00, 0x00, 0x00, 0x01,
+      0x06, 0x02};
   EXPECT_EQ(bytes, want);
   BatchDecoder<CollectiveRow> dec(bytes.data(), bytes.size(), 42, 2, 7, "x");
   CollectiveRow ra, rb;
@@ -339,9 +339,13 @@ TEST(EventBatches, RecordLayoutIsTheDocumentedOne) {
   EXPECT_EQ(row_text(rb), "id=43 comm=1 seq=6 op=2 count=32 datatype=1 bytes=128 reduce_op=2 root=0 peer=NULL "
                           "sendbuf=32512 recvbuf=32512 stream=NULL thread=7 start_ns=2000 end_ns=2100 gpu_start_ns=NULL "
                           "gpu_end_ns=NULL correlation=NULL group=NULL status=-1 post_end_ns=2010 wait_ns=50 wait_calls=3 ");
-  // A batch of format 1 (schema 1.3-1.5 writers) has no stream, correlation, grp: the same records without them.
-  std::vector<std::uint8_t> v1(bytes.begin(), bytes.begin() + 26);
-  v1.insert(v1.end(), bytes.begin() + 29, bytes.end() - 3);
+  // A batch of format 1 (schema 1.3-1.5 writers): every field but stream, correlation, grp, in table order.
+  const std::vector<std::uint8_t> v1 = {
+      // a: every field, flags last (post_end_ns written as start_ns: 0).
+      0xd0, 0x0f, 0xd8, 0x04, 0x0a, 0x80, 0x01, 0x80, 0x04, 0x80, 0xfc, 0x03, 0x80, 0xfc, 0x03, 0x00, 0x00, 0x02,
+      0x02, 0x04, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00,
+      0xd0, 0x0f, 0xc8, 0x01, 0x02, 0x3f, 0xff, 0x01, 0x00, 0x00, 0x14, 0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+      0x06, 0x02, 0x0a};
   BatchDecoder<CollectiveRow> old(v1.data(), v1.size(), 42, 2, 7, "x", 1);
   CollectiveRow oa, ob;
   ASSERT_TRUE(old.next(oa));
@@ -405,7 +409,7 @@ void write_every_kind(const std::string& path, bool batches) {
       CollectiveRecord c = collective_record(i);
       c.flags &= static_cast<std::uint8_t>(~kRecordNonBlocking);  // NCCL calls have no MPI request times
       c.datatype = static_cast<std::uint32_t>(datatype);
-      c.stream = 0x5500 + i % 2, c.correlation = 1000 + i, c.group = i % 3 ? i / 3 : 0;
+      c.stream = 0x5500 + i % 2, c.correlation = 1000 + i, c.group = i % 3 ? i / 3 : 0, c.flags |= kRecordNccl;
       collective_ids.push_back(collectives.save(w, batches, c, 1 + drain % 2));
       NvtxRangeRecord n;
       n.start_ns = 5'000'000 + i * 100, n.thread = 1 + i % 2, n.domain = i % 4 ? 0 : datatype, n.name = kernel;

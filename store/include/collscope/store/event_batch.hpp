@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 
@@ -33,8 +34,10 @@ enum class BatchKind : std::int64_t {
   Buffers = 5,             // a buffers row's totals so far; a later record of the address replaces it (1.6)
   CollectiveGpuTimes = 6,  // GPU times of a collectives row, found after the row was saved (1.6)
 };
-// 1: kinds 1 and 2 as schema 1.3-1.5 wrote them; 2 (schema 1.6): kinds 3-6, and kind 1's NCCL fields.
+// 1: kinds 1 and 2 as schema 1.3-1.5 wrote them; 2 (schema 1.6): kinds 3-6, kind 1's NCCL fields, and a record's
+// flags first so that fields its flags say are absent take no bytes.
 inline constexpr std::int64_t kBatchFormatVersion = 2;
+inline constexpr std::int64_t kFlagsFirstSince = 2;
 
 // A collectives row, its fields in payload order. NCCL's GPU times are not in it: they come later, as
 // CollectiveGpuTimesRecord (docs/design.md, "Event batches").
@@ -47,11 +50,12 @@ struct CollectiveRecord {
   std::int32_t status = 0;
   std::uint32_t wait_calls = 0;  // when flags has kRecordNonBlocking
   std::uint8_t op = 0, flags = 0;
-  // NCCL (format 2): cudaStream_t, CUPTI external correlation id, group id; 0 = NULL (MPI calls have none).
+  // NCCL (format 2), when flags has kRecordNccl: cudaStream_t, CUPTI external correlation id, group id; 0 = NULL.
   std::uint64_t stream = 0, correlation = 0;
   std::int64_t group = 0;
 };
 inline constexpr std::uint8_t kRecordRoot = 1, kRecordPeer = 2;
+inline constexpr std::uint8_t kRecordNccl = 8;  // stream, correlation, grp
 
 // A point_to_point row, its fields in payload order.
 struct PointToPointRecord {
@@ -117,13 +121,16 @@ struct CollectiveGpuTimesRecord {
 };
 
 // One field of a record: its name (the column it fills), the values it may take, whether it is predicted from
-// the record's field 0 rather than from the previous record, and the format version that added it (a batch of an
-// older version has no bytes for it: it decodes as 0).
+// the record's field 0 rather than from the previous record, the format version that added it (a batch of an
+// older version has no bytes for it: it decodes as 0), and the flag bits that say it holds a value (0: always).
+// From format 2 on, a record's `flags` field is written first, and a field none of whose bits are set takes no
+// bytes (it decodes as 0, and the next record's prediction is the last value written).
 struct BatchField {
   const char* name;
   std::int64_t min, max;
   bool from_start;
   std::int64_t since = 1;
+  std::uint8_t if_flag = 0;
 };
 namespace detail {
 inline constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
@@ -131,46 +138,54 @@ inline constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max()
 inline constexpr std::int64_t kI32Min = std::numeric_limits<std::int32_t>::min();
 inline constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
 inline constexpr std::int64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
-inline constexpr BatchField any(const char* name, bool from_start = false, std::int64_t since = 1) {
-  return {name, kI64Min, kI64Max, from_start, since};
+inline constexpr BatchField any(const char* name, std::uint8_t if_flag = 0, bool from_start = false,
+                                std::int64_t since = 1) {
+  return {name, kI64Min, kI64Max, from_start, since, if_flag};
 }
-inline constexpr BatchField id(const char* name, std::int64_t since = 1) { return {name, 0, kI64Max, false, since}; }
-inline constexpr BatchField u32(const char* name) { return {name, 0, kU32Max, false}; }
-inline constexpr BatchField i32(const char* name) { return {name, kI32Min, kI32Max, false}; }
+inline constexpr BatchField id(const char* name, std::uint8_t if_flag = 0) { return {name, 0, kI64Max, false, 1, if_flag}; }
+inline constexpr BatchField u32(const char* name, std::uint8_t if_flag = 0) { return {name, 0, kU32Max, false, 1, if_flag}; }
+inline constexpr BatchField i32(const char* name, std::uint8_t if_flag = 0) {
+  return {name, kI32Min, kI32Max, false, 1, if_flag};
+}
 inline constexpr BatchField byte(const char* name) { return {name, 0, 255, false}; }
+inline constexpr std::uint8_t kAlways = 0;
 }  // namespace detail
 inline constexpr std::array<BatchField, 21> kCollectiveFields = {{
-    detail::any("start_ns"), detail::any("end_ns", true), detail::any("seq"), detail::any("count"),
-    detail::any("bytes"), detail::any("sendbuf"), detail::any("recvbuf"), detail::any("post_end_ns", true),
-    detail::any("wait_ns"), detail::u32("comm"), detail::u32("datatype"), detail::u32("reduce_op"),
-    detail::i32("root"), detail::i32("peer"), detail::i32("status"), detail::u32("wait_calls"), detail::byte("op"),
-    detail::byte("flags"), detail::any("stream", false, 2), detail::any("correlation", false, 2),
-    detail::any("grp", false, 2),
+    detail::any("start_ns"), detail::any("end_ns", detail::kAlways, true), detail::any("seq"), detail::any("count"),
+    detail::any("bytes"), detail::any("sendbuf"), detail::any("recvbuf"),
+    detail::any("post_end_ns", kRecordNonBlocking, true), detail::any("wait_ns", kRecordNonBlocking),
+    detail::u32("comm"), detail::u32("datatype"), detail::u32("reduce_op"), detail::i32("root", kRecordRoot),
+    detail::i32("peer", kRecordPeer), detail::i32("status"), detail::u32("wait_calls", kRecordNonBlocking),
+    detail::byte("op"), detail::byte("flags"), detail::any("stream", kRecordNccl, false, 2),
+    detail::any("correlation", kRecordNccl, false, 2), detail::any("grp", kRecordNccl, false, 2),
 }};
 inline constexpr std::array<BatchField, 20> kPointToPointFields = {{
-    detail::any("start_ns"), detail::any("end_ns", true), detail::any("seq"), detail::any("count"),
-    detail::any("send_bytes"), detail::any("recv_bytes"), detail::any("sendbuf"), detail::any("recvbuf"),
-    detail::any("post_end_ns", true), detail::any("wait_ns"), detail::u32("comm"), detail::u32("datatype"),
-    detail::i32("send_peer"), detail::i32("send_tag"), detail::i32("recv_peer"), detail::i32("recv_tag"),
-    detail::i32("status"), detail::u32("wait_calls"), detail::byte("op"), detail::byte("flags"),
+    detail::any("start_ns"), detail::any("end_ns", detail::kAlways, true), detail::any("seq"), detail::any("count"),
+    detail::any("send_bytes", kRecordSends), detail::any("recv_bytes", kRecordReceives), detail::any("sendbuf"),
+    detail::any("recvbuf"), detail::any("post_end_ns", kRecordNonBlocking, true),
+    detail::any("wait_ns", kRecordNonBlocking), detail::u32("comm"), detail::u32("datatype"),
+    detail::i32("send_peer", kRecordSends), detail::i32("send_tag", kRecordSends),
+    detail::i32("recv_peer", kRecordReceives), detail::i32("recv_tag", kRecordReceives), detail::i32("status"),
+    detail::u32("wait_calls", kRecordNonBlocking), detail::byte("op"), detail::byte("flags"),
 }};
 inline constexpr std::array<BatchField, 12> kNvtxRangeFields = {{
-    detail::any("start_ns"), detail::any("end_ns", true), detail::id("thread"), detail::id("end_thread"),
-    detail::id("domain"), detail::id("name"), detail::any("category"), detail::i32("depth"), detail::any("payload"),
-    detail::u32("color"), detail::byte("kind"), detail::byte("flags"),
+    detail::any("start_ns"), detail::any("end_ns", kRecordEnded, true), detail::id("thread"),
+    detail::id("end_thread", kRecordEndThread), detail::id("domain"), detail::id("name"), detail::any("category"),
+    detail::i32("depth"), detail::any("payload", kRecordPayloadInt | kRecordPayloadDouble),
+    detail::u32("color", kRecordColor), detail::byte("kind"), detail::byte("flags"),
 }};
 inline constexpr std::array<BatchField, 10> kGpuActivityFields = {{
-    detail::any("start_ns"), detail::any("end_ns", true), detail::any("correlation"), detail::any("stream"),
-    detail::id("name"), detail::any("bytes"), detail::i32("device"), detail::i32("copy_kind"), detail::byte("kind"),
-    detail::byte("flags"),
+    detail::any("start_ns"), detail::any("end_ns", detail::kAlways, true), detail::any("correlation"),
+    detail::any("stream"), detail::id("name"), detail::any("bytes"), detail::i32("device"),
+    detail::i32("copy_kind", kRecordCopyKind), detail::byte("kind"), detail::byte("flags"),
 }};
 inline constexpr std::array<BatchField, 9> kBufferFields = {{
-    detail::any("first_ns"), detail::any("last_ns", true), detail::any("address"), detail::any("bytes_max"),
-    detail::any("bytes_min"), detail::any("bytes_total"), detail::any("uses"), detail::any("tensors_packed"),
-    detail::any("bytes_packed"),
+    detail::any("first_ns"), detail::any("last_ns", detail::kAlways, true), detail::any("address"),
+    detail::any("bytes_max"), detail::any("bytes_min"), detail::any("bytes_total"), detail::any("uses"),
+    detail::any("tensors_packed"), detail::any("bytes_packed"),
 }};
 inline constexpr std::array<BatchField, 3> kCollectiveGpuTimesFields = {{
-    detail::any("gpu_start_ns"), detail::any("gpu_end_ns", true), detail::id("collective"),
+    detail::any("gpu_start_ns"), detail::any("gpu_end_ns", detail::kAlways, true), detail::id("collective"),
 }};
 // The most fields a kind has, and the most bytes a record takes (ten per field).
 inline constexpr std::size_t kMaxRecordFields = kCollectiveFields.size();
@@ -237,7 +252,20 @@ struct BatchKindTraits {
   using Row = RowT;
   static constexpr const auto& fields = Fields;
   using FieldValues = std::array<std::int64_t, Fields.size()>;
+  // The index of the `flags` field, Fields.size() for a kind without one (no field of it is conditional).
+  static constexpr std::size_t flags_index = [] {
+    for (std::size_t i = 0; i < Fields.size(); ++i)
+      if (std::string_view(Fields[i].name) == "flags") return i;
+    return Fields.size();
+  }();
 };
+
+// Whether field `i` of `table` has bytes in a record of format `version` whose flags are `flags`.
+template <typename Table>
+constexpr bool field_written(const Table& table, std::size_t i, std::int64_t version, std::int64_t flags) {
+  const BatchField& f = table[i];
+  return f.since <= version && (version < kFlagsFirstSince || f.if_flag == 0 || (flags & f.if_flag) != 0);
+}
 template <> struct BatchRecordTraits<CollectiveRecord>
     : BatchKindTraits<BatchKind::Collectives, CollectiveRecord, CollectiveRow, kCollectiveFields> {};
 template <> struct BatchRecordTraits<PointToPointRecord>
@@ -267,21 +295,27 @@ template <typename Row> inline constexpr std::int64_t kBatchKindOf = [] {
 }();
 
 // Encodes the records of one batch, in order (reset() between batches). At most kMaxRecordBytes per record; always
-// the current format version (every field).
+// the current format version: the flags field first, then the others in table order, those the flags say are
+// absent left out.
 template <typename Record>
 class BatchEncoder {
  public:
   std::uint8_t* encode(const Record& r, std::uint8_t* out) {
-    constexpr auto& table = BatchRecordTraits<Record>::fields;
+    using Traits = BatchRecordTraits<Record>;
+    constexpr auto& table = Traits::fields;
     const auto f = fields_of(r);
-    for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::int64_t flags = Traits::flags_index < f.size() ? f[Traits::flags_index] : 0;
+    auto put = [&](std::size_t i) {
       const std::uint64_t diff =
           static_cast<std::uint64_t>(f[i]) - static_cast<std::uint64_t>(table[i].from_start ? f[0] : prev_[i]);
       std::uint64_t z = (diff << 1) ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(diff) >> 63);  // zigzag
       while (z >= 0x80) *out++ = static_cast<std::uint8_t>(z | 0x80), z >>= 7;
       *out++ = static_cast<std::uint8_t>(z);
-    }
-    prev_ = f;
+      prev_[i] = f[i];
+    };
+    if constexpr (Traits::flags_index < table.size()) put(Traits::flags_index);
+    for (std::size_t i = 0; i < f.size(); ++i)
+      if (i != Traits::flags_index && field_written(table, i, kBatchFormatVersion, flags)) put(i);
     return out;
   }
   void reset() { prev_ = {}; }
