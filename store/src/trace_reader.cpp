@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <unordered_map>
 
 #include "row_codec.hpp"
 
@@ -209,7 +210,8 @@ std::string select_columns(ColumnSet<Row> cols, SchemaVersion version, std::uint
 #undef COLLSCOPE_COLUMN
 #undef COLLSCOPE_TABLE_END
 
-// The rows of one kind of event_batches, in id order, checked as they come: one batch at a time in memory.
+// The records of one kind of event_batches, in first_id order (the rows' ids; kinds 5 and 6: the order they were
+// saved in), checked as they come: one batch at a time in memory.
 template <typename Row>
 class BatchRecords {
  public:
@@ -226,16 +228,17 @@ class BatchRecords {
       if (!q_.step()) return false;
       sqlite3_stmt* s = q_.handle();
       const std::int64_t batch = q_.int64(0), thread = q_.int64(1), first = q_.int64(2), count = q_.int64(3);
+      const std::int64_t version = q_.int64(4);
       const int type = sqlite3_column_type(s, 5);
       const auto* payload = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, 5));
       const auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(s, 5));
       const std::string where = fmt::format("{}: event_batches row {}", path_, batch);
       const std::string problem = type == SQLITE_BLOB || (type == SQLITE_NULL && count == 0)
-                                      ? event_batch_problem(kBatchKindOf<Row>, first, count, q_.int64(4), bytes, last_id_)
+                                      ? event_batch_problem(kBatchKindOf<Row>, first, count, version, bytes, last_id_)
                                       : std::string("payload is not a blob (a corrupt batch)");
       if (!problem.empty()) throw InputError(fmt::format("{}: {}", where, problem));
       last_id_ = first + count - 1;
-      decoder_.emplace(payload, bytes, first, count, thread, where);
+      decoder_.emplace(payload, bytes, first, count, thread, where, version);
     }
     return true;
   }
@@ -257,13 +260,41 @@ bool TraceReader::has_event_batches(std::int64_t kind) const {
   return q.step() && q.int64(0) != 0;
 }
 
-// The table's rows and the rows its event batches stand for, merged in id order (both come sorted by id).
+// Whether rows of `Row` are (partly) in event batches: its own kind, and for collectives the GPU times saved apart.
+template <typename Row>
+bool TraceReader::reads_batches() const {
+  if constexpr (kBatchKindOf<Row> == 0) {
+    return false;
+  } else {
+    if (has_event_batches(kBatchKindOf<Row>)) return true;
+    if constexpr (std::is_same_v<Row, CollectiveRow>) return has_event_batches(kBatchKindOf<CollectiveGpuTimesRecord>);
+    return false;
+  }
+}
+
+// The table's rows and the rows its event batches stand for, merged in id order (both come sorted by id). For
+// collectives, the GPU times saved apart (kind 6) are joined on by id, the last record of a row winning.
 template <typename Row>
 void TraceReader::scan_with_batches(ColumnSet<Row> cols, RowSink<Row> sink) const {
   static_assert(Table<Row>::index_of(&Row::id) == 0);
   std::uint64_t read = 0;
   auto q = db_.prepare(select_columns(ColumnSet<Row>{cols.mask | 1}, version_, read) + " ORDER BY id");
   BatchRecords<Row> batches(db_, path_);
+  std::unordered_map<std::int64_t, CollectiveGpuTimesRecord> gpu_times;  // collectives.id -> its last GPU span
+  if constexpr (std::is_same_v<Row, CollectiveRow>) {
+    constexpr std::uint64_t gpu_columns = columns<&CollectiveRow::gpu_start_ns, &CollectiveRow::gpu_end_ns>().mask;
+    if (cols.mask & gpu_columns) {
+      BatchRecords<CollectiveGpuTimesRecord> times(db_, path_);
+      for (CollectiveGpuTimesRecord t; times.next(t);) gpu_times[t.collective] = t;
+    }
+  }
+  auto with_gpu_times = [&](Row& r, std::int64_t id) {
+    if constexpr (std::is_same_v<Row, CollectiveRow>) {
+      if (gpu_times.empty()) return;
+      if (auto it = gpu_times.find(id); it != gpu_times.end())
+        r.gpu_start_ns = it->second.gpu_start_ns, r.gpu_end_ns = it->second.gpu_end_ns;
+    }
+  };
   Row row{}, batch_row{}, out{};
   bool have_row = q.step();
   if (have_row) detail::RowCodec<Row>::read(q.handle(), read, row);
@@ -273,11 +304,13 @@ void TraceReader::scan_with_batches(ColumnSet<Row> cols, RowSink<Row> sink) cons
       fail(fmt::format("{}.id {} is both a row and in event_batches (a corrupt file)", Table<Row>::name, row.id));
     if (have_row && (!have_batch || row.id < batch_row.id)) {
       out = row;
+      with_gpu_times(out, row.id);
       if (!(cols.mask & 1)) out.id = 0;
       sink.call(sink.fn, out);
       have_row = q.step();
       if (have_row) detail::RowCodec<Row>::read(q.handle(), read, row);
     } else {
+      with_gpu_times(batch_row, batch_row.id);
       out = Row{};
       copy_columns(batch_row, out, cols.mask);
       sink.call(sink.fn, out);
@@ -286,12 +319,41 @@ void TraceReader::scan_with_batches(ColumnSet<Row> cols, RowSink<Row> sink) cons
   }
 }
 
+// buffers: one row per address, its totals so far. The table's rows, then every kind-5 record in the order saved,
+// each replacing its address's row (as the writer's upserts did); in the table's readers' order, uses DESC, address
+// (the address compared as SQLite does, as a signed integer).
+void TraceReader::scan_buffers_with_batches(ColumnSet<BufferRow> cols, RowSink<BufferRow> sink) const {
+  std::uint64_t read = 0;
+  auto q = db_.prepare(select_columns(ColumnSet<BufferRow>::all(), version_, read));
+  std::unordered_map<std::uint64_t, BufferRow> by_address;
+  BufferRow row{};
+  while (q.step()) {
+    detail::RowCodec<BufferRow>::read(q.handle(), read, row);
+    by_address[row.address] = row;
+  }
+  BatchRecords<BufferRow> batches(db_, path_);
+  while (batches.next(row)) by_address[row.address] = row;
+  std::vector<BufferRow> rows;
+  rows.reserve(by_address.size());
+  for (auto& [address, r] : by_address) rows.push_back(r);
+  std::sort(rows.begin(), rows.end(), [](const BufferRow& a, const BufferRow& b) {
+    if (a.uses != b.uses) return a.uses > b.uses;
+    return static_cast<std::int64_t>(a.address) < static_cast<std::int64_t>(b.address);
+  });
+  for (const BufferRow& r : rows) {
+    BufferRow out{};
+    copy_columns(r, out, cols.mask);
+    sink.call(sink.fn, out);
+  }
+}
+
 template <typename Row>
 void TraceReader::scan(ColumnSet<Row> cols, RowSink<Row> sink) const {
   using T = Table<Row>;
   if (version_.major == kSchemaMajor && T::since_minor > version_.minor) return;  // the file predates the table
-  if constexpr (kBatchKindOf<Row> != 0) {
-    if (has_event_batches(kBatchKindOf<Row>)) return scan_with_batches(cols, sink);
+  if (reads_batches<Row>()) {
+    if constexpr (std::is_same_v<Row, BufferRow>) return scan_buffers_with_batches(cols, sink);
+    else if constexpr (kBatchKindOf<Row> != 0) return scan_with_batches(cols, sink);
   }
   // Columns the file's version has; the others keep their defaults.
   std::uint64_t read = 0;
@@ -304,7 +366,7 @@ void TraceReader::scan(ColumnSet<Row> cols, RowSink<Row> sink) const {
 }
 
 std::optional<CollectiveRow> TraceReader::find_collective(std::int64_t comm, std::int64_t seq) const {
-  if (has_event_batches(kBatchKindOf<CollectiveRow>)) {
+  if (reads_batches<CollectiveRow>()) {
     std::optional<CollectiveRow> found;  // the first in id order, as the query below
     for_each<CollectiveRow>([&](const CollectiveRow& r) {
       if (!found && r.comm == comm && r.seq == seq) found = r;
@@ -340,17 +402,26 @@ std::int64_t TraceReader::row_count(std::string_view table) const {
   });
   if (!known) fail(fmt::format("unknown table '{}'", table));
   if (predates) return 0;  // the file was written before the table existed
+  // buffers in batches: one row per address however many records name it, so they are counted by reading them.
+  if (table == Table<BufferRow>::name && reads_batches<BufferRow>()) {
+    std::int64_t rows = 0;
+    for_each<BufferRow>(columns<&BufferRow::address>(), [&](const BufferRow&) { ++rows; });
+    return rows;
+  }
   auto q = db_.prepare(fmt::format("SELECT count(*) FROM {}", table));
   std::int64_t rows = q.step() ? q.int64(0) : 0;
   // Rows still in event batches (not expanded by `collscope sql`): what their count column says, but
   // never more than their payloads can hold, so that a corrupt count cannot size a reservation.
-  for (BatchKind kind : {BatchKind::Collectives, BatchKind::PointToPoint}) {
-    const bool of_table = (kind == BatchKind::Collectives ? Table<CollectiveRow>::name : Table<PointToPointRow>::name) == table;
-    if (!of_table || !has_event_batches(static_cast<std::int64_t>(kind))) continue;
+  std::int64_t kind = 0;
+  for_each_table([&](auto t) {
+    using Row = typename decltype(t)::Row;
+    if (decltype(t)::name == table) kind = kBatchKindOf<Row>;
+  });
+  if (kind != 0 && has_event_batches(kind)) {
     auto b = db_.prepare(fmt::format("SELECT coalesce(sum(max(0, min(count, length(payload) / {}))), 0) FROM "
                                      "event_batches WHERE kind = ?1",
-                                     min_record_bytes(kind)));
-    b.bind(1, static_cast<std::int64_t>(kind));
+                                     min_record_bytes(static_cast<BatchKind>(kind))));
+    b.bind(1, kind);
     if (b.step()) rows += b.int64(0);
   }
   return rows;

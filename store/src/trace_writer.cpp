@@ -80,6 +80,9 @@ struct TraceWriter::Impl {
   std::unordered_map<std::string, std::int64_t, StringHash, std::equal_to<>> interned;
   std::int64_t next_string_id = 1;
   bool in_transaction = false;
+  // The first_id of the next batch of the kinds whose records are no table's rows (buffer totals, GPU times): they
+  // number the records in the order saved.
+  std::int64_t next_buffer_record = 1, next_gpu_times_record = 1;
 
   template <typename Row>
   Inserter<Row>& inserter() {
@@ -143,8 +146,6 @@ TraceWriter::TraceWriter(std::string path) : path_(std::move(path)) {
   begin();
   db.exec(detail::schema_sql());
   impl_->comm_destroyed.emplace(db.prepare_persistent("UPDATE communicators SET destroyed_ns = ?2 WHERE id = ?1"));
-  impl_->collective_gpu.emplace(
-      db.prepare_persistent("UPDATE collectives SET gpu_start_ns = ?2, gpu_end_ns = ?3 WHERE id = ?1"));
   impl_->in_flight_clear.emplace(db.prepare_persistent("DELETE FROM calls_in_flight WHERE thread = ?1"));
   for (int i = 0; i < kOpCount; ++i) add(OpRow{i, std::string(op_name(static_cast<Op>(i)))});
   add(StringRow{0, ""});
@@ -197,16 +198,29 @@ void TraceWriter::rollback() {
   impl_->db.exec("ROLLBACK");
 }
 
+std::int64_t& TraceWriter::next_batch_id(BatchKind kind) {
+  auto of_table = [&](auto& ins) -> std::int64_t& {
+    ins.ids_outside_table = true;
+    return ins.next_id;
+  };
+  switch (kind) {
+    case BatchKind::Collectives: return of_table(impl_->inserter<CollectiveRow>());
+    case BatchKind::PointToPoint: return of_table(impl_->inserter<PointToPointRow>());
+    case BatchKind::NvtxRanges: return of_table(impl_->inserter<NvtxRangeRow>());
+    case BatchKind::GpuActivities: return of_table(impl_->inserter<GpuActivityRow>());
+    case BatchKind::Buffers: return impl_->next_buffer_record;
+    case BatchKind::CollectiveGpuTimes: return impl_->next_gpu_times_record;
+  }
+  throw Error(fmt::format("{}: event batch kind {} is not one this collscope writes", path_, static_cast<std::int64_t>(kind)));
+}
+
+std::int64_t TraceWriter::next_id(BatchKind kind) { return next_batch_id(kind); }
+
 std::int64_t TraceWriter::add_event_batch(BatchKind kind, std::int64_t thread, std::int64_t count,
                                           const std::uint8_t* payload, std::size_t bytes) {
-  auto take_ids = [&](auto& ins) {
-    const std::int64_t first = ins.next_id;
-    ins.next_id += count;
-    ins.ids_outside_table = true;
-    return first;
-  };
-  const std::int64_t first = kind == BatchKind::Collectives ? take_ids(impl_->inserter<CollectiveRow>())
-                                                            : take_ids(impl_->inserter<PointToPointRow>());
+  std::int64_t& next = next_batch_id(kind);
+  const std::int64_t first = next;
+  next += count;
   if (!impl_->add_batch)
     impl_->add_batch.emplace(impl_->db.prepare_persistent(
         "INSERT INTO event_batches(kind, thread, first_id, count, format_version, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
@@ -222,12 +236,26 @@ std::int64_t TraceWriter::add_event_batch(BatchKind kind, std::int64_t thread, s
   return first;
 }
 
+namespace {
+
+// Adds the rows of one batch of kind `Record` through `add` (one call per decoded row).
+template <typename Record, typename Add>
+void expand_batch(const std::uint8_t* payload, std::size_t bytes, std::int64_t first, std::int64_t count,
+                  std::int64_t thread, const std::string& where, std::int64_t version, Add&& add) {
+  using Row = typename BatchRecordTraits<Record>::Row;
+  BatchDecoder<Row> records(payload, bytes, first, count, thread, where, version);
+  for (Row row; records.next(row);) add(row);
+}
+
+}  // namespace
+
 std::int64_t TraceWriter::expand_event_batches() {
   begin();
   std::int64_t rows = 0;
   try {
     // Batch by batch, each deleted once its rows are added: the rows reuse the pages it leaves, so a finished file
-    // is no bigger than one written row by row (plus the largest batch).
+    // is no bigger than one written row by row (plus the largest batch). In kind order, so that the GPU times
+    // saved apart (kind 6) find their collectives rows.
     std::vector<std::int64_t> batches;
     for (auto q = impl_->db.prepare("SELECT id FROM event_batches ORDER BY kind, first_id, id"); q.step();)
       batches.push_back(q.int64(0));
@@ -243,23 +271,42 @@ std::int64_t TraceWriter::expand_event_batches() {
       }
       sqlite3_stmt* s = read.handle();
       const std::int64_t kind = read.int64(0), thread = read.int64(1), first = read.int64(2), count = read.int64(3);
+      const std::int64_t version = read.int64(4);
       const auto* payload = static_cast<const std::uint8_t*>(sqlite3_column_blob(s, 5));
       const auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(s, 5));
       const std::string where = fmt::format("{}: event_batches row {}", path_, batch);
       if (kind != last_kind) last_kind = kind, last_id = 0;
-      const std::string problem = event_batch_problem(kind, first, count, read.int64(4), bytes, last_id);
+      const std::string problem = event_batch_problem(kind, first, count, version, bytes, last_id);
       if (!problem.empty()) throw Error(fmt::format("{}: {}", where, problem));
       last_id = first + count - 1;
-      if (kind == static_cast<std::int64_t>(BatchKind::Collectives)) {
-        BatchDecoder<CollectiveRow> records(payload, bytes, first, count, thread, where);
-        for (CollectiveRow row; records.next(row);) add(row);
-      } else {
-        BatchDecoder<PointToPointRow> records(payload, bytes, first, count, thread, where);
-        for (PointToPointRow row; records.next(row);) add(row);
+      auto add_row = [&](const auto& row) { add(row); };
+      switch (static_cast<BatchKind>(kind)) {
+        case BatchKind::Collectives:
+          expand_batch<CollectiveRecord>(payload, bytes, first, count, thread, where, version, add_row);
+          break;
+        case BatchKind::PointToPoint:
+          expand_batch<PointToPointRecord>(payload, bytes, first, count, thread, where, version, add_row);
+          break;
+        case BatchKind::NvtxRanges:
+          expand_batch<NvtxRangeRecord>(payload, bytes, first, count, thread, where, version, add_row);
+          break;
+        case BatchKind::GpuActivities:
+          expand_batch<GpuActivityRecord>(payload, bytes, first, count, thread, where, version, add_row);
+          break;
+        case BatchKind::Buffers:  // replaces the address's row, as the writer's upserts did
+          expand_batch<BufferRecord>(payload, bytes, first, count, thread, where, version, add_row);
+          break;
+        case BatchKind::CollectiveGpuTimes:
+          expand_batch<CollectiveGpuTimesRecord>(payload, bytes, first, count, thread, where, version,
+                                                 [&](const CollectiveGpuTimesRecord& t) {
+                                                   set_collective_gpu_times(t.collective, t.gpu_start_ns, t.gpu_end_ns);
+                                                 });
+          break;
       }
       read.reset();
       erase.bind(1, batch).run();
-      rows += count;
+      // Rows of tables with ids; buffer totals and GPU times change rows rather than add them.
+      if (kind <= static_cast<std::int64_t>(BatchKind::GpuActivities)) rows += count;
     }
     commit();
   } catch (...) {
@@ -314,6 +361,9 @@ void TraceWriter::set_communicator_destroyed(std::int64_t id, std::int64_t destr
 
 void TraceWriter::set_collective_gpu_times(std::int64_t id, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns) {
   impl_->flush<CollectiveRow>();  // the row may still be waiting for its batch
+  if (!impl_->collective_gpu)  // prepared on first use: a file opened to expand its batches has it too
+    impl_->collective_gpu.emplace(
+        impl_->db.prepare_persistent("UPDATE collectives SET gpu_start_ns = ?2, gpu_end_ns = ?3 WHERE id = ?1"));
   impl_->collective_gpu->bind(1, id).bind(2, gpu_start_ns).bind(3, gpu_end_ns).run();
 }
 

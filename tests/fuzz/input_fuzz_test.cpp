@@ -206,10 +206,12 @@ std::string rank_file_edit(std::mt19937_64& rng) {
                            pick(rng, std::vector<std::string>{"end_ns", "start_ns - 1000000000", v}), one_row("collectives"));
       },
       [&] { return "INSERT INTO collectives SELECT * FROM collectives"; },  // every row twice: ids change, seqs repeat
-      [&] {  // rank 1's event batches (the other ranks have none)
+      [&] {  // the event batches of ranks 0 and 2 (rank 1 expanded its own): every kind the trainer makes
         return fmt::format("UPDATE event_batches SET {} WHERE {}",
                            pick(rng, std::vector<std::string>{"count = " + v, "first_id = " + v, "thread = " + v,
                                                               "format_version = " + v, "kind = " + v, "payload = " + v,
+                                                              // one kind's records decoded as another's
+                                                              "kind = 1 + kind % 6", "format_version = 1",
                                                               "payload = substr(payload, 1, length(payload) - 7)",
                                                               "payload = randomblob(length(payload))",
                                                               "first_id = first_id - 1"}),

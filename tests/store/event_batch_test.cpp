@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "test_support.hpp"
@@ -123,7 +125,7 @@ Expected write_trace(const std::string& path, const std::string& mode) {
   w.intern("MPI_SUM");
   std::vector<std::uint8_t> buf;
   std::int64_t in_buf = 0, thread = 1;
-  BatchEncoder<CollectiveFields> encoder;
+  BatchEncoder<CollectiveRecord> encoder;
   auto flush = [&] {
     if (in_buf == 0) return;
     const std::int64_t first = w.add_event_batch(BatchKind::Collectives, thread, in_buf, buf.data(), buf.size());
@@ -154,17 +156,17 @@ Expected write_trace(const std::string& path, const std::string& mode) {
     }
     const std::size_t at = buf.size();
     buf.resize(at + kMaxRecordBytes);
-    buf.resize(static_cast<std::size_t>(encoder.encode(fields_of(r), buf.data() + at) - buf.data()));
+    buf.resize(static_cast<std::size_t>(encoder.encode(r, buf.data() + at) - buf.data()));
     if (++in_buf == 64) flush();
   }
   flush();
   for (int b = 0; b < 2; ++b) {
     std::vector<std::uint8_t> p(20 * kMaxRecordBytes);
-    BatchEncoder<PointToPointFields> p2p_encoder;
+    BatchEncoder<PointToPointRecord> p2p_encoder;
     std::uint8_t* end = p.data();
     for (int i = 0; i < 20; ++i) {
       const PointToPointRecord r = p2p_record(b * 20 + i);
-      end = p2p_encoder.encode(fields_of(r), end);
+      end = p2p_encoder.encode(r, end);
       PointToPointRow row = as_row(r, 1);
       row.id = b * 20 + i + 1;
       want.p2p.push_back(row);
@@ -263,7 +265,7 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
   };
   const std::vector<Case> cases = {
       {"UPDATE event_batches SET payload = substr(payload, 1, length(payload) - 3) WHERE id = 2", "event_batches row 2: record 48 runs past the end of the payload (a truncated or corrupt batch)"},
-      {"UPDATE event_batches SET payload = substr(payload, 1, 900) WHERE id = 2", "event_batches row 2: record "},
+      {"UPDATE event_batches SET payload = substr(payload, 1, 700) WHERE id = 2", "event_batches row 2: record "},
       {"UPDATE event_batches SET payload = CAST(payload || X'00' AS BLOB) WHERE id = 3", "event_batches row 3: 1 bytes after its last record"},
       {"UPDATE event_batches SET count = count + 1000000000000 WHERE id = 1", "event_batches row 1: count 1000000000007 does not fit"},
       {"UPDATE event_batches SET count = count - 1 WHERE id = 1", "event_batches row 1: "},
@@ -274,8 +276,8 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
       {"UPDATE event_batches SET first_id = 9223372036854775807 WHERE id = 1", "event_batches row 1: first_id"},
       {"UPDATE event_batches SET payload = 'not a blob' WHERE id = 1", "event_batches row 1: payload is not a blob"},
       {"UPDATE event_batches SET payload = CAST(X'ffffffffffffffffffff7f' || substr(payload, 12) AS BLOB) WHERE id = 1", "longer than 64 bits"},
-      // A zigzag value of 2^33 for the first record's comm (field 10): 2^32, out of the field's range.
-      {"UPDATE event_batches SET payload = CAST(X'000000000000000000' || X'8080808020' || substr(payload, 15) AS BLOB) WHERE id = 1", "record 0: comm = 4294967296 is out of range"},
+      // Flags 0, then 7 fields of 0, then a zigzag value of 2^33 for the first record's comm: 2^32, out of its range.
+      {"UPDATE event_batches SET payload = CAST(X'0000000000000000' || X'8080808020' || substr(payload, 15) AS BLOB) WHERE id = 1", "record 0: comm = 4294967296 is out of range"},
       {"UPDATE collectives SET id = 3 WHERE id = 8", "collectives.id 3 is both a row and in event_batches"},
   };
   for (const Case& c : cases) {
@@ -287,8 +289,8 @@ TEST(EventBatches, ACorruptBatchIsOneLineNamingTheFileTableAndRow) {
     }
     try {
       TraceReader r(bad);
-      // Bounded by what the payloads can hold (a record is at least 18 bytes): a corrupt count cannot inflate it.
-      EXPECT_LE(r.row_count("collectives"), 320) << c.edit;
+      // Bounded by what the payloads can hold (a record is at least 13 bytes): a corrupt count cannot inflate it.
+      EXPECT_LE(r.row_count("collectives"), 360) << c.edit;
       r.collectives();
       ADD_FAILURE() << "no error for: " << c.edit;
     } catch (const collscope::InputError& e) {
@@ -310,21 +312,21 @@ TEST(EventBatches, RecordLayoutIsTheDocumentedOne) {
   b.start_ns = 2000, b.end_ns = 2100, b.seq = 6, b.count = 32, b.bytes = 128, b.status = -1, b.op = 2;
   b.flags = kRecordRoot | kRecordNonBlocking, b.root = 0, b.post_end_ns = 2010, b.wait_ns = 50, b.wait_calls = 3;
   std::vector<std::uint8_t> bytes(2 * kMaxRecordBytes);
-  BatchEncoder<CollectiveFields> enc;
-  std::uint8_t* end = enc.encode(fields_of(b), enc.encode(fields_of(a), bytes.data()));
+  BatchEncoder<CollectiveRecord> enc;
+  std::uint8_t* end = enc.encode(b, enc.encode(a, bytes.data()));
   bytes.resize(static_cast<std::size_t>(end - bytes.data()));
   const std::vector<std::uint8_t> want = {
-      // a: start 1000 -> zigzag 2000 = d0 0f; end +300 -> 600 = d8 04; seq 5 -> 10; count 64 -> 128 = 80 01;
-      // bytes 256 -> 512 = 80 04; sendbuf, recvbuf 0x7f00 -> 0xfe00 = 80 fc 03; post_end_ns (blocking: written as
-      // start_ns) 0; wait_ns 0; comm 1 -> 2; datatype 1 -> 2; reduce_op 2 -> 4; root, peer, status, wait_calls 0;
-      // op 1 -> 2; flags 0.
-      0xd0, 0x0f, 0xd8, 0x04, 0x0a, 0x80, 0x01, 0x80, 0x04, 0x80, 0xfc, 0x03, 0x80, 0xfc, 0x03, 0x00, 0x00,
-      0x02, 0x02, 0x04, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00,
-      // b: start +1000 -> d0 0f; end +100 -> c8 01; seq +1 -> 02; count -32 -> 3f; bytes -128 -> ff 01;
-      // sendbuf, recvbuf 0; post_end_ns +10 -> 14; wait_ns +50 -> 64; comm, datatype, reduce_op, root, peer 0;
-      // status -1 -> 01; wait_calls +3 -> 06; op +1 -> 02; flags +5 -> 0a.
-      0xd0, 0x0f, 0xc8, 0x01, 0x02, 0x3f, 0xff, 0x01, 0x00, 0x00, 0x14, 0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
-      0x06, 0x02, 0x0a};
+      // a: flags 0 first; start 1000 -> zigzag 2000 = d0 0f; end +300 -> 600 = d8 04; seq 5 -> 10; count 64 -> 128 =
+      // 80 01; bytes 256 -> 512 = 80 04; sendbuf, recvbuf 0x7f00 -> 0xfe00 = 80 fc 03; (post_end_ns, wait_ns: not
+      // non-blocking, no bytes) comm 1 -> 2; datatype 1 -> 2; reduce_op 2 -> 4; (root, peer: no flag) status 0;
+      // (wait_calls) op 1 -> 2; (stream, correlation, grp: not NCCL).
+      0x00, 0xd0, 0x0f, 0xd8, 0x04, 0x0a, 0x80, 0x01, 0x80, 0x04, 0x80, 0xfc, 0x03, 0x80, 0xfc, 0x03, 0x02, 0x02,
+      0x04, 0x00, 0x02,
+      // b: flags +5 -> 0a; start +1000 -> d0 0f; end +100 -> c8 01; seq +1 -> 02; count -32 -> 3f; bytes -128 -> ff 01;
+      // sendbuf, recvbuf 0; post_end_ns +10 from start -> 14; wait_ns 50 (from the last written: none, 0) -> 64;
+      // comm, datatype, reduce_op 0; root 0 -> 00; status -1 -> 01; wait_calls +3 -> 06; op +1 -> 02.
+      0x0a, 0xd0, 0x0f, 0xc8, 0x01, 0x02, 0x3f, 0xff, 0x01, 0x00, 0x00, 0x14, 0x64, 0x00, 0x00, 0x00, 0x00, 0x01,
+      0x06, 0x02};
   EXPECT_EQ(bytes, want);
   BatchDecoder<CollectiveRow> dec(bytes.data(), bytes.size(), 42, 2, 7, "x");
   CollectiveRow ra, rb;
@@ -337,4 +339,201 @@ TEST(EventBatches, RecordLayoutIsTheDocumentedOne) {
   EXPECT_EQ(row_text(rb), "id=43 comm=1 seq=6 op=2 count=32 datatype=1 bytes=128 reduce_op=2 root=0 peer=NULL "
                           "sendbuf=32512 recvbuf=32512 stream=NULL thread=7 start_ns=2000 end_ns=2100 gpu_start_ns=NULL "
                           "gpu_end_ns=NULL correlation=NULL group=NULL status=-1 post_end_ns=2010 wait_ns=50 wait_calls=3 ");
+  // A batch of format 1 (schema 1.3-1.5 writers): every field but stream, correlation, grp, in table order.
+  const std::vector<std::uint8_t> v1 = {
+      // a: every field, flags last (post_end_ns written as start_ns: 0).
+      0xd0, 0x0f, 0xd8, 0x04, 0x0a, 0x80, 0x01, 0x80, 0x04, 0x80, 0xfc, 0x03, 0x80, 0xfc, 0x03, 0x00, 0x00, 0x02,
+      0x02, 0x04, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00,
+      0xd0, 0x0f, 0xc8, 0x01, 0x02, 0x3f, 0xff, 0x01, 0x00, 0x00, 0x14, 0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+      0x06, 0x02, 0x0a};
+  BatchDecoder<CollectiveRow> old(v1.data(), v1.size(), 42, 2, 7, "x", 1);
+  CollectiveRow oa, ob;
+  ASSERT_TRUE(old.next(oa));
+  ASSERT_TRUE(old.next(ob));
+  EXPECT_FALSE(old.next(ob));
+  EXPECT_EQ(row_text(oa), row_text(ra));
+  EXPECT_EQ(row_text(ob), row_text(rb));
+  EXPECT_EQ(event_batch_problem(1, 1, 2, 1, v1.size(), 0), "");
+  EXPECT_NE(event_batch_problem(3, 1, 2, 1, 100, 0).find("format version 1 is not one this collscope reads for kind 3"),
+            std::string::npos);
+}
+
+namespace {
+
+// Saves records of one kind as the tracer's writer does (tracer/src/preload/core/writer.cpp): into a batch with
+// batches on, else each as its row; returns the row's id.
+template <typename Record>
+struct Saver {
+  std::vector<std::uint8_t> bytes;
+  std::int64_t count = 0;
+  BatchEncoder<Record> encoder;
+  std::int64_t save(TraceWriter& w, bool batches, const Record& r, std::int64_t thread = 0) {
+    if (!batches) {
+      if constexpr (std::is_same_v<Record, CollectiveGpuTimesRecord>) {
+        w.set_collective_gpu_times(r.collective, r.gpu_start_ns, r.gpu_end_ns);  // an update of the row
+        return 0;
+      } else {
+        w.add(row_of(r, 0, thread));
+        return w.last_id();
+      }
+    }
+    const std::int64_t id = w.next_id(BatchRecordTraits<Record>::kind) + count;
+    const std::size_t at = bytes.size();
+    bytes.resize(at + kMaxRecordBytes);
+    bytes.resize(static_cast<std::size_t>(encoder.encode(r, bytes.data() + at) - bytes.data()));
+    ++count;
+    return id;
+  }
+  void flush(TraceWriter& w, std::int64_t thread = 0) {
+    if (count) w.add_event_batch(BatchRecordTraits<Record>::kind, thread, count, bytes.data(), bytes.size());
+    bytes.clear(), count = 0, encoder.reset();
+  }
+};
+
+// A rank file of every record kind of schema 1.6, written with batches or with rows (COLLSCOPE_EVENT_BATCHES=0):
+// NCCL collectives whose GPU times come later (some twice, the span grown), NVTX ranges of every shape, GPU
+// activities, and buffers whose totals are saved at every drain.
+void write_every_kind(const std::string& path, bool batches) {
+  TraceWriter w(path);
+  w.begin();
+  const std::int64_t datatype = w.intern("ncclFloat32"), kernel = w.intern("ncclDevKernel_AllReduce");
+  Saver<CollectiveRecord> collectives;
+  Saver<NvtxRangeRecord> ranges;
+  Saver<GpuActivityRecord> activities;
+  Saver<BufferRecord> buffers;
+  Saver<CollectiveGpuTimesRecord> gpu_times;
+  std::vector<std::int64_t> collective_ids;
+  std::map<std::uint64_t, BufferRecord> totals;
+  for (int drain = 0; drain < 3; ++drain) {
+    for (int i = drain * 20; i < drain * 20 + 20; ++i) {
+      CollectiveRecord c = collective_record(i);
+      c.flags &= static_cast<std::uint8_t>(~kRecordNonBlocking);  // NCCL calls have no MPI request times
+      c.datatype = static_cast<std::uint32_t>(datatype);
+      c.stream = 0x5500 + i % 2, c.correlation = 1000 + i, c.group = i % 3 ? i / 3 : 0, c.flags |= kRecordNccl;
+      collective_ids.push_back(collectives.save(w, batches, c, 1 + drain % 2));
+      NvtxRangeRecord n;
+      n.start_ns = 5'000'000 + i * 100, n.thread = 1 + i % 2, n.domain = i % 4 ? 0 : datatype, n.name = kernel;
+      n.kind = static_cast<std::uint8_t>(i % 3), n.category = i % 5, n.depth = n.kind == 0 ? i % 4 : 0;
+      if (n.kind != 2 && i % 7) n.end_ns = n.start_ns + 50 + i, n.flags |= kRecordEnded;
+      if (n.kind == 1 && i % 7) n.end_thread = 3, n.flags |= kRecordEndThread;
+      if (i % 4 == 1) n.payload = -i, n.flags |= kRecordPayloadInt;
+      if (i % 4 == 2) n.payload = std::bit_cast<std::int64_t>(0.25 * i), n.flags |= kRecordPayloadDouble;
+      if (i % 3 == 0) n.color = 0xff00ff00u + i, n.flags |= kRecordColor;
+      ranges.save(w, batches, n);
+      GpuActivityRecord g;
+      g.start_ns = 6'000'000 + i * 1000, g.end_ns = g.start_ns + 400, g.correlation = 77 + i, g.stream = 13;
+      g.name = kernel, g.bytes = i % 2 ? 4096 : 0, g.device = 0, g.kind = static_cast<std::uint8_t>(i % 4);
+      if (g.kind == 1) g.copy_kind = 8, g.flags |= kRecordCopyKind;
+      activities.save(w, batches, g);
+      const std::uint64_t address = i % 3 == 0 ? 0x7f0000001000ULL : i % 3 == 1 ? 0x7f0000200000ULL : 0x8000000000000040ULL;
+      BufferRecord& b = totals[address];
+      if (b.uses == 0) b.address = address, b.first_ns = c.start_ns, b.bytes_min = c.bytes;
+      b.bytes_max = std::max(b.bytes_max, c.bytes), b.bytes_min = std::min(b.bytes_min, c.bytes);
+      b.bytes_total += c.bytes, b.uses += 1, b.last_ns = c.start_ns, b.tensors_packed += 2, b.bytes_packed += 64;
+    }
+    // End of a drain: the GPU times found so far (the first 10 calls again, their span grown), the buffers' totals.
+    for (std::size_t k = drain == 0 ? 0 : 10; k < collective_ids.size(); k += 3) {
+      const CollectiveGpuTimesRecord t{.gpu_start_ns = 9'000'000 + static_cast<std::int64_t>(k) * 10,
+                                       .gpu_end_ns = 9'000'500 + drain * 1000 + static_cast<std::int64_t>(k),
+                                       .collective = collective_ids[k]};
+      gpu_times.save(w, batches, t);
+    }
+    for (const auto& [address, b] : totals) buffers.save(w, batches, b);
+    collectives.flush(w, 1 + drain % 2);
+    ranges.flush(w), activities.flush(w), buffers.flush(w), gpu_times.flush(w);
+    w.commit();
+    w.begin();
+  }
+  w.commit();
+}
+
+std::string sql_dump_by(const std::string& path, const std::string& table, const std::string& order) {
+  sqlite::Database db(path, sqlite::OpenMode::ReadOnly);
+  auto q = db.prepare("SELECT * FROM " + table + " ORDER BY " + order);
+  std::string out;
+  while (q.step()) {
+    for (int c = 0; c < q.column_count(); ++c) out += (q.is_null(c) ? std::string("NULL") : q.text(c)) + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+template <typename Row>
+std::vector<std::string> texts(const TraceReader& r) {
+  std::vector<std::string> out;
+  r.for_each<Row>([&](const Row& row) { out.push_back(row_text(row)); });
+  return out;
+}
+
+}  // namespace
+
+TEST(EventBatches, EveryKindReadsAsTheRowsOfTheRowPath) {
+  const auto batched = (temp_dir() / "kinds-batched.sqlite").string();
+  const auto rows = (temp_dir() / "kinds-rows.sqlite").string();
+  write_every_kind(batched, true);
+  write_every_kind(rows, false);
+  // Nothing but batches in the batched file: every kind went through them.
+  for (const char* table : {"collectives", "nvtx_ranges", "gpu_activities", "buffers"})
+    EXPECT_EQ(sql_int(batched, std::string("SELECT count(*) FROM ") + table), 0) << table;
+  EXPECT_EQ(sql_int(batched, "SELECT count(DISTINCT kind) FROM event_batches"), 5);
+  TraceReader b(batched), p(rows);
+  EXPECT_EQ(texts<CollectiveRow>(b), texts<CollectiveRow>(p));
+  EXPECT_EQ(texts<NvtxRangeRow>(b), texts<NvtxRangeRow>(p));
+  EXPECT_EQ(texts<GpuActivityRow>(b), texts<GpuActivityRow>(p));
+  EXPECT_EQ(texts<BufferRow>(b), texts<BufferRow>(p));
+  for (const char* table : {"collectives", "nvtx_ranges", "gpu_activities", "buffers"})
+    EXPECT_EQ(b.row_count(table), p.row_count(table)) << table;
+  EXPECT_EQ(b.row_count("buffers"), 3);
+  EXPECT_EQ(b.row_count("nvtx_ranges"), 60);
+  // The GPU times joined on: the last record of a row wins; a projection without them reads none.
+  const auto c = b.collectives();
+  ASSERT_EQ(c.size(), 60u);
+  EXPECT_EQ(c[3].gpu_end_ns, 9'000'500 + 3);
+  EXPECT_EQ(c[13].gpu_end_ns, 9'000'500 + 2 * 1000 + 13);
+  EXPECT_FALSE(c[1].gpu_start_ns);
+  EXPECT_EQ(row_text(*b.find_collective(c[13].comm, c[13].seq)), row_text(c[13]));
+  b.for_each<CollectiveRow>(columns<&CollectiveRow::seq>(), [](const CollectiveRow& r) { EXPECT_FALSE(r.gpu_end_ns); });
+  // A projection of buffers keeps the readers' order (uses DESC, address as SQLite compares it).
+  std::vector<std::uint64_t> addresses;
+  b.for_each<BufferRow>(columns<&BufferRow::address>(), [&](const BufferRow& r) { addresses.push_back(r.address); });
+  EXPECT_EQ(addresses, (std::vector<std::uint64_t>{0x8000000000000040ULL, 0x7f0000001000ULL, 0x7f0000200000ULL}));
+  // `collscope sql`: expanded, plain SQL sees exactly the row path's tables.
+  {
+    TraceWriter w(batched, TraceWriter::Existing{});
+    EXPECT_EQ(w.expand_event_batches(), 3 * 60);
+  }
+  EXPECT_EQ(sql_int(batched, "SELECT count(*) FROM event_batches"), 0);
+  EXPECT_EQ(sql_dump_by(batched, "collectives", "id"), sql_dump_by(rows, "collectives", "id"));
+  EXPECT_EQ(sql_dump_by(batched, "nvtx_ranges", "id"), sql_dump_by(rows, "nvtx_ranges", "id"));
+  EXPECT_EQ(sql_dump_by(batched, "gpu_activities", "id"), sql_dump_by(rows, "gpu_activities", "id"));
+  EXPECT_EQ(sql_dump_by(batched, "buffers", "address"), sql_dump_by(rows, "buffers", "address"));
+  EXPECT_FALSE(sql_dump_by(rows, "buffers", "address").empty());
+}
+
+TEST(EventBatches, ACorruptBatchOfANewKindNamesTheFile) {
+  const auto good = (temp_dir() / "kinds-good.sqlite").string();
+  write_every_kind(good, true);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"UPDATE event_batches SET payload = substr(payload, 1, length(payload) - 2) WHERE kind = 3", "runs past the end"},
+      {"UPDATE event_batches SET format_version = 1 WHERE kind = 4", "format version 1 is not one this collscope reads for kind 4"},
+      {"UPDATE event_batches SET payload = CAST(payload || X'00' AS BLOB) WHERE kind = 5", "1 bytes after its last record"},
+      {"UPDATE event_batches SET first_id = 1 WHERE kind = 6 AND first_id > 1", "overlaps"},
+      {"UPDATE event_batches SET kind = 9 WHERE kind = 3", "kind 9 is not one this collscope reads"},
+  };
+  for (const auto& [edit, expect] : cases) {
+    const auto bad = (temp_dir() / "kinds-bad.sqlite").string();
+    fs::copy_file(good, bad, fs::copy_options::overwrite_existing);
+    sqlite::Database(bad, sqlite::OpenMode::ReadWrite).exec(edit);
+    std::string what;
+    try {
+      TraceReader r(bad);
+      r.nvtx_ranges(), r.gpu_activities(), r.buffers(), r.collectives();
+      // An unknown kind is no reader's rows: only `collscope sql` meets it.
+      TraceWriter(bad, TraceWriter::Existing{}).expand_event_batches();
+    } catch (const collscope::Error& e) {
+      what = e.what();
+    }
+    EXPECT_EQ(what.rfind(bad + ": event_batches row ", 0), 0u) << edit << "\n" << what;
+    EXPECT_NE(what.find(expect), std::string::npos) << edit << "\n" << what;
+  }
 }

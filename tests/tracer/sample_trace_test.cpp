@@ -1,5 +1,6 @@
 // The tracer on the real workload: the fusion trainer reports what it did (COLLSCOPE_SAMPLE_REPORT); the trace
 // must hold exactly those calls, matched across ranks, with the same bytes and (within 5 %) the same durations.
+#include <collscope/store/sqlite.hpp>
 #include <collscope/store/trace_reader.hpp>
 
 #include <gtest/gtest.h>
@@ -133,4 +134,71 @@ TEST(SampleTrace, TraceHoldsExactlyWhatTheTrainerDid) {
   EXPECT_GT(fusion.tensors_packed, fusion.uses);  // several tensors per fused allreduce
   EXPECT_EQ(fusion.bytes_packed, fusion.bytes_total);
   fs::remove_all(dir);
+}
+
+namespace {
+
+// The fusion trainer traced on 2 ranks: the run directory, and each rank's report.
+fs::path trace_trainer(const std::string& name, const std::vector<std::pair<std::string, std::string>>& env,
+                       std::map<int, json>& reports) {
+  const fs::path dir = fs::temp_directory_path() / ("collscope-sample-trace-" + std::to_string(getpid()) + "-" + name);
+  fs::remove_all(dir);
+  std::vector<std::string> argv = {kBin + "/collscope", "trace", "-o", dir.string(), "--"};
+  for (auto& a : mpirun(2)) argv.push_back(a);
+  for (const char* a : {"--steps", "4", "--model-scale", "0.05"}) argv.push_back(a);
+  argv.insert(argv.end() - 4, kBin + "/fusion_trainer");
+  auto r = run_process(argv, env, 300);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  reports = sample_reports(r.out);
+  EXPECT_EQ(reports.size(), 2u) << r.out;
+  return dir;
+}
+
+// Every column of a buffers row.
+std::string buffer_text(const BufferRow& b) {
+  return std::to_string(b.address) + " " + std::to_string(b.bytes_max) + " " + std::to_string(b.bytes_min) + " " +
+         std::to_string(b.bytes_total) + " " + std::to_string(b.uses) + " " + std::to_string(b.first_ns) + " " +
+         std::to_string(b.last_ns) + " " + std::to_string(b.tensors_packed) + " " + std::to_string(b.bytes_packed);
+}
+
+}  // namespace
+
+// The fusion buffers' totals go through event batches (schema 1.6, kind 5: one record per buffer a drain touched,
+// the last one of an address its row). The trainer's fusion depends on timing (its background cycle), so two runs
+// fuse differently: each run, batched or not (COLLSCOPE_EVENT_BATCHES=0), must hold exactly the fusion its own report
+// counted; and a batched file reads as exactly the rows plain SQL has after `collscope sql`.
+TEST(SampleTrace, FusionBuffersThroughEventBatchesAreTheRowPathsBuffers) {
+  std::map<int, json> batched_reports, row_reports;
+  const fs::path batched = trace_trainer("batched", {}, batched_reports);
+  const fs::path rows = trace_trainer("rows", {{"COLLSCOPE_EVENT_BATCHES", "0"}}, row_reports);
+  std::vector<std::vector<std::string>> decoded(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const auto& [dir, reports] : {std::pair{batched, &batched_reports}, std::pair{rows, &row_reports}}) {
+      TraceReader reader((dir / rank_file_name(rank)).string());
+      const auto buffers = reader.buffers();
+      ASSERT_GE(buffers.size(), 2u);
+      EXPECT_EQ(reader.row_count("buffers"), static_cast<std::int64_t>(buffers.size()));
+      const auto fusion = *std::max_element(buffers.begin(), buffers.end(),
+                                            [](auto& a, auto& b) { return a.tensors_packed < b.tensors_packed; });
+      EXPECT_EQ(fusion.uses, reports->at(rank).at("fusion").at("fused_allreduces").get<std::int64_t>()) << dir;
+      EXPECT_EQ(fusion.bytes_packed, fusion.bytes_total) << dir;
+      EXPECT_GT(fusion.tensors_packed, fusion.uses) << dir;
+      if (dir != batched) continue;
+      for (const auto& b : buffers) decoded[rank].push_back(buffer_text(b));
+      sqlite::Database db((dir / rank_file_name(rank)).string(), sqlite::OpenMode::ReadOnly);
+      auto plain = db.prepare("SELECT count(*) FROM buffers");
+      ASSERT_TRUE(plain.step());
+      EXPECT_EQ(plain.int64(0), 0) << "every buffer total is in event batches";
+    }
+  }
+  const auto s = run_process({kBin + "/collscope", "sql", batched.string()}, {}, 120);
+  ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    TraceReader expanded((batched / rank_file_name(rank)).string());
+    std::vector<std::string> plain;
+    for (const auto& b : expanded.buffers()) plain.push_back(buffer_text(b));
+    EXPECT_EQ(plain, decoded[rank]) << rank;
+  }
+  fs::remove_all(batched);
+  fs::remove_all(rows);
 }

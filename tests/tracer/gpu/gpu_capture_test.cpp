@@ -2,6 +2,7 @@
 // (exact ranges, nesting, domains, cross-thread start/end, unbalanced pops), the NCCL interposer on its test
 // double (communicators, sequence numbers, groups, errors) and on the real libnccl (which fails without a GPU),
 // and a CUDA job with no device (output and exit code unchanged, one meta line).
+#include <collscope/store/sqlite.hpp>
 #include <collscope/store/trace_reader.hpp>
 
 #include <gtest/gtest.h>
@@ -165,6 +166,72 @@ TEST(NvtxInjection, SingleProcessRecordsExactRanges) {
   expect_probe_ranges(reader);
 }
 
+// NVTX ranges go through event batches (schema 1.6): a batched run and a row run (COLLSCOPE_EVENT_BATCHES=0) of the
+// probe read back the same 22 ranges; `collscope sql` turns the batches into exactly the rows the reader gave; a
+// corrupt NVTX batch is one line naming the file, and `collscope sql` exits 2 on it.
+TEST(NvtxInjection, RangesGoThroughEventBatchesAndReadAsTheRowPathsRows) {
+  const auto batched = fresh_dir("nvtx-batched"), rows = fresh_dir("nvtx-rows");
+  ASSERT_EQ(run_process(traced(batched, {kBin + "/nvtx_probe"})).exit_code, 0);
+  ASSERT_EQ(run_process(traced(rows, {kBin + "/nvtx_probe"}), {{"COLLSCOPE_EVENT_BATCHES", "0"}}).exit_code, 0);
+  const std::string file = (batched / "rank-00000.sqlite").string();
+  auto sql_int = [](const std::string& path, const std::string& sql) {
+    sqlite::Database db(path, sqlite::OpenMode::ReadOnly);
+    auto q = db.prepare(sql);
+    return q.step() ? q.int64(0) : -1;
+  };
+  EXPECT_EQ(sql_int(file, "SELECT count(*) FROM nvtx_ranges"), 0);
+  EXPECT_EQ(sql_int(file, "SELECT sum(count) FROM event_batches WHERE kind = 3"), 22);
+  EXPECT_EQ(sql_int((rows / "rank-00000.sqlite").string(), "SELECT count(*) FROM nvtx_ranges"), 22);
+  // Everything but the times, sorted (two runs of the program: the writer's drains may split them differently).
+  auto shapes = [](const TraceReader& r) {
+    std::vector<std::string> out;
+    for (const auto& x : ranges_of(r)) {
+      const NvtxRangeRow& n = x.row;
+      out.push_back(x.domain + "|" + x.name + "|" + std::to_string(int(n.kind)) + "|" + std::to_string(n.category) +
+                    "|" + std::to_string(n.depth) + "|" + std::to_string(n.thread) + "|" +
+                    (n.end_ns ? "ended" : "open") + "|" + (n.end_thread ? std::to_string(*n.end_thread) : "-") + "|" +
+                    (n.payload_int ? std::to_string(*n.payload_int) : "-") + "|" +
+                    (n.payload_double ? std::to_string(*n.payload_double) : "-") + "|" +
+                    (n.color ? std::to_string(*n.color) : "-"));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::vector<NvtxRangeRow> decoded;
+  {
+    TraceReader b(file), p((rows / "rank-00000.sqlite").string());
+    expect_probe_ranges(b);
+    expect_probe_ranges(p);
+    EXPECT_EQ(shapes(b), shapes(p));
+    EXPECT_EQ(b.row_count("nvtx_ranges"), 22);
+    decoded = b.nvtx_ranges();
+  }
+  const auto corrupt = fresh_dir("nvtx-corrupt");
+  fs::create_directories(corrupt);
+  fs::copy_file(file, corrupt / "rank-00000.sqlite");
+  sqlite::Database((corrupt / "rank-00000.sqlite").string(), sqlite::OpenMode::ReadWrite)
+      .exec("UPDATE event_batches SET payload = substr(payload, 1, length(payload) - 3) WHERE kind = 3");
+  const auto bad = run_process({kCollscope, "sql", corrupt.string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find((corrupt / "rank-00000.sqlite").string() + ": event_batches row "), std::string::npos)
+      << bad.err;
+  const auto s = run_process({kCollscope, "sql", batched.string()});
+  ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
+  EXPECT_EQ(sql_int(file, "SELECT count(*) FROM event_batches"), 0);
+  EXPECT_EQ(sql_int(file, "SELECT count(*) FROM nvtx_ranges"), 22);
+  TraceReader expanded(file);
+  const auto plain = expanded.nvtx_ranges();
+  ASSERT_EQ(plain.size(), decoded.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(plain[i].id, decoded[i].id);
+    EXPECT_EQ(plain[i].start_ns, decoded[i].start_ns);
+    EXPECT_EQ(plain[i].end_ns, decoded[i].end_ns);
+    EXPECT_EQ(plain[i].end_thread, decoded[i].end_thread);
+    EXPECT_EQ(plain[i].payload_double, decoded[i].payload_double);
+    EXPECT_EQ(plain[i].color, decoded[i].color);
+  }
+}
+
 TEST(NvtxInjection, ForkedChildWritesNothing) {
   // The probe links MPI but never calls MPI_Init: its file opens at exit; the child's exit must not open one.
   const auto dir = fresh_dir("nvtxfork");
@@ -314,6 +381,14 @@ TEST(NcclInterposer, TestDoubleCommunicatorsSequencesAndGroups) {
   // No GPU here: no activity, no GPU times.
   EXPECT_EQ(reader.row_count("gpu_activities"), 0);
   for (auto& c : on_world) EXPECT_FALSE(c.gpu_start_ns);
+  // NCCL calls are event batch records (schema 1.6), not rows.
+  sqlite::Database db((dir / "rank-00001.sqlite").string(), sqlite::OpenMode::ReadOnly);
+  auto rows = db.prepare("SELECT count(*) FROM collectives");
+  ASSERT_TRUE(rows.step());
+  EXPECT_EQ(rows.int64(0), 0);
+  auto batched = db.prepare("SELECT sum(count) FROM event_batches WHERE kind = 1");
+  ASSERT_TRUE(batched.step());
+  EXPECT_EQ(batched.int64(0), 13);
 }
 #endif
 

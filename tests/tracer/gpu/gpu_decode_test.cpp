@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "cuda/cupti_decode.hpp"
 #include "cuda/gpu_fusion.hpp"
@@ -105,6 +106,63 @@ TEST(CuptiDecode, MemsetAndSynchronisation) {
   a = decode_cupti_record(as_activity(y)).activity;
   EXPECT_EQ(a->name, "sync context");
   EXPECT_EQ(a->stream, 0u);
+}
+
+// The collector's one path to the file (schema 1.6): a decoded activity becomes a gpu_activities record, saved in an
+// event batch; decoded back it is the row the row path writes (store::row_of), every column.
+TEST(CuptiDecode, ActivitiesThroughAnEventBatchAreTheRowPathsRows) {
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = 1'000, k.end = 5'500, k.deviceId = 2, k.streamId = 7, k.correlationId = 42;
+  k.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  CUpti_ActivityMemcpy6 m;
+  std::memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+  m.bytes = 1 << 20, m.start = 6'000, m.end = 7'000, m.deviceId = 1, m.streamId = 3, m.correlationId = 43;
+  CUpti_ActivitySynchronization2 y;
+  std::memset(&y, 0, sizeof y);
+  y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  y.streamId = 11, y.start = 7'100, y.end = 7'900;
+  namespace store = collscope::store;
+  const std::int64_t offset = 1'000'000'000;  // CUPTI's clock to CLOCK_MONOTONIC
+  std::vector<store::GpuActivityRecord> records;
+  std::int64_t name = 5;
+  for (const CUpti_Activity* a : {as_activity(k), as_activity(m), as_activity(y)})
+    records.push_back(gpu_activity_record(*decode_cupti_record(a).activity, name++, offset));
+  EXPECT_EQ(records[0].start_ns, offset + 1'000);
+  EXPECT_EQ(records[1].flags, store::kRecordCopyKind);
+  EXPECT_EQ(records[2].device, -1);
+  std::vector<std::uint8_t> payload(records.size() * store::kMaxRecordBytes);
+  store::BatchEncoder<store::GpuActivityRecord> encoder;
+  std::uint8_t* end = payload.data();
+  for (const auto& r : records) end = encoder.encode(r, end);
+  payload.resize(static_cast<std::size_t>(end - payload.data()));
+  EXPECT_LE(payload.size(), 3u * 24);  // the target: at most 24 bytes an event
+  store::BatchDecoder<store::GpuActivityRow> decoder(payload.data(), payload.size(), 100, 3, 0, "batch");
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    store::GpuActivityRow got;
+    ASSERT_TRUE(decoder.next(got));
+    const store::GpuActivityRow want = store::row_of(records[i], 100 + static_cast<std::int64_t>(i), 0);
+    EXPECT_EQ(got.id, want.id);
+    EXPECT_EQ(got.kind, want.kind);
+    EXPECT_EQ(got.name, want.name);
+    EXPECT_EQ(got.device, want.device);
+    EXPECT_EQ(got.stream, want.stream);
+    EXPECT_EQ(got.start_ns, want.start_ns);
+    EXPECT_EQ(got.end_ns, want.end_ns);
+    EXPECT_EQ(got.correlation, want.correlation);
+    EXPECT_EQ(got.bytes, want.bytes);
+    EXPECT_EQ(got.copy_kind, want.copy_kind);
+  }
+  const store::GpuActivityRow copy = store::row_of(records[1], 1, 0);
+  ASSERT_TRUE(copy.copy_kind);
+  EXPECT_EQ(*copy.copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
+  EXPECT_EQ(copy.kind, GpuActivityKind::Memcpy);
+  EXPECT_EQ(copy.bytes, 1 << 20);
+  EXPECT_FALSE(store::row_of(records[0], 1, 0).copy_kind);
 }
 
 TEST(CuptiDecode, ExternalCorrelationOnlyForOurKind) {

@@ -4,9 +4,11 @@
 //    NCCL_PROFILER_PLUGIN like NCCL 2.28 and emits the documented lifecycle of every collective of a real program
 //    (nccl_probe_fake), run under `collscope trace --nccl-profiler` with and without the preload.
 // tests/gpu/run.sh loads the plugin into real NCCL on a GPU.
+#include <collscope/store/sqlite.hpp>
 #include <collscope/store/trace_reader.hpp>
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <time.h>
 #include <unistd.h>
@@ -241,14 +243,16 @@ namespace {
 // nccl_probe_fake --group-by-size as rank 1 of 4, traced. Its world communicator's 12 calls, by seq:
 // 0-2 allreduce 4 KiB, 3 bcast, 4 send, 5 recv, 6 allgather, 7 reduce, 8 reduce-scatter, 9 allreduce 64 B,
 // 10 allreduce 256 KiB (9 and 10 in one group: NCCL launches 10 first), 11 the failed allreduce (count 0).
-TracedRun trace_probe(const fs::path& dir, const std::vector<std::string>& trace_flags, int api) {
+TracedRun trace_probe(const fs::path& dir, const std::vector<std::string>& trace_flags, int api,
+                      const std::string& event_batches = "1") {
   std::vector<std::string> argv{kBin + "/collscope", "trace", "-o", dir.string()};
   argv.insert(argv.end(), trace_flags.begin(), trace_flags.end());
   argv.insert(argv.end(), {"--", kBin + "/nccl_probe_fake", "--group-by-size"});
   auto r = run_process(argv, {{"RANK", "1"}, {"WORLD_SIZE", "4"},
                               {"NCCL_TEST_DOUBLE_PROFILER_API", std::to_string(api)},
                               {"COLLSCOPE_PRELOAD", COLLSCOPE_TEST_PRELOAD},
-                              {"COLLSCOPE_NCCL_PROFILER", COLLSCOPE_TEST_PROFILER}});
+                              {"COLLSCOPE_NCCL_PROFILER", COLLSCOPE_TEST_PROFILER},
+                              {"COLLSCOPE_EVENT_BATCHES", event_batches}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("collscope:"), std::string::npos) << r.err;
   return read_run(dir / "rank-00001.sqlite");
@@ -340,6 +344,54 @@ TEST_P(NcclProfilerWithPreload, OneRowPerCollectiveAndTheProfileOnIt) {
     EXPECT_EQ(o.bytes, api >= 4 ? 4 * nccl_double::kChunkBytes : 0);
   }
   for (const auto& [row, n] : ops_per_row) EXPECT_EQ(n, both.profile.at(row).proxy_ops) << row;
+}
+
+// NCCL calls go through event batches like MPI calls (schema 1.6): kind-1 records, and their GPU times, learnt
+// later from the kernel channels, kind-6 records joined on by id. Read back, the rows of the row path
+// (COLLSCOPE_EVENT_BATCHES=0, where the GPU times are updates of the rows), and `collscope sql` makes them rows.
+TEST(NcclProfilerWithPreload, NcclCallsAndTheirGpuTimesGoThroughEventBatches) {
+  const auto batched_dir = fresh_dir("batched"), rows_dir = fresh_dir("rows");
+  const auto batched = trace_probe(batched_dir, {"--nccl-profiler"}, 5);
+  const auto rows = trace_probe(rows_dir, {"--nccl-profiler"}, 5, "0");
+  const auto file = (batched_dir / "rank-00001.sqlite").string();
+  auto sql_int = [](const std::string& path, const std::string& sql) {
+    sqlite::Database db(path, sqlite::OpenMode::ReadOnly);
+    auto q = db.prepare(sql);
+    return q.step() ? q.int64(0) : -1;
+  };
+  EXPECT_EQ(sql_int(file, "SELECT count(*) FROM collectives"), 0);
+  EXPECT_EQ(sql_int(file, "SELECT sum(count) FROM event_batches WHERE kind = 1"),
+            static_cast<std::int64_t>(batched.collectives.size()));
+  EXPECT_GE(sql_int(file, "SELECT sum(count) FROM event_batches WHERE kind = 6"), 10);
+  EXPECT_EQ(sql_int((rows_dir / "rank-00001.sqlite").string(), "SELECT count(*) FROM event_batches"), 0);
+  // What does not differ between two runs: the calls, their NCCL fields, their GPU spans and their profiles.
+  auto lines = [](const TracedRun& run) {
+    std::vector<std::string> out;
+    auto opt = [](const auto& v) { return v ? std::to_string(*v) : std::string("NULL"); };
+    for (const auto& c : run.collectives) {
+      const auto p = run.profile.find(c.id);
+      out.push_back(fmt::format("{} {} {} {} {} {} {} {} {} {} {}", c.id, c.comm, c.seq, int(c.op), c.bytes,
+                                opt(c.stream), opt(c.correlation), opt(c.group), c.status,
+                                c.gpu_start_ns ? *c.gpu_end_ns - *c.gpu_start_ns : -1,
+                                p == run.profile.end() ? -1 : p->second.channels));
+    }
+    return out;
+  };
+  const auto want = lines(rows);
+  ASSERT_EQ(want.size(), 15u);
+  EXPECT_EQ(lines(batched), want);
+  const auto s = run_process({kBin + "/collscope", "sql", batched_dir.string()});
+  ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
+  EXPECT_EQ(sql_int(file, "SELECT count(*) FROM event_batches"), 0);
+  EXPECT_EQ(sql_int(file, "SELECT count(*) FROM collectives WHERE gpu_start_ns IS NOT NULL"),
+            sql_int((rows_dir / "rank-00001.sqlite").string(),
+                    "SELECT count(*) FROM collectives WHERE gpu_start_ns IS NOT NULL"));
+  const auto expanded = read_run(batched_dir / "rank-00001.sqlite");
+  ASSERT_EQ(expanded.collectives.size(), batched.collectives.size());
+  for (std::size_t i = 0; i < batched.collectives.size(); ++i) {
+    EXPECT_EQ(expanded.collectives[i].gpu_start_ns, batched.collectives[i].gpu_start_ns) << i;
+    EXPECT_EQ(expanded.collectives[i].start_ns, batched.collectives[i].start_ns) << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Api, NcclProfilerWithPreload, ::testing::Values(5, 4, 3),

@@ -127,7 +127,7 @@ bool try_write(const CollectiveRecord& rec, WriterContext& ctx) {
   const auto row = s.matcher.find(rec, token_slot);
   if (!row) return false;
   if (rec.kernel_channels > 0 && rec.gpu_start_ns > 0 && rec.gpu_end_ns >= rec.gpu_start_ns) {
-    ctx.writer.set_collective_gpu_times(*row, rec.gpu_start_ns, rec.gpu_end_ns);
+    ctx.set_collective_gpu_times(*row, rec.gpu_start_ns, rec.gpu_end_ns);
     remember_timed(s, *row);
   }
   store::NcclProfileRow p;

@@ -114,6 +114,10 @@ class TraceReader {
   void scan(ColumnSet<Row> cols, RowSink<Row> sink) const;
   template <typename Row>
   void scan_with_batches(ColumnSet<Row> cols, RowSink<Row> sink) const;
+  void scan_buffers_with_batches(ColumnSet<BufferRow> cols, RowSink<BufferRow> sink) const;
+  // Whether some rows of `Row` are in event batches (its own kind; for collectives, also GPU times saved apart).
+  template <typename Row>
+  bool reads_batches() const;
   // Whether the file holds event_batches rows of `kind` (BatchKind): rows not yet expanded by `collscope sql`.
   bool has_event_batches(std::int64_t kind) const;
   [[noreturn]] void fail(std::string_view what) const;

@@ -55,10 +55,14 @@ class TraceWriter {
   // Last id assigned by an add call.
   std::int64_t last_id() const { return last_id_; }
 
-  // One event_batches row of `count` records of `kind` (event_batch.hpp) recorded by `thread`, `bytes` bytes at
-  // `payload`: their rows take the next `count` ids of the kind's table, in order. Returns the first.
+  // One event_batches row of `count` records of `kind` (event_batch.hpp) recorded by `thread` (kinds 3-6: 0, their
+  // records say their thread), `bytes` bytes at `payload`: their rows take the next `count` ids of the kind's table,
+  // in order (kinds 5 and 6, which are no table's rows: the next record numbers). Returns the first.
   std::int64_t add_event_batch(BatchKind kind, std::int64_t thread, std::int64_t count, const std::uint8_t* payload,
                                std::size_t bytes);
+  // The id the next row or batch record of `kind`'s table will get (kinds 5 and 6: the next record number): what a
+  // caller holding records for the next batch adds their count to, to know a record's row id before it is saved.
+  std::int64_t next_id(BatchKind kind);
   // Turns every event_batches row into the rows it stands for and deletes it, in one transaction of its own
   // (call outside begin()/commit()): a file that was finished looks as if every event had been a row. Returns the
   // rows added. On failure nothing changes (the batches stay, readers decode them) and it throws.
@@ -70,6 +74,7 @@ class TraceWriter {
   std::string path_;
   std::unique_ptr<Impl> impl_;
   std::int64_t last_id_ = 0;
+  std::int64_t& next_batch_id(BatchKind kind);
 };
 
 }  // namespace collscope::store

@@ -38,6 +38,12 @@ store::CollectiveRecord collective_record(const Event& e, std::int64_t start_ns,
   r.reduce_op = static_cast<std::uint32_t>(ctx.store_string(e.reduce_op));
   if (e.root >= 0) r.root = e.root, r.flags |= store::kRecordRoot;
   if (e.peer >= 0) r.peer = e.peer, r.flags |= store::kRecordPeer;
+  if (e.flags & kFlagNccl) {
+    r.flags |= store::kRecordNccl;
+    r.stream = e.nccl.stream;
+    r.correlation = e.nccl.correlation;
+    r.group = static_cast<std::int64_t>(e.nccl.group);
+  }
   return r;
 }
 

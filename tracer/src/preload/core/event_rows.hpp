@@ -11,9 +11,9 @@ namespace collscope::tracer {
 
 struct WriterContext;
 
-// The rows of a collective and of a point-to-point call as event batch records (event_batch.hpp): what the writer
-// saves while the job runs (MPI collectives; NCCL ones are rows, via store::row_of, since their GPU times are
-// attached later by row id), and what store::row_of makes a row of. `start_ns` is e.t0 converted.
+// The rows of a collective (MPI or NCCL) and of a point-to-point call as event batch records (event_batch.hpp):
+// what the writer saves while the job runs, and what store::row_of makes a row of (COLLSCOPE_EVENT_BATCHES=0).
+// `start_ns` is e.t0 converted.
 store::CollectiveRecord collective_record(const Event& e, std::int64_t start_ns, WriterContext& ctx);
 store::PointToPointRecord point_to_point_record(const Event& e, WriterContext& ctx);
 

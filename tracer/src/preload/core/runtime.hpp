@@ -47,6 +47,13 @@ struct WriterContext {
   store::TraceWriter& writer;
   const TickConverter& clock;
   std::int64_t store_string(std::uint32_t pool_id);  // runtime pool id -> strings.id in the file
+  // Saves a record: into its kind's event batch while batches are on (the default), else as its row
+  // (COLLSCOPE_EVENT_BATCHES=0). Returns the row's id, which is final at once either way.
+  std::int64_t add(const store::NvtxRangeRecord& r);
+  std::int64_t add(const store::GpuActivityRecord& r);
+  // A collectives row's GPU span, learnt after the row was saved: a record joined to the row by id when batches
+  // are on, else an update of the row.
+  void set_collective_gpu_times(std::int64_t row_id, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns);
 };
 using DrainHook = std::function<void(WriterContext&)>;
 using EventHandler = std::function<void(const Event&, WriterContext&)>;

@@ -63,7 +63,7 @@ class Writer {
   std::vector<std::int64_t> string_ids;  // pool id -> strings.id (-1: not written yet); pool ids are small
   std::set<std::uint32_t> threads_written;
   struct BufferAggregate {
-    store::BufferRow row;
+    store::BufferRecord row;  // the buffers row so far
     bool dirty = false;
   };
   std::unordered_map<std::uint64_t, BufferAggregate> buffers;  // node-based: pointers stay valid
@@ -100,31 +100,50 @@ class Writer {
   std::unordered_map<std::uint32_t, CallInFlightWritten> calls_in_flight;  // thread index -> its row
 
   // COLLSCOPE_EVENT_BATCHES=0: one SQLite row per event while the job runs (the 0.x writer; the benchmark's
-  // baseline). Otherwise MPI collectives and point-to-point calls are saved as event_batches rows, one per drain
-  // of a thread's buffer and table (~10x less CPU per event, ~20 bytes per event on disk). Readers decode them;
-  // `collscope sql` turns them into plain rows for people who query with SQL, outside the job.
+  // baseline). Otherwise every record (collectives of MPI and NCCL, point-to-point calls, NVTX ranges, GPU
+  // activities, buffer totals, GPU times found later) is saved in event_batches rows, one per drain and kind
+  // (~10x less CPU per event, ~10-25 bytes per event on disk). Readers decode them; `collscope sql` turns them
+  // into plain rows for people who query with SQL, outside the job.
   bool use_batches = true;
   // COLLSCOPE_EXPAND_BATCHES_AT_EXIT=1: expand the batches into rows at exit, as 1.3-1.4 writers did (the job's exit
   // then waits ~1 us per event).
   bool expand_at_exit = false;
-  // The records of one table drained from one thread's buffer so far (event_batch.hpp).
+  // The records of one kind saved so far for its next batch (event_batch.hpp): collectives and point-to-point calls
+  // of the thread whose buffer is being drained; the other kinds of the whole drain.
   template <typename Record>
   struct EventBatchBuilder {
-    explicit EventBatchBuilder(store::BatchKind k) : kind(k) {}
-    store::BatchKind kind;
+    static constexpr store::BatchKind kind = store::BatchRecordTraits<Record>::kind;
     std::vector<std::uint8_t> bytes;  // grows to the largest batch seen, never shrinks
     std::size_t used = 0;
     std::int64_t count = 0;
-    store::BatchEncoder<decltype(store::fields_of(Record{}))> encoder;
+    store::BatchEncoder<Record> encoder;
     void append(const Record& r) {
       if (used + store::kMaxRecordBytes > bytes.size()) bytes.resize(std::max<std::size_t>(bytes.size() * 2, 64 * 1024));
-      used = static_cast<std::size_t>(encoder.encode(store::fields_of(r), bytes.data() + used) - bytes.data());
+      used = static_cast<std::size_t>(encoder.encode(r, bytes.data() + used) - bytes.data());
       ++count;
     }
   };
-  EventBatchBuilder<store::CollectiveRecord> collective_batch{store::BatchKind::Collectives};
-  EventBatchBuilder<store::PointToPointRecord> point_to_point_batch{store::BatchKind::PointToPoint};
+  EventBatchBuilder<store::CollectiveRecord> collective_batch;
+  EventBatchBuilder<store::PointToPointRecord> point_to_point_batch;
+  EventBatchBuilder<store::NvtxRangeRecord> nvtx_batch;
+  EventBatchBuilder<store::GpuActivityRecord> gpu_activity_batch;
+  EventBatchBuilder<store::BufferRecord> buffer_batch;
+  EventBatchBuilder<store::CollectiveGpuTimesRecord> gpu_times_batch;
   std::int64_t batch_thread = 0;  // threads.id of the buffer being drained
+
+  // The one way a record reaches the file: into its kind's batch while batches are on, else as the row it stands
+  // for (store::row_of). Returns the row's id (kinds with ids), known before the batch is saved: its batch takes
+  // the table's next ids in order.
+  template <typename Record>
+  std::int64_t save(EventBatchBuilder<Record>& batch, const Record& r, std::int64_t thread = 0) {
+    if (use_batches) {
+      const std::int64_t id = file->next_id(batch.kind) + batch.count;
+      batch.append(r);
+      return id;
+    }
+    file->add(store::row_of(r, 0, thread));
+    return file->last_id();
+  }
   std::int64_t events_expanded = 0;
   std::int64_t exit_cpu_ns = 0;  // expanding the batches and closing the file, at exit
 
@@ -133,9 +152,8 @@ class Writer {
   void drain_locked();  // the caller holds drain_mutex
   void handle(const Event& e, WriterContext& ctx);
   template <typename Record>
-  void flush_batch(EventBatchBuilder<Record>& batch);
+  void flush_batch(EventBatchBuilder<Record>& batch, std::int64_t thread);
   void write_collective(const Event& e, WriterContext& ctx);
-  void write_collective_row(const Event& e, std::int64_t start_ns, WriterContext& ctx);
   void write_calls_in_flight(WriterContext& ctx);
 };
 
@@ -203,20 +221,33 @@ void runtime_set_meta(std::string key, std::string value) {
   w.pending_meta.emplace_back(std::move(key), std::move(value));
 }
 
+std::int64_t WriterContext::add(const store::NvtxRangeRecord& r) {
+  Writer& w = ::collscope::tracer::writer();
+  return w.save(w.nvtx_batch, r);
+}
+
+std::int64_t WriterContext::add(const store::GpuActivityRecord& r) {
+  Writer& w = ::collscope::tracer::writer();
+  return w.save(w.gpu_activity_batch, r);
+}
+
+void WriterContext::set_collective_gpu_times(std::int64_t row_id, std::int64_t gpu_start_ns, std::int64_t gpu_end_ns) {
+  Writer& w = ::collscope::tracer::writer();
+  if (w.use_batches) w.gpu_times_batch.append({.gpu_start_ns = gpu_start_ns, .gpu_end_ns = gpu_end_ns, .collective = row_id});
+  else writer.set_collective_gpu_times(row_id, gpu_start_ns, gpu_end_ns);
+}
+
 void Writer::write_collective(const Event& e, WriterContext& ctx) {
   const std::int64_t start_ns = clock.to_ns(e.t0);
-  if (use_batches && !(e.flags & kFlagNccl)) {
-    collective_batch.append(collective_record(e, start_ns, ctx));
-  } else {
-    flush_batch(collective_batch);  // its rows' ids come before this one's
-    write_collective_row(e, start_ns, ctx);
-  }
+  const std::int64_t row_id = save(collective_batch, collective_record(e, start_ns, ctx), e.thread);
+  // NCCL's extensions (CUPTI, the profiler plugin) tie what they learn later to the row by its id.
+  for (auto& hook : collective_hooks) hook(e, row_id, ctx);
 
   // Buffers that collectives read: one address reused with many sizes is a fusion buffer.
   const std::uint64_t address = (e.flags & kFlagInPlace) || e.sendbuf == 0 ? e.recvbuf : e.sendbuf;
   if (address == 0 || e.bytes == 0) return;
   BufferAggregate& agg = buffer(address, start_ns);
-  store::BufferRow& b = agg.row;
+  store::BufferRecord& b = agg.row;
   b.bytes_max = std::max(b.bytes_max, e.bytes);
   b.bytes_min = std::min(b.bytes_min, e.bytes);
   b.bytes_total += e.bytes;
@@ -226,24 +257,12 @@ void Writer::write_collective(const Event& e, WriterContext& ctx) {
 }
 
 template <typename Record>
-void Writer::flush_batch(EventBatchBuilder<Record>& batch) {
+void Writer::flush_batch(EventBatchBuilder<Record>& batch, std::int64_t thread) {
   if (batch.count == 0) return;
-  file->add_event_batch(batch.kind, batch_thread, batch.count, batch.bytes.data(), batch.used);
+  file->add_event_batch(batch.kind, thread, batch.count, batch.bytes.data(), batch.used);
   batch.count = 0;
   batch.used = 0;
   batch.encoder.reset();
-}
-
-void Writer::write_collective_row(const Event& e, std::int64_t start_ns, WriterContext& ctx) {
-  store::CollectiveRow r = store::row_of(collective_record(e, start_ns, ctx), 0, e.thread);
-  if (e.flags & kFlagNccl) {
-    if (e.nccl.stream) r.stream = e.nccl.stream;
-    if (e.nccl.correlation) r.correlation = e.nccl.correlation;
-    if (e.nccl.group) r.group = static_cast<std::int64_t>(e.nccl.group);
-  }
-  file->add_collective(r);
-  const std::int64_t row_id = file->last_id();
-  for (auto& hook : collective_hooks) hook(e, row_id, ctx);
 }
 
 // Threads inside a blocking collective for longer than hang_ns: one row each, its seen_ns refreshed about once a
@@ -303,8 +322,7 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
       write_collective(e, ctx);
       break;
     case EventKind::PointToPoint:
-      if (use_batches) point_to_point_batch.append(point_to_point_record(e, ctx));
-      else file->add(store::row_of(point_to_point_record(e, ctx), 0, e.thread));
+      save(point_to_point_batch, point_to_point_record(e, ctx), e.thread);
       break;
     case EventKind::CommCreated: {
       const CommSlot& s = comm_slot(e.comm_slot);
@@ -368,8 +386,8 @@ void Writer::drain_locked() {
       if (threads_written.insert(tb->index()).second) file->add_thread({tb->index(), tb->tid(), tb->name()});
       batch_thread = tb->index();
       events_written += tb->drain([&](const Event& e) { handle(e, ctx); });
-      flush_batch(collective_batch);
-      flush_batch(point_to_point_batch);
+      flush_batch(collective_batch, batch_thread);
+      flush_batch(point_to_point_batch, batch_thread);
       dropped += tb->dropped();
     }
     for (const store::TracerFlushRow& f : flushes) file->add(f);
@@ -377,12 +395,17 @@ void Writer::drain_locked() {
     for (auto& hook : drain_hooks) hook(ctx);
     write_calls_in_flight(ctx);
     for (BufferAggregate* b : dirty_buffers) {
-      store::BufferRow row = b->row;
+      store::BufferRecord row = b->row;
       if (row.uses == 0) row.bytes_min = 0;  // packed into, not yet read by a collective
-      file->upsert_buffer(row);
+      save(buffer_batch, row);  // a row: replaces the address's row; a record: the address's last one is its row
       b->dirty = false;
     }
     dirty_buffers.clear();
+    // The kinds gathered over the whole drain; their records say their thread where their rows have one.
+    flush_batch(nvtx_batch, 0);
+    flush_batch(gpu_activity_batch, 0);
+    flush_batch(buffer_batch, 0);
+    flush_batch(gpu_times_batch, 0);
     events_dropped = dropped;
     file->set_meta(store::meta_key::kEventsDropped, std::to_string(dropped));
     file->commit();

@@ -301,22 +301,12 @@ void write_buffer(State& s, const Completed& c, WriterContext& ctx) {
     if (d.external) s.matcher.add_external(d.external->external_id, d.external->correlation);
     if (!d.activity) continue;
     const DecodedActivity& a = *d.activity;
-    store::GpuActivityRow row;
-    row.kind = a.kind;
-    row.name = ctx.writer.intern(a.name);
-    row.device = a.device;
-    row.stream = a.stream;
-    row.start_ns = static_cast<std::int64_t>(a.start) + s.clock_offset_ns;
-    row.end_ns = static_cast<std::int64_t>(a.end) + s.clock_offset_ns;
-    row.correlation = a.correlation;
-    row.bytes = a.bytes;
-    row.copy_kind = a.copy_kind;
-    ctx.writer.add_gpu_activity(row);
+    const store::GpuActivityRecord r = gpu_activity_record(a, ctx.writer.intern(a.name), s.clock_offset_ns);
+    const std::int64_t id = ctx.add(r);
     ++s.activities;
     // Every kernel, copy and memset an NCCL call launched is its GPU work (a one-rank communicator's collective
     // is a copy); synchronisation records are waits, not work.
-    if (a.kind != store::GpuActivityKind::Sync)
-      s.matcher.add_kernel(a.correlation, row.start_ns, row.end_ns, ctx.writer.last_id());
+    if (a.kind != store::GpuActivityKind::Sync) s.matcher.add_kernel(a.correlation, r.start_ns, r.end_ns, id);
   }
   std::free(c.buffer);
 }
@@ -351,7 +341,7 @@ void on_drain(WriterContext& ctx) {
   for (const auto& u : s.matcher.take_updates())
     // A collective NCCL's profiler timed from its kernel channels keeps those times (nccl_profile_sink.hpp).
     if (!nccl_profile::has_kernel_channel_times(u.row_id))
-      ctx.writer.set_collective_gpu_times(u.row_id, u.gpu_start_ns, u.gpu_end_ns);
+      ctx.set_collective_gpu_times(u.row_id, u.gpu_start_ns, u.gpu_end_ns);
   for (const auto& l : s.matcher.take_links()) ctx.writer.add(store::CollectiveGpuWorkRow{l.collective_row, l.activity_row});
   std::size_t dropped = 0;
   if (s.api.ActivityGetNumDroppedRecords && s.api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&

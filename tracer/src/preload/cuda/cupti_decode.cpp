@@ -30,6 +30,20 @@ std::string sync_name(CUpti_ActivitySynchronizationType t) {
 
 }  // namespace
 
+store::GpuActivityRecord gpu_activity_record(const DecodedActivity& a, std::int64_t name, std::int64_t clock_offset_ns) {
+  store::GpuActivityRecord r;
+  r.kind = static_cast<std::uint8_t>(a.kind);
+  r.name = name;
+  r.device = a.device;
+  r.stream = a.stream;
+  r.start_ns = static_cast<std::int64_t>(a.start) + clock_offset_ns;
+  r.end_ns = static_cast<std::int64_t>(a.end) + clock_offset_ns;
+  r.correlation = a.correlation;
+  r.bytes = a.bytes;
+  if (a.copy_kind) r.copy_kind = *a.copy_kind, r.flags |= store::kRecordCopyKind;
+  return r;
+}
+
 std::string memcpy_kind_name(std::uint32_t copy_kind) {
   switch (copy_kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";

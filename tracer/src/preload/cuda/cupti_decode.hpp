@@ -3,6 +3,7 @@
 // they launched. No CUPTI library is needed (only its headers): the tests build records by hand.
 #include <cupti_activity.h>
 
+#include <collscope/store/event_batch.hpp>
 #include <collscope/store/schema.hpp>
 
 #include <cstdint>
@@ -41,6 +42,10 @@ struct DecodedRecord {
 // Decodes one record (CUPTI 13 layouts: Kernel10, Memcpy6, Memset4, Synchronization2, ExternalCorrelation with
 // kind CUSTOM0). Other kinds decode to an empty record.
 DecodedRecord decode_cupti_record(const CUpti_Activity* record);
+
+// The gpu_activities record of an activity (event_batch.hpp): `name` its strings.id, `clock_offset_ns` added to
+// CUPTI's timestamps (0 when they are CLOCK_MONOTONIC already).
+store::GpuActivityRecord gpu_activity_record(const DecodedActivity& a, std::int64_t name, std::int64_t clock_offset_ns);
 
 // "memcpy HtoD" etc. for a CUpti_ActivityMemcpyKind.
 std::string memcpy_kind_name(std::uint32_t copy_kind);

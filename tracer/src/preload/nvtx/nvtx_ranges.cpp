@@ -127,16 +127,12 @@ namespace {
 
 // ---- writer side: pair pushes with pops and starts with ends ---------------------------------------------
 
-struct OpenRange {
-  store::NvtxRangeRow row;
-};
-
 class NvtxRangeWriter {
  public:
   void handle(const Event& e, WriterContext& ctx) {
     switch (e.kind) {
       case EventKind::NvtxPush:
-        stacks_[{e.thread, e.a[0]}].push_back(begin_row(e, ctx, store::NvtxKind::PushPop));
+        stacks_[{e.thread, e.a[0]}].push_back(begin_record(e, ctx, store::NvtxKind::PushPop));
         break;
       case EventKind::NvtxPop: {
         auto it = stacks_.find({e.thread, e.a[0]});
@@ -144,24 +140,23 @@ class NvtxRangeWriter {
           ++writer_unbalanced_;  // a push recorded before tracing started (or dropped): cannot pair
           break;
         }
-        store::NvtxRangeRow row = std::move(it->second.back());
+        store::NvtxRangeRecord r = it->second.back();
         it->second.pop_back();
-        row.end_ns = ctx.clock.to_ns(e.t0);
-        ctx.writer.add_nvtx_range(row);
+        end_at(r, ctx.clock.to_ns(e.t0));
+        ctx.add(r);
         break;
       }
       case EventKind::NvtxStart: {
-        store::NvtxRangeRow row = begin_row(e, ctx, store::NvtxKind::StartEnd);
+        store::NvtxRangeRecord r = begin_record(e, ctx, store::NvtxKind::StartEnd);
         // The buffers are drained one thread after another, so the end of a range ended on another thread can
         // come first: it waits in early_ends_.
         auto early = early_ends_.find(e.a[2]);
         if (early != early_ends_.end()) {
-          row.end_ns = early->second.first;
-          row.end_thread = early->second.second;
+          end_at(r, early->second.first, early->second.second);
           early_ends_.erase(early);
-          ctx.writer.add_nvtx_range(row);
+          ctx.add(r);
         } else {
-          started_[e.a[2]] = std::move(row);
+          started_[e.a[2]] = r;
         }
         break;
       }
@@ -171,14 +166,13 @@ class NvtxRangeWriter {
           early_ends_[e.a[2]] = {ctx.clock.to_ns(e.t0), e.thread};
           break;
         }
-        it->second.end_ns = ctx.clock.to_ns(e.t0);
-        it->second.end_thread = e.thread;
-        ctx.writer.add_nvtx_range(it->second);
+        end_at(it->second, ctx.clock.to_ns(e.t0), e.thread);
+        ctx.add(it->second);
         started_.erase(it);
         break;
       }
       case EventKind::NvtxMark:
-        ctx.writer.add_nvtx_range(begin_row(e, ctx, store::NvtxKind::Mark));
+        ctx.add(begin_record(e, ctx, store::NvtxKind::Mark));
         break;
       default:
         break;
@@ -194,9 +188,9 @@ class NvtxRangeWriter {
     }
     if (g_phase.load(std::memory_order_relaxed) != kStopped) return;
     for (auto& [key, stack] : stacks_)
-      for (auto& row : stack) ctx.writer.add_nvtx_range(row);
+      for (const auto& r : stack) ctx.add(r);
     stacks_.clear();
-    for (auto& [id, row] : started_) ctx.writer.add_nvtx_range(row);
+    for (const auto& [id, r] : started_) ctx.add(r);
     started_.clear();
     // Ends of ranges never started (an id the job made up, or a start before tracing began).
     writer_unbalanced_ += early_ends_.size();
@@ -207,35 +201,40 @@ class NvtxRangeWriter {
   }
 
  private:
-  store::NvtxRangeRow begin_row(const Event& e, WriterContext& ctx, store::NvtxKind kind) {
-    store::NvtxRangeRow row;
-    row.kind = kind;
-    row.domain = ctx.store_string(static_cast<std::uint32_t>(e.a[0]));
+  // The range an NVTX push, start or mark opens, as its nvtx_ranges record (event_batch.hpp).
+  store::NvtxRangeRecord begin_record(const Event& e, WriterContext& ctx, store::NvtxKind kind) {
+    store::NvtxRangeRecord r;
+    r.kind = static_cast<std::uint8_t>(kind);
+    r.domain = ctx.store_string(static_cast<std::uint32_t>(e.a[0]));
     if (e.a[1] != 0) {
-      row.name = ctx.store_string(static_cast<std::uint32_t>(e.a[1]));
+      r.name = ctx.store_string(static_cast<std::uint32_t>(e.a[1]));
     } else {
       const char* text = text_area(e);
-      row.name = ctx.writer.intern(std::string_view(text, strnlen(text, kInlineText)));
+      r.name = ctx.writer.intern(std::string_view(text, strnlen(text, kInlineText)));
     }
-    row.category = static_cast<std::uint32_t>(e.root);
-    row.start_ns = ctx.clock.to_ns(e.t0);
-    row.thread = e.thread;
-    row.depth = kind == store::NvtxKind::PushPop ? e.status : 0;
-    if (e.op == kPayloadInt) {
-      std::int64_t v;
-      std::memcpy(&v, &e.a[3], sizeof v);
-      row.payload_int = v;
-    } else if (e.op == kPayloadDouble) {
-      double v;
-      std::memcpy(&v, &e.a[3], sizeof v);
-      row.payload_double = v;
-    }
-    if (e.flags & kNvtxHasColor) row.color = e.comm_slot;
-    return row;
+    r.category = static_cast<std::uint32_t>(e.root);
+    r.start_ns = ctx.clock.to_ns(e.t0);
+    r.thread = e.thread;
+    r.depth = kind == store::NvtxKind::PushPop ? e.status : 0;
+    // The payload's 64 bits as the call gave them: an int64, or a double's IEEE-754 bits.
+    if (e.op == kPayloadInt) std::memcpy(&r.payload, &e.a[3], sizeof r.payload), r.flags |= store::kRecordPayloadInt;
+    else if (e.op == kPayloadDouble) std::memcpy(&r.payload, &e.a[3], sizeof r.payload), r.flags |= store::kRecordPayloadDouble;
+    if (e.flags & kNvtxHasColor) r.color = e.comm_slot, r.flags |= store::kRecordColor;
+    return r;
+  }
+  // A pop ends its push on the same thread; an end names the thread it ran on.
+  static void end_at(store::NvtxRangeRecord& r, std::int64_t end_ns) {
+    r.end_ns = end_ns;
+    r.flags |= store::kRecordEnded;
+  }
+  static void end_at(store::NvtxRangeRecord& r, std::int64_t end_ns, std::uint32_t end_thread) {
+    end_at(r, end_ns);
+    r.end_thread = end_thread;
+    r.flags |= store::kRecordEndThread;
   }
 
-  std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<store::NvtxRangeRow>> stacks_;
-  std::unordered_map<std::uint64_t, store::NvtxRangeRow> started_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<store::NvtxRangeRecord>> stacks_;
+  std::unordered_map<std::uint64_t, store::NvtxRangeRecord> started_;
   std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::uint32_t>> early_ends_;  // id -> (end ns, thread)
   std::uint64_t writer_unbalanced_ = 0;
   std::uint64_t written_unbalanced_ = 0;
