@@ -20,18 +20,38 @@ void CostCurve::add(std::int64_t bytes, double ns) {
 }
 
 void CostCurve::finish() {
-  // Medians per power-of-two size class: robust to the odd call that was descheduled.
+  // Medians per power-of-two size class: robust to the odd call that was descheduled. A class of one or two calls
+  // says little on a busy host, so it counts only where nothing better is measured.
   std::map<int, std::vector<std::pair<double, double>>> classes;
   for (const auto& [b, t] : samples_) classes[int(std::floor(std::log2(b)))].emplace_back(b, t);
-  points_.clear();
+  std::size_t most = 0;
+  for (const auto& [k, v] : classes) most = std::max(most, v.size());
+  struct Block {
+    double bytes, ns, weight;
+  };
+  std::vector<Block> blocks;
   for (auto& [k, v] : classes) {
+    if (v.size() < std::min<std::size_t>(3, most)) continue;
     std::vector<double> bs, ts;
     for (const auto& [b, t] : v) bs.push_back(b), ts.push_back(t);
-    points_.emplace_back(median_of(bs), median_of(ts));
+    blocks.push_back({median_of(bs), median_of(ts), double(v.size())});
   }
-  // Times must not fall with size (a noisy class would make larger buffers look cheaper).
-  for (std::size_t i = 1; i < points_.size(); ++i) points_[i].second = std::max(points_[i].second, points_[i - 1].second);
-  // Beyond the largest class: its own bandwidth (ns per byte), the cost a larger buffer adds.
+  // Times must not fall with size: pool adjacent classes that do (weighted by their calls), so one noisy class
+  // neither makes larger buffers look cheaper nor lifts every larger one.
+  std::vector<Block> pooled;
+  for (const auto& b : blocks) {
+    pooled.push_back(b);
+    while (pooled.size() >= 2 && pooled[pooled.size() - 2].ns > pooled.back().ns) {
+      const Block hi = pooled.back();
+      pooled.pop_back();
+      Block& lo = pooled.back();
+      const double w = lo.weight + hi.weight;
+      lo = {(lo.bytes * lo.weight + hi.bytes * hi.weight) / w, (lo.ns * lo.weight + hi.ns * hi.weight) / w, w};
+    }
+  }
+  points_.clear();
+  for (const auto& b : pooled) points_.emplace_back(b.bytes, b.ns);
+  // Beyond the largest class: the bandwidth between the last two (ns per byte), else the largest one's own.
   if (!points_.empty()) ns_per_byte_ = points_.back().second / points_.back().first;
   if (points_.size() >= 2) {
     const auto& a = points_[points_.size() - 2];
@@ -160,71 +180,117 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   const int backward_name = run.string_id("backward");
   const double cycle_ns = m.settings.cycle_time_ms * 1e6;
   std::vector<double> step_bytes;
-  bool inferred_backward = false;
+  bool inferred_backward = false, rate_fallback = false;
   for (std::size_t k = std::size_t(first); k < steps.steps.size(); ++k) {
     const auto& s = steps.steps[k];
     StepGraph g;
     g.measured_ns = s.duration_ns;
     if (k + 1 < steps.steps.size()) g.gap_after_ns = std::max(0.0, double(steps.steps[k + 1].start_ns - s.end_ns));
+    struct Window {
+      double S = 0, E = 0, b0 = -1, backward_end = -1, last_cycle = 0, last_end = 0, bytes = 0;
+      std::vector<std::pair<double, double>> cycles;  // (negotiation start, bytes agreed up to and in it)
+    };
+    std::vector<Window> w(run.ranks.size());
     bool ok = true;
     for (std::size_t r = 0; r < run.ranks.size() && ok; ++r) {
-      const double S = double(s.rank_start_ns[r]), E = S + s.rank_duration_ns[r];
-      std::vector<const GradientCall*> in;
-      for (const auto& c : calls[r])
-        if (double(c.start) >= S && double(c.start) < E) in.push_back(&c);
-      if (in.empty()) {
+      Window& x = w[r];
+      x.S = double(s.rank_start_ns[r]);
+      x.E = x.S + s.rank_duration_ns[r];
+      for (const auto& c : calls[r]) {
+        if (double(c.start) < x.S || double(c.start) >= x.E) continue;
+        x.bytes += double(c.bytes);
+        if (!x.cycles.empty() && x.cycles.back().first == double(c.cycle_start)) x.cycles.back().second = x.bytes;
+        else x.cycles.emplace_back(double(c.cycle_start), x.bytes);
+        x.last_end = double(c.end);
+      }
+      if (x.cycles.empty()) {
         ok = false;
         break;
       }
-      double bytes = 0;
-      for (const auto* c : in) bytes += double(c->bytes);
-      if (r == 0) step_bytes.push_back(bytes);
-      const double last_cycle = double(in.back()->cycle_start), last_end = double(in.back()->end);
-      double b0 = -1, b1 = -1;
+      x.last_cycle = x.cycles.back().first;
       if (backward_name >= 0)
-        for (const auto& x : run.ranks[r].nvtx_ranges) {
-          const double xs = double(clocks.aligned(int(r), x.start_ns)), xe = double(clocks.aligned(int(r), x.end_ns));
-          if (x.name == backward_name && xs >= S && xs < E && xe > xs) {
-            b0 = xs, b1 = std::min(xe, last_cycle);
+        for (const auto& n : run.ranks[r].nvtx_ranges) {
+          const double ns = double(clocks.aligned(int(r), n.start_ns)), ne = double(clocks.aligned(int(r), n.end_ns));
+          if (n.name == backward_name && ns >= x.S && ns < x.E && ne > ns) {
+            x.b0 = ns, x.backward_end = ne;
             break;
           }
         }
-      if (b0 < 0) {
-        // No backward range: the cycles' cumulative bytes say how fast the gradients became ready.
-        inferred_backward = true;
-        b1 = std::max(S, last_cycle - cycle_ns / 2);
-        std::vector<std::pair<double, double>> cum;  // (cycle start, bytes sent by the end of that cycle)
-        double sent = 0;
-        for (const auto* c : in) {
-          sent += double(c->bytes);
-          if (!cum.empty() && cum.back().first == double(c->cycle_start)) cum.back().second = sent;
-          else cum.emplace_back(double(c->cycle_start), sent);
-        }
-        b0 = S;
-        if (cum.size() >= 3) {
-          const auto& a = cum.front();
-          const auto& z = cum[cum.size() - 2];
-          if (z.first > a.first && z.second > a.second) {
-            const double rate = (z.second - a.second) / (z.first - a.first);  // bytes per ns
-            b0 = std::clamp(a.first - cycle_ns / 2 - a.second / rate, S, b1);
-            b1 = std::clamp(b0 + bytes / rate, b0, b1);
-          }
-        }
+    }
+    if (!ok) continue;
+    step_bytes.push_back(w[0].bytes);
+    // How fast the gradients become ready. A negotiation agrees on what is ready on every rank when it starts,
+    // however late the busy thread starts it, so each cycle before the last is an exact sample of the slowest
+    // rank's readiness: bytes agreed by then. (The last one only bounds it: everything was ready before.)
+    const auto& points = w[0].cycles;
+    double latest_b0 = -1;
+    for (const auto& x : w) latest_b0 = x.b0 < 0 ? latest_b0 : std::max(latest_b0, x.b0);
+    double rate = 0, origin = latest_b0;  // bytes per ns; when readiness starts (aligned ns)
+    if (latest_b0 >= 0) {
+      double num = 0, den = 0;
+      for (std::size_t j = 0; j + 1 < points.size(); ++j)
+        if (points[j].first > latest_b0) num += points[j].second * (points[j].first - latest_b0),
+                                          den += (points[j].first - latest_b0) * (points[j].first - latest_b0);
+      if (den > 0) rate = num / den;
+    } else if (points.size() >= 3) {
+      inferred_backward = true;
+      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      for (std::size_t j = 0; j + 1 < points.size(); ++j)
+        n += 1, sx += points[j].first, sy += points[j].second, sxx += points[j].first * points[j].first,
+            sxy += points[j].first * points[j].second;
+      const double d = n * sxx - sx * sx;
+      if (d > 0) {
+        rate = (n * sxy - sx * sy) / d;
+        if (rate > 0) origin = (sx - sy / rate) / n;  // where the fitted line leaves 0 bytes
       }
-      b1 = std::max(b1, b0);
+    } else {
+      inferred_backward = true;
+    }
+    for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+      const Window& x = w[r];
+      double b0 = x.b0 >= 0 ? x.b0 : (rate > 0 ? origin : x.S), b1 = 0;
+      b0 = std::clamp(b0, x.S, x.last_cycle);
+      if (rate > 0) {
+        b1 = b0 + x.bytes / rate;
+      } else {
+        // Too few cycles to measure a rate: the last gradient was ready about half a cycle before its negotiation.
+        rate_fallback = true;
+        b1 = x.last_cycle - cycle_ns / 2;
+      }
+      b1 = std::clamp(b1, b0, x.last_cycle);
+      if (x.backward_end >= 0) b1 = std::min(b1, x.backward_end);
       RankStep rs;
-      rs.pre_ns = b0 - S;
-      rs.backward_ns = b1 - b0;
-      rs.post_ns = std::max(0.0, E - std::max(b1, last_end));
+      rs.pre_ns = b0 - x.S;
+      rs.backward_ns = std::max(0.0, b1 - b0);
+      rs.post_ns = std::max(0.0, x.E - std::max(b1, x.last_end));
       g.ranks.push_back(rs);
     }
-    if (ok) m.steps.push_back(std::move(g));
+    m.steps.push_back(std::move(g));
   }
+  if (rate_fallback)
+    m.assumptions.push_back("some steps had too few negotiation cycles to measure how fast gradients become ready: "
+                            "their last gradient is taken as ready half a cycle before its negotiation");
   if (m.steps.empty()) {
     m.why_not = "no measured step holds gradient allreduces on every rank";
     return m;
   }
   m.gradient_bytes = median_of(step_bytes);
+  const auto phase_medians = [&](std::size_t r) {
+    std::vector<double> pre, backward, post;
+    for (const auto& g : m.steps)
+      pre.push_back(g.ranks[r].pre_ns), backward.push_back(g.ranks[r].backward_ns), post.push_back(g.ranks[r].post_ns);
+    return RankStep{median_of(pre), median_of(backward), median_of(post)};
+  };
+  std::vector<RankStep> medians;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) medians.push_back(phase_medians(r));
+  RankStep fastest = medians.front();
+  for (const auto& x : medians)
+    fastest = {std::min(fastest.pre_ns, x.pre_ns), std::min(fastest.backward_ns, x.backward_ns),
+               std::min(fastest.post_ns, x.post_ns)};
+  const auto ratio = [](double a, double b) { return b > 0 ? std::min(1.0, a / b) : 1.0; };
+  for (const auto& x : medians)
+    m.rank_speed.push_back({ratio(fastest.pre_ns, x.pre_ns), ratio(fastest.backward_ns, x.backward_ns),
+                            ratio(fastest.post_ns, x.post_ns)});
   m.baseline_step_ns = steps.median_step_ns;
   m.baseline_samples_per_s = steps.throughput_samples_per_s;
   if (inferred_backward)

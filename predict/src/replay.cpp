@@ -107,13 +107,13 @@ struct Engine {
                                    : 1.0;
     const int passes = std::max(1, s.backward_passes_per_step);
     std::vector<RankStep> compute = g.ranks;
-    if (s.balanced) {
-      RankStep fastest{kInf, kInf, kInf};
-      for (const auto& r : compute)
-        fastest = {std::min(fastest.pre_ns, r.pre_ns), std::min(fastest.backward_ns, r.backward_ns),
-                   std::min(fastest.post_ns, r.post_ns)};
-      for (auto& r : compute) r = fastest;
-    }
+    if (s.balanced)
+      for (std::size_t r = 0; r < compute.size(); ++r) {
+        // Each rank's phases at the fastest rank's typical speed: its systematic excess goes, the step's own
+        // fluctuation stays.
+        const auto& f = model.rank_speed[r];
+        compute[r] = {compute[r].pre_ns * f.pre_ns, compute[r].backward_ns * f.backward_ns, compute[r].post_ns * f.post_ns};
+      }
     std::vector<RankTimes> ranks;
     for (const auto& r : compute) {
       const double pre = r.pre_ns * batch_scale, backward = r.backward_ns * batch_scale;
