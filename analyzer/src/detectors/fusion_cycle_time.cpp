@@ -1,6 +1,8 @@
 // Horovod's fusion buffer and cycle time: collectives waiting for the cycle with near-empty buffers, or buffers
-// that stay under-filled.
+// that stay under-filled. The stall's suggested cycle time is quoted with the replay model's gain (predict/).
 #include "detector_support.hpp"
+
+#include <collscope/predict/replay.hpp>
 
 #include <fmt/format.h>
 
@@ -84,6 +86,19 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
         matched_gaps, gaps, 0.3 * cycle_ms, 1.3 * cycle_ms, cycle_ms, format_ms(stall_ns), format_bytes(fused_bytes / fused_uses),
         format_bytes(double(*threshold)));
     f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.", suggested);
+    // The gain: the replay of this run's steps under the suggested cycle (predict/), over its measured steps.
+    if (const auto gain = predict::predicted_gain(predict::build_model(run, in.clocks, m, steps), {.cycle_time_ms = suggested})) {
+      const double saved = gain->saved_per_step_ns(), measured = double(steps.measured_steps());
+      f.cost_ns = std::max(0.0, saved) * measured;
+      f.evidence["predicted_step_ns"] = gain->step_ns;
+      f.evidence["predicted_saving_per_step_ns"] = saved;
+      f.suggestion += saved > 0 ? fmt::format(" The replay of this run predicts about {} per step ({} over its {} "
+                                              "measured steps).", format_ms(saved), format_ms(saved * measured),
+                                              steps.measured_steps())
+                                : fmt::format(" The replay of this run predicts no gain from it alone ({} per step "
+                                              "against {} measured).", format_ms(gain->step_ns),
+                                              format_ms(gain->baseline_ns));
+    }
     out.push_back(std::move(f));
   } else if (knobs.fusion_threshold_bytes.set_by_job() && fill < limits.underfilled_max_fill && fused_uses >= 10 &&
              matched_gaps < limits.stall_min_gap_share * double(gaps)) {

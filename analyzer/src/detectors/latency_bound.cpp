@@ -1,8 +1,10 @@
 // Latency-bound: many small collectives per step whose cost is their latency, not their bytes. What merges them
 // depends on the job: in Horovod, the fusion threshold when it is smaller than a step's gradients, else the cycle
 // time (each cycle sends what is ready: a short cycle splits the gradients into many small fusions); elsewhere,
-// bucketing.
+// bucketing. The gain a suggested knob is quoted with is the replay model's (predict/).
 #include "detector_support.hpp"
+
+#include <collscope/predict/replay.hpp>
 
 #include <fmt/format.h>
 
@@ -33,6 +35,23 @@ double median_payload_span(const MatchedRun& m, const StepSummary& steps, std::i
   for (std::size_t k = 0; k < first.size(); ++k)
     if (last[k] > first[k]) spans.push_back(double(last[k] - first[k]));
   return median_of(spans);
+}
+
+// What the replay model (predict/) says a knob change saves, for the suggestion: "saves about 4.1 ms per step
+// (123 ms over the run's 30 measured steps), replayed", or that the replay predicts no gain. Sets the finding's
+// cost to the predicted saving over the measured steps when the run can be replayed.
+std::string replayed_saving(const DetectorInput& in, const predict::Change& change, Finding& f) {
+  const auto gain = predict::predicted_gain(predict::build_model(in.run, in.clocks, in.matched, in.steps), change);
+  if (!gain) return fmt::format("saves up to about {}", format_ms(f.cost_ns));
+  const double saved = gain->saved_per_step_ns(), measured = double(in.steps.measured_steps());
+  f.evidence["predicted_step_ns"] = gain->step_ns;
+  f.evidence["predicted_saving_per_step_ns"] = saved;
+  f.cost_ns = std::max(0.0, saved) * measured;
+  if (saved <= 0)
+    return fmt::format("the replay of this run predicts no gain from it alone ({} per step against {} measured)",
+                       format_ms(gain->step_ns), format_ms(gain->baseline_ns));
+  return fmt::format("the replay of this run predicts it saves about {} per step ({} over its {} measured steps)",
+                     format_ms(saved), format_ms(saved * measured), in.steps.measured_steps());
 }
 
 }  // namespace
@@ -111,8 +130,9 @@ std::vector<Finding> detect_latency_bound(const DetectorInput& in) {
       f.evidence["suggested_fusion_threshold_bytes"] = double(suggested);
       f.suggestion = fmt::format(
           "Raise the fusion threshold: HOROVOD_FUSION_THRESHOLD={} ({}, now {}) so that a step's tensors travel in "
-          "one collective; saves about {}.",
-          suggested, format_bytes(double(suggested)), format_bytes(double(threshold)), format_ms(f.cost_ns));
+          "one collective; {}.",
+          suggested, format_bytes(double(suggested)), format_bytes(double(threshold)),
+          replayed_saving(in, {.fusion_threshold_bytes = suggested}, f));
     } else {
       // The threshold already holds a step's tensors: each cycle sends what is ready by then, so a short cycle
       // splits them. A cycle that gathers them in about 8 collectives over the time they take to become ready
@@ -127,11 +147,11 @@ std::vector<Finding> detect_latency_bound(const DetectorInput& in) {
       f.suggestion = fmt::format(
           "Raise the cycle time: HOROVOD_CYCLE_TIME={:g} (ms; now {:g}). The fusion threshold ({}) already holds a "
           "step's {} of tensors, so it is not what splits them: each {:g} ms cycle sends whatever is ready{}. Try "
-          "values around it with `collscope tune` (samples/spaces/horovod.yaml); saves up to about {}.",
+          "values around it with `collscope tune` (samples/spaces/horovod.yaml); {}.",
           suggested, cycle_ms, format_bytes(double(threshold)), format_bytes(bytes_per_step),
           cycle_ms,
           span_ms > 0 ? fmt::format(", and the gradients take {} to become ready in a step", format_ms(span_ms * 1e6)) : "",
-          format_ms(f.cost_ns));
+          replayed_saving(in, {.cycle_time_ms = suggested}, f));
     }
   } else {
     f.suggestion = fmt::format(

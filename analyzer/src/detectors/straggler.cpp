@@ -1,8 +1,11 @@
 // Straggler: one rank the others wait for, step after step. Lateness and wait are run/lateness.hpp's: from the
 // NVTX phases of the steps when the job marks them, else from the synchronising collectives. Named only when it
 // is consistent (a sign test over the measured steps) and above the run's noise; then its cause, from the
-// rank's CPU samples: more work, a slower or shared CPU, waiting for a CPU, or off a CPU.
+// rank's CPU samples: more work, a slower or shared CPU, waiting for a CPU, or off a CPU. What a step would take
+// without it is the replay model's (predict/): every rank as fast as the fastest, the waits replayed.
 #include "detector_support.hpp"
+
+#include <collscope/predict/replay.hpp>
 
 #include <fmt/format.h>
 
@@ -223,6 +226,12 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
   std::sort(gains.begin(), gains.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string where;
   for (const auto& [gain, label] : gains) where += fmt::format("{}{} {}", where.empty() ? "" : ", ", format_ms(gain), label);
+  // Without it: the replay with every rank as fast as the fastest (predict/), so what the others did meanwhile
+  // (their own waits, a negotiation cycle) is replayed rather than the lateness subtracted. Where the steps cannot
+  // be replayed (no gradient collectives), the step less its lateness.
+  std::optional<predict::Gain> balanced;
+  if (per_step) balanced = predict::predicted_gain(predict::build_model(run, in.clocks, m, in.steps), {.balanced = true});
+  const double without_ns = balanced ? std::min(step_ns, balanced->step_ns) : std::max(0.0, step_ns - late);
   const bool multi_host = [&] {
     for (const auto& r : run.ranks)
       if (r.host != run.ranks[0].host) return true;
@@ -245,7 +254,8 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
                 {"late_arrivals", double(late_arrivals)},
                 {"synchronising_collectives", double(sync)},
                 {"step_time_ns", step_ns},
-                {"step_time_without_straggler_ns", std::max(0.0, step_ns - late)},
+                {"step_time_without_straggler_ns", without_ns},
+                {"without_straggler_from_replay", balanced ? 1.0 : 0.0},
                 {"share_of_step_pct", 100 * late / step_ns},
                 {"from_step_phases", phases ? 1.0 : 0.0},
                 {"cause_code", double(static_cast<int>(cause.cause))},
@@ -263,14 +273,14 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
   if (flushed > 0) f.evidence["tracer_flush_discounted_ns"] = flushed;
   f.evidence_text = fmt::format(
       "lateness {}: rank {}{} is {} late in the median {} ({:.0f} % of the {} step), {} in all; the next latest rank "
-      "{} per step; the others wait {} per step for it{}.{} Without it a step would take about {}.",
+      "{} per step; the others wait {} per step for it{}.{} Without it a step would take about {}{}.",
       phases ? "from the NVTX phases of the steps" : "at the synchronising collectives", world_rank,
       multi_host ? " on " + run.ranks[top].host : "", format_ms(late), per_step ? "step" : "run", 100 * late / step_ns,
       format_ms(step_ns), format_ms(lateness.total_lateness_ns[top]), format_ms(next), format_ms(others_waited),
       phases ? "" : fmt::format(" (it arrived last, by more than {}, at {} of {} synchronising collectives)",
                                 format_duration(limits.late_arrival_ns), late_arrivals, sync),
       where.empty() ? "" : fmt::format(" Where it falls behind in the step: {}.", where),
-      format_ms(std::max(0.0, step_ns - late)));
+      format_ms(without_ns), balanced ? " (replayed with every rank as fast as the fastest)" : "");
   if (late >= step_ns) {
     // Late by more than a step lasts: it falls behind between the steps' ranges (before its forward), which the
     // step time does not hold; "without it" would be nothing.
@@ -279,6 +289,7 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
     f.evidence_text += fmt::format(" It falls behind between steps (before its step begins: loading data, the "
                                    "input pipeline), by more than the {} a step takes.", format_ms(step_ns));
     f.evidence.erase("step_time_without_straggler_ns");
+    f.evidence.erase("without_straggler_from_replay");
   }
   f.evidence_text += fmt::format(" Why: {}.", cause.why);
   if (flushed > 0)
@@ -288,7 +299,8 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
     f.evidence_text += fmt::format(" It is the latest rank in {} of {} measured steps (chance {} if every rank "
                                    "were equally likely to be).", consistent.latest, consistent.measured,
                                    format_chance(consistent.p));
-  f.suggestion = cause_advice(cause.cause, world_rank, gains.empty() ? "" : " " + gains[0].second, format_ms(late));
+  f.suggestion = cause_advice(cause.cause, world_rank, gains.empty() ? "" : " " + gains[0].second,
+                              format_ms(std::max(0.0, step_ns - without_ns)));
   out.push_back(std::move(f));
   return out;
 }

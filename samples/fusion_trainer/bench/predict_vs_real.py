@@ -45,8 +45,8 @@ def environment(extra):
 
 def trainer_command(build, steps, args):
     return ["mpirun", "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader",
-            os.path.join(build, "bin", "fusion_trainer"), "--steps", str(steps),
-            "--batch-size", str(BATCH)] + args
+            os.path.join(build, "bin", "fusion_trainer"), "--steps", str(steps)] + \
+        ([] if "--batch-size" in args else ["--batch-size", str(BATCH)]) + args
 
 
 def median_step_ms(output):
