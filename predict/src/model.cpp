@@ -73,6 +73,8 @@ double CostCurve::ns(double bytes) const {
 
 namespace {
 
+constexpr double kInstant = 1e12;  // bytes per ns: everything ready at once
+
 struct GradientCall {
   std::int64_t start = 0, end = 0;  // aligned ns
   std::int64_t cycle_start = 0;     // the negotiation it was agreed in (its own start when there is none)
@@ -189,6 +191,8 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
     struct Window {
       double S = 0, E = 0, b0 = -1, backward_end = -1, last_cycle = 0, last_end = 0, bytes = 0;
       std::vector<std::pair<double, double>> cycles;  // (negotiation start, bytes agreed up to and in it)
+      std::vector<std::pair<double, double>> own;     // (call start, bytes up to and in it) of calls not held up
+                                                      // by the one before: when this rank had those bytes ready
     };
     std::vector<Window> w(run.ranks.size());
     bool ok = true;
@@ -199,6 +203,7 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
       for (const auto& c : calls[r]) {
         if (double(c.start) < x.S || double(c.start) >= x.E) continue;
         x.bytes += double(c.bytes);
+        if (x.cycles.empty() || double(c.start) - x.last_end > 50e3) x.own.emplace_back(double(c.start), x.bytes);
         if (!x.cycles.empty() && x.cycles.back().first == double(c.cycle_start)) x.cycles.back().second = x.bytes;
         else x.cycles.emplace_back(double(c.cycle_start), x.bytes);
         x.last_end = double(c.end);
@@ -222,32 +227,40 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
     // How fast the gradients become ready. A negotiation agrees on what is ready on every rank when it starts,
     // however late the busy thread starts it, so each cycle before the last is an exact sample of the slowest
     // rank's readiness: bytes agreed by then. (The last one only bounds it: everything was ready before.)
-    const auto& points = w[0].cycles;
+    // Without negotiation (each rank sends when its own bytes are ready), a rank's own calls are its samples.
     double latest_b0 = -1;
     for (const auto& x : w) latest_b0 = x.b0 < 0 ? latest_b0 : std::max(latest_b0, x.b0);
-    double rate = 0, origin = latest_b0;  // bytes per ns; when readiness starts (aligned ns)
-    if (latest_b0 >= 0) {
-      double num = 0, den = 0;
-      for (std::size_t j = 0; j + 1 < points.size(); ++j)
-        if (points[j].first > latest_b0) num += points[j].second * (points[j].first - latest_b0),
-                                          den += (points[j].first - latest_b0) * (points[j].first - latest_b0);
-      if (den > 0) rate = num / den;
-    } else if (points.size() >= 3) {
-      inferred_backward = true;
-      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-      for (std::size_t j = 0; j + 1 < points.size(); ++j)
-        n += 1, sx += points[j].first, sy += points[j].second, sxx += points[j].first * points[j].first,
-            sxy += points[j].first * points[j].second;
-      const double d = n * sxx - sx * sx;
-      if (d > 0) {
-        rate = (n * sxy - sx * sy) / d;
-        if (rate > 0) origin = (sx - sy / rate) / n;  // where the fitted line leaves 0 bytes
+    const auto fit = [&](const std::vector<std::pair<double, double>>& points, double known_b0) {
+      std::pair<double, double> out{0, known_b0};  // bytes per ns; when readiness starts (aligned ns)
+      if (known_b0 >= 0) {
+        double num = 0, den = 0;
+        for (std::size_t j = 0; j + 1 < points.size(); ++j)
+          if (points[j].first > known_b0) num += points[j].second * (points[j].first - known_b0),
+                                          den += (points[j].first - known_b0) * (points[j].first - known_b0);
+        if (den > 0) out.first = num / den;
+      } else if (points.size() >= 3) {
+        double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (std::size_t j = 0; j + 1 < points.size(); ++j)
+          n += 1, sx += points[j].first, sy += points[j].second, sxx += points[j].first * points[j].first,
+              sxy += points[j].first * points[j].second;
+        const double d = n * sxx - sx * sx;
+        if (d > 0) {
+          out.first = (n * sxy - sx * sy) / d;
+          if (out.first > 0) out.second = (sx - sy / out.first) / n;  // where the fitted line leaves 0 bytes
+        }
       }
-    } else {
-      inferred_backward = true;
-    }
+      return out;
+    };
+    const auto agreed = fit(w[0].cycles, latest_b0);
     for (std::size_t r = 0; r < run.ranks.size(); ++r) {
       const Window& x = w[r];
+      auto [rate, origin] = m.negotiates ? agreed : fit(x.own, x.b0);
+      if (!m.negotiates && rate <= 0 && x.b0 < 0) {
+        // A rank that sends its calls back to back, each held up by the one before: all was ready at the first.
+        rate = kInstant;
+        origin = x.own.front().first;
+      }
+      if (x.b0 < 0) inferred_backward = true;
       double b0 = x.b0 >= 0 ? x.b0 : (rate > 0 ? origin : x.S), b1 = 0;
       b0 = std::clamp(b0, x.S, x.last_cycle);
       if (rate > 0) {
@@ -283,14 +296,15 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   };
   std::vector<RankStep> medians;
   for (std::size_t r = 0; r < run.ranks.size(); ++r) medians.push_back(phase_medians(r));
-  RankStep fastest = medians.front();
-  for (const auto& x : medians)
-    fastest = {std::min(fastest.pre_ns, x.pre_ns), std::min(fastest.backward_ns, x.backward_ns),
-               std::min(fastest.post_ns, x.post_ns)};
-  const auto ratio = [](double a, double b) { return b > 0 ? std::min(1.0, a / b) : 1.0; };
-  for (const auto& x : medians)
-    m.rank_speed.push_back({ratio(fastest.pre_ns, x.pre_ns), ratio(fastest.backward_ns, x.backward_ns),
-                            ratio(fastest.post_ns, x.post_ns)});
+  // One factor per rank over all its compute: the fastest rank's median total over its own. (Phase by phase, the
+  // minima of different ranks would add up to a rank faster than any that ran.)
+  const auto total = [](const RankStep& x) { return x.pre_ns + x.backward_ns + x.post_ns; };
+  double fastest = total(medians.front());
+  for (const auto& x : medians) fastest = std::min(fastest, total(x));
+  for (const auto& x : medians) {
+    const double f = total(x) > 0 ? std::min(1.0, fastest / total(x)) : 1.0;
+    m.rank_speed.push_back({f, f, f});
+  }
   m.baseline_step_ns = steps.median_step_ns;
   m.baseline_samples_per_s = steps.throughput_samples_per_s;
   if (inferred_backward)

@@ -94,7 +94,7 @@ struct ReplayModel {
   CostCurve cost;
   EffectiveSettings settings;    // the run's own
   int ranks = 0;
-  // Per rank: the fastest rank's median phase time over its own (<= 1 each), what --balanced scales its phases by.
+  // Per rank: the fastest rank's median compute per step over its own (<= 1), what --balanced scales its phases by.
   std::vector<RankStep> rank_speed;
   double baseline_step_ns = 0, baseline_samples_per_s = 0;
   std::vector<std::string> assumptions;
