@@ -11,6 +11,9 @@
 
 #include "commands.hpp"
 
+#ifdef COLLSCOPE_HAVE_PREDICT
+#include <collscope/predict/cli.hpp>
+#endif
 #ifdef COLLSCOPE_HAVE_ANALYZER
 #include <collscope/analyzer/cli.hpp>
 #endif
@@ -44,6 +47,9 @@ int main(int argc, char** argv) {
   collscope::cli::add_sql_command(app, action);
 #ifdef COLLSCOPE_HAVE_ANALYZER
   collscope::analyzer::add_cli_commands(app, action);
+#endif
+#ifdef COLLSCOPE_HAVE_PREDICT
+  collscope::predict::add_cli_commands(app, action);
 #endif
 #ifdef COLLSCOPE_HAVE_AUTOTUNER
   collscope::autotuner::add_cli_commands(app, action);

@@ -1,0 +1,319 @@
+// Building the replay model from a run: which collectives carry the gradients, what each costs by size, and each
+// measured step cut into per-rank compute before, during and after the gradients become ready.
+#include <collscope/predict/replay.hpp>
+#include <collscope/run/job_settings.hpp>
+#include <collscope/run/statistics.hpp>
+#include <collscope/run/workload.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace collscope::predict {
+
+using run::median_of;
+
+void CostCurve::add(std::int64_t bytes, double ns) {
+  if (bytes > 0 && ns > 0) samples_.emplace_back(double(bytes), ns);
+}
+
+void CostCurve::finish() {
+  // Medians per power-of-two size class: robust to the odd call that was descheduled. A class of one or two calls
+  // says little on a busy host, so it counts only where nothing better is measured.
+  std::map<int, std::vector<std::pair<double, double>>> classes;
+  for (const auto& [b, t] : samples_) classes[int(std::floor(std::log2(b)))].emplace_back(b, t);
+  std::size_t most = 0;
+  for (const auto& [k, v] : classes) most = std::max(most, v.size());
+  struct Block {
+    double bytes, ns, weight;
+  };
+  std::vector<Block> blocks;
+  for (auto& [k, v] : classes) {
+    if (v.size() < std::min<std::size_t>(3, most)) continue;
+    std::vector<double> bs, ts;
+    for (const auto& [b, t] : v) bs.push_back(b), ts.push_back(t);
+    blocks.push_back({median_of(bs), median_of(ts), double(v.size())});
+  }
+  // Times must not fall with size: pool adjacent classes that do (weighted by their calls), so one noisy class
+  // neither makes larger buffers look cheaper nor lifts every larger one.
+  std::vector<Block> pooled;
+  for (const auto& b : blocks) {
+    pooled.push_back(b);
+    while (pooled.size() >= 2 && pooled[pooled.size() - 2].ns > pooled.back().ns) {
+      const Block hi = pooled.back();
+      pooled.pop_back();
+      Block& lo = pooled.back();
+      const double w = lo.weight + hi.weight;
+      lo = {(lo.bytes * lo.weight + hi.bytes * hi.weight) / w, (lo.ns * lo.weight + hi.ns * hi.weight) / w, w};
+    }
+  }
+  points_.clear();
+  for (const auto& b : pooled) points_.emplace_back(b.bytes, b.ns);
+  // Beyond the largest class: the bandwidth between the last two (ns per byte), else the largest one's own.
+  if (!points_.empty()) ns_per_byte_ = points_.back().second / points_.back().first;
+  if (points_.size() >= 2) {
+    const auto& a = points_[points_.size() - 2];
+    const auto& b = points_.back();
+    if (b.first > a.first && b.second > a.second) ns_per_byte_ = (b.second - a.second) / (b.first - a.first);
+  }
+  samples_.clear();
+  samples_.shrink_to_fit();
+}
+
+double CostCurve::ns(double bytes) const {
+  if (points_.empty() || bytes <= 0) return 0;
+  if (bytes <= points_.front().first) return points_.front().second;  // latency floor
+  if (bytes >= points_.back().first) return points_.back().second + (bytes - points_.back().first) * ns_per_byte_;
+  auto hi = std::lower_bound(points_.begin(), points_.end(), bytes, [](const auto& p, double b) { return p.first < b; });
+  auto lo = hi - 1;
+  return lo->second + (bytes - lo->first) / (hi->first - lo->first) * (hi->second - lo->second);
+}
+
+namespace {
+
+constexpr double kInstant = 1e12;  // bytes per ns: everything ready at once
+
+struct GradientCall {
+  std::int64_t start = 0, end = 0;  // aligned ns
+  std::int64_t cycle_start = 0;     // the negotiation it was agreed in (its own start when there is none)
+  std::int64_t bytes = 0;
+};
+
+// The communicator that carries the most gradient bytes: blocking sum-like allreduces (non-blocking ones only when
+// the job has no blocking ones: DDP's buckets).
+int gradient_comm(const run::Run& run, bool& nonblocking) {
+  for (bool nb : {false, true}) {
+    std::map<int, double> bytes;
+    for (const auto& r : run.ranks)
+      for (const auto& c : r.collectives) {
+        const bool allreduce = c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce;
+        if (!allreduce || run::is_nonblocking(c.op) != nb || run::is_control_reduction(c.reduction) || c.bytes <= 0) continue;
+        bytes[c.comm] += double(c.bytes);
+      }
+    int best = -1;
+    double most = 0;
+    for (const auto& [comm, b] : bytes)
+      if (b > most) most = b, best = comm;
+    if (best >= 0) {
+      nonblocking = nb;
+      return best;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, const run::MatchedRun& matched,
+                        const run::StepSummary& steps) {
+  ReplayModel m;
+  m.ranks = int(run.ranks.size());
+  const int first = steps.warmup_steps;
+  if (steps.measured_steps() < 1) {
+    m.why_not = "the run has no measured steps (run/steps.hpp), so there is nothing to replay";
+    return m;
+  }
+  bool nonblocking = false;
+  const int comm = gradient_comm(run, nonblocking);
+  if (comm < 0) {
+    m.why_not = "the run has no gradient allreduces (sum-like reductions), so there is nothing to replay";
+    return m;
+  }
+  // The run's own settings: the one home of knobs.
+  const auto workload = run::describe_workload(run);
+  const auto settings = run::job_settings(run, workload);
+  m.settings.fusion_threshold_bytes = settings.horovod.fusion_threshold_bytes.value;
+  m.settings.cycle_time_ms = settings.horovod.cycle_time_ms.value;
+  if (settings.ddp) m.settings.bucket_cap_mb = settings.ddp->bucket_cap_mb.value;
+  m.settings.batch_size = steps.throughput_samples_per_s > 0 || run::command_line_int(run, "batch-size")
+                              ? run::command_line_int(run, "batch-size").value_or(0)
+                              : 0;
+  if (!settings.horovod_applies && settings.ddp) {
+    // DDP: a bucket goes when its bytes are ready, no cycle.
+    m.settings.fusion_threshold_bytes = std::int64_t(settings.ddp->bucket_cap_mb.value * 1024 * 1024);
+    m.settings.cycle_time_ms = 0;
+  }
+
+  // The gradient calls of each rank, in call order, with the negotiation (control allreduce) that agreed them.
+  std::vector<std::vector<GradientCall>> calls(run.ranks.size());
+  std::vector<double> overheads, negotiations;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
+    std::int64_t cycle_start = INT64_MIN, previous_end = INT64_MIN;
+    for (const auto& c : rank.collectives) {
+      if (c.comm != comm) continue;
+      const std::int64_t start = clocks.aligned(int(r), c.start_ns), end = clocks.aligned(int(r), c.end_ns);
+      if (run::is_control_reduction(c.reduction)) {
+        cycle_start = start;
+        m.negotiates = true;
+      } else if ((c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce) && run::is_nonblocking(c.op) == nonblocking &&
+                 c.bytes > 0) {
+        if (previous_end != INT64_MIN && start > previous_end) overheads.push_back(double(start - previous_end));
+        calls[r].push_back({start, end, cycle_start == INT64_MIN ? start : cycle_start, c.bytes});
+        if (!m.negotiates) cycle_start = INT64_MIN;
+      }
+      previous_end = end;
+    }
+  }
+  // Costs by size: the transfer time of each instance (its shortest rank's call: no waiting in it).
+  for (std::size_t i = matched.comm_first[comm]; i < matched.comm_first[comm + 1]; ++i) {
+    const auto& inst = matched.instances[i];
+    if (inst.ranks < 2 && m.ranks > 1) continue;
+    if (inst.bytes <= 64) {
+      negotiations.push_back(double(inst.duration_ns));  // readiness bit vectors
+      continue;
+    }
+    if (inst.op == store::Op::Allreduce || inst.op == store::Op::Iallreduce) m.cost.add(inst.bytes, double(inst.duration_ns));
+  }
+  m.cost.finish();
+  if (m.cost.empty()) {
+    m.why_not = "no gradient allreduce was matched across ranks, so their cost is unknown";
+    return m;
+  }
+  m.negotiation_ns = m.negotiates ? median_of(negotiations) : 0;
+  m.op_overhead_ns = m.negotiates ? median_of(overheads) : 0;
+  double packed_bytes = 0, packed_tensors = 0;
+  for (const auto& r : run.ranks)
+    for (const auto& b : r.buffers) packed_bytes += double(b.bytes_packed), packed_tensors += double(b.tensors_packed);
+  if (packed_tensors > 0) m.mean_tensor_bytes = packed_bytes / packed_tensors;
+
+  const int backward_name = run.string_id("backward");
+  const double cycle_ns = m.settings.cycle_time_ms * 1e6;
+  std::vector<double> step_bytes;
+  bool inferred_backward = false, rate_fallback = false;
+  for (std::size_t k = std::size_t(first); k < steps.steps.size(); ++k) {
+    const auto& s = steps.steps[k];
+    StepGraph g;
+    g.measured_ns = s.duration_ns;
+    if (k + 1 < steps.steps.size()) g.gap_after_ns = std::max(0.0, double(steps.steps[k + 1].start_ns - s.end_ns));
+    struct Window {
+      double S = 0, E = 0, b0 = -1, backward_end = -1, last_cycle = 0, last_end = 0, bytes = 0;
+      std::vector<std::pair<double, double>> cycles;  // (negotiation start, bytes agreed up to and in it)
+      std::vector<std::pair<double, double>> own;     // (call start, bytes up to and in it) of calls not held up
+                                                      // by the one before: when this rank had those bytes ready
+    };
+    std::vector<Window> w(run.ranks.size());
+    bool ok = true;
+    for (std::size_t r = 0; r < run.ranks.size() && ok; ++r) {
+      Window& x = w[r];
+      x.S = double(s.rank_start_ns[r]);
+      x.E = x.S + s.rank_duration_ns[r];
+      for (const auto& c : calls[r]) {
+        if (double(c.start) < x.S || double(c.start) >= x.E) continue;
+        x.bytes += double(c.bytes);
+        if (x.cycles.empty() || double(c.start) - x.last_end > 50e3) x.own.emplace_back(double(c.start), x.bytes);
+        if (!x.cycles.empty() && x.cycles.back().first == double(c.cycle_start)) x.cycles.back().second = x.bytes;
+        else x.cycles.emplace_back(double(c.cycle_start), x.bytes);
+        x.last_end = double(c.end);
+      }
+      if (x.cycles.empty()) {
+        ok = false;
+        break;
+      }
+      x.last_cycle = x.cycles.back().first;
+      if (backward_name >= 0)
+        for (const auto& n : run.ranks[r].nvtx_ranges) {
+          const double ns = double(clocks.aligned(int(r), n.start_ns)), ne = double(clocks.aligned(int(r), n.end_ns));
+          if (n.name == backward_name && ns >= x.S && ns < x.E && ne > ns) {
+            x.b0 = ns, x.backward_end = ne;
+            break;
+          }
+        }
+    }
+    if (!ok) continue;
+    step_bytes.push_back(w[0].bytes);
+    // How fast the gradients become ready. A negotiation agrees on what is ready on every rank when it starts,
+    // however late the busy thread starts it, so each cycle before the last is an exact sample of the slowest
+    // rank's readiness: bytes agreed by then. (The last one only bounds it: everything was ready before.)
+    // Without negotiation (each rank sends when its own bytes are ready), a rank's own calls are its samples.
+    double latest_b0 = -1;
+    for (const auto& x : w) latest_b0 = x.b0 < 0 ? latest_b0 : std::max(latest_b0, x.b0);
+    const auto fit = [&](const std::vector<std::pair<double, double>>& points, double known_b0) {
+      std::pair<double, double> out{0, known_b0};  // bytes per ns; when readiness starts (aligned ns)
+      if (known_b0 >= 0) {
+        double num = 0, den = 0;
+        for (std::size_t j = 0; j + 1 < points.size(); ++j)
+          if (points[j].first > known_b0) num += points[j].second * (points[j].first - known_b0),
+                                          den += (points[j].first - known_b0) * (points[j].first - known_b0);
+        if (den > 0) out.first = num / den;
+      } else if (points.size() >= 3) {
+        double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (std::size_t j = 0; j + 1 < points.size(); ++j)
+          n += 1, sx += points[j].first, sy += points[j].second, sxx += points[j].first * points[j].first,
+              sxy += points[j].first * points[j].second;
+        const double d = n * sxx - sx * sx;
+        if (d > 0) {
+          out.first = (n * sxy - sx * sy) / d;
+          if (out.first > 0) out.second = (sx - sy / out.first) / n;  // where the fitted line leaves 0 bytes
+        }
+      }
+      return out;
+    };
+    const auto agreed = fit(w[0].cycles, latest_b0);
+    for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+      const Window& x = w[r];
+      auto [rate, origin] = m.negotiates ? agreed : fit(x.own, x.b0);
+      if (!m.negotiates && rate <= 0 && x.b0 < 0) {
+        // A rank that sends its calls back to back, each held up by the one before: all was ready at the first.
+        rate = kInstant;
+        origin = x.own.front().first;
+      }
+      if (x.b0 < 0) inferred_backward = true;
+      double b0 = x.b0 >= 0 ? x.b0 : (rate > 0 ? origin : x.S), b1 = 0;
+      b0 = std::clamp(b0, x.S, x.last_cycle);
+      if (rate > 0) {
+        b1 = b0 + x.bytes / rate;
+      } else {
+        // Too few cycles to measure a rate: the last gradient was ready about half a cycle before its negotiation.
+        rate_fallback = true;
+        b1 = x.last_cycle - cycle_ns / 2;
+      }
+      b1 = std::clamp(b1, b0, x.last_cycle);
+      if (x.backward_end >= 0) b1 = std::min(b1, x.backward_end);
+      RankStep rs;
+      rs.pre_ns = b0 - x.S;
+      rs.backward_ns = std::max(0.0, b1 - b0);
+      rs.post_ns = std::max(0.0, x.E - std::max(b1, x.last_end));
+      g.ranks.push_back(rs);
+    }
+    m.steps.push_back(std::move(g));
+  }
+  if (rate_fallback)
+    m.assumptions.push_back("some steps had too few negotiation cycles to measure how fast gradients become ready: "
+                            "their last gradient is taken as ready half a cycle before its negotiation");
+  if (m.steps.empty()) {
+    m.why_not = "no measured step holds gradient allreduces on every rank";
+    return m;
+  }
+  m.gradient_bytes = median_of(step_bytes);
+  const auto phase_medians = [&](std::size_t r) {
+    std::vector<double> pre, backward, post;
+    for (const auto& g : m.steps)
+      pre.push_back(g.ranks[r].pre_ns), backward.push_back(g.ranks[r].backward_ns), post.push_back(g.ranks[r].post_ns);
+    return RankStep{median_of(pre), median_of(backward), median_of(post)};
+  };
+  std::vector<RankStep> medians;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) medians.push_back(phase_medians(r));
+  // One factor per rank over all its compute: the fastest rank's median total over its own. (Phase by phase, the
+  // minima of different ranks would add up to a rank faster than any that ran.)
+  const auto total = [](const RankStep& x) { return x.pre_ns + x.backward_ns + x.post_ns; };
+  double fastest = total(medians.front());
+  for (const auto& x : medians) fastest = std::min(fastest, total(x));
+  for (const auto& x : medians) {
+    const double f = total(x) > 0 ? std::min(1.0, fastest / total(x)) : 1.0;
+    m.rank_speed.push_back({f, f, f});
+  }
+  m.baseline_step_ns = steps.median_step_ns;
+  m.baseline_samples_per_s = steps.throughput_samples_per_s;
+  if (inferred_backward)
+    m.assumptions.push_back("no NVTX backward range: when the gradients become ready is inferred from the cycles' "
+                            "cumulative bytes");
+  if (m.mean_tensor_bytes <= 0)
+    m.assumptions.push_back("tensor sizes are not recorded (no fusion packs): buffers are filled byte by byte");
+  m.usable = true;
+  return m;
+}
+
+}  // namespace collscope::predict

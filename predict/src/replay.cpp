@@ -1,0 +1,237 @@
+// Replaying the model's steps under changed settings. Per step: each rank's gradients become ready over its
+// backward span; a background thread wakes every cycle, agrees with the others on what is ready everywhere
+// (negotiation), packs that into buffers of at most the fusion threshold and reduces them one after another, each
+// costed from the run's own size-to-time curve; a rank's step ends after its last gradient is reduced and its own
+// update; the step ends when the slowest rank's does (the next step starts together).
+#include <collscope/predict/replay.hpp>
+#include <collscope/run/statistics.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace collscope::predict {
+
+using run::median_of;
+
+bool Change::empty() const {
+  return !fusion_threshold_bytes && !cycle_time_ms && !backward_passes_per_step && !bucket_cap_mb && !fp16_compression &&
+         !batch_size && !balanced && !async;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct RankTimes {
+  double ready_start = 0, ready_ns = 0, post = 0;  // ns from the step's start
+};
+
+// When rank r has `bytes` of the step's `total` ready (ns from the step's start).
+double ready_at(const RankTimes& r, double bytes, double total) {
+  return r.ready_start + (total > 0 ? std::clamp(bytes / total, 0.0, 1.0) : 1.0) * r.ready_ns;
+}
+// Bytes rank r has ready at time t.
+double ready_bytes(const RankTimes& r, double t, double total) {
+  if (t < r.ready_start) return 0;
+  if (r.ready_ns <= 0) return total;
+  return std::clamp((t - r.ready_start) / r.ready_ns, 0.0, 1.0) * total;
+}
+
+struct Engine {
+  const ReplayModel& model;
+  const EffectiveSettings& s;
+  double total = 0;  // gradient bytes per reduction
+
+  // Buffers the fusion threshold makes of `bytes` agreed in one cycle, and their cost.
+  double reduce_cost(double bytes) const {
+    if (bytes <= 0) return 0;
+    const double threshold = double(s.fusion_threshold_bytes) * (s.fp16_compression ? 2.0 : 1.0);  // in fp32 bytes
+    const double tensor = model.mean_tensor_bytes > 0 ? model.mean_tensor_bytes : 0;
+    double unit = std::max(threshold, tensor);  // a tensor larger than the threshold goes alone
+    if (unit <= 0) unit = bytes;
+    const double buffers = std::ceil(bytes / unit - 1e-9);
+    const double wire = (s.fp16_compression ? 0.5 : 1.0) * bytes / buffers;
+    return buffers * (model.op_overhead_ns + model.cost.ns(wire));
+  }
+
+  // When the last gradient is reduced, replaying the cycles of a negotiating background thread (first boundary
+  // at `phase` ns after the step's start) against what is ready on the ranks given.
+  double negotiated(const std::vector<RankTimes>& ranks, double phase) const {
+    const double cycle = s.cycle_time_ms * 1e6;
+    double sent = 0, t_cycle = phase, t = 0;
+    for (int guard = 0; guard < 100000; ++guard) {
+      double agreed = total;
+      for (const auto& r : ranks) agreed = std::min(agreed, ready_bytes(r, t_cycle, total));
+      t = t_cycle + model.negotiation_ns;
+      if (agreed > sent + 1e-6) {
+        t += reduce_cost(agreed - sent);
+        sent = agreed;
+      }
+      if (sent >= total - 1e-6) return t;
+      // The next cycle starts a cycle after this one began, or when this one's work ends (Horovod's loop);
+      // cycles in which nothing new is ready everywhere only negotiate, so skip to the first that finds more.
+      double next = std::max(t, t_cycle + cycle);
+      double need = 0;
+      for (const auto& r : ranks) need = std::max(need, ready_at(r, sent + 1e-3 * total, total));
+      if (need > next) next = cycle > 0 ? t_cycle + std::ceil((need - t_cycle) / cycle) * cycle : need;
+      t_cycle = std::max(next, t);
+    }
+    return t;
+  }
+
+  // Without a negotiating thread (DDP's buckets): a buffer goes when its bytes are ready on every rank.
+  double bucketed(const std::vector<RankTimes>& ranks) const {
+    const double threshold = std::max(1.0, double(s.fusion_threshold_bytes) * (s.fp16_compression ? 2.0 : 1.0));
+    double t = 0, sent = 0;
+    while (sent < total - 1e-6) {
+      const double upto = std::min(total, sent + threshold);
+      double ready = 0;
+      for (const auto& r : ranks) ready = std::max(ready, ready_at(r, upto, total));
+      t = std::max(t, ready) + model.op_overhead_ns + model.cost.ns((s.fp16_compression ? 0.5 : 1.0) * (upto - sent));
+      sent = upto;
+    }
+    return t;
+  }
+
+  double reduced_at(const std::vector<RankTimes>& ranks, double phase) const {
+    return model.negotiates ? negotiated(ranks, phase) : bucketed(ranks);
+  }
+
+  // The replayed duration of one step (ns), averaged over where in the cycle the step starts.
+  double step(const StepGraph& g) const {
+    const double batch_scale = s.batch_size > 0 && model.settings.batch_size > 0
+                                   ? double(s.batch_size) / double(model.settings.batch_size)
+                                   : 1.0;
+    const int passes = std::max(1, s.backward_passes_per_step);
+    std::vector<RankStep> compute = g.ranks;
+    if (s.balanced)
+      for (std::size_t r = 0; r < compute.size(); ++r) {
+        // Each rank's phases at the fastest rank's typical speed: its systematic excess goes, the step's own
+        // fluctuation stays.
+        const auto& f = model.rank_speed[r];
+        compute[r] = {compute[r].pre_ns * f.pre_ns, compute[r].backward_ns * f.backward_ns, compute[r].post_ns * f.post_ns};
+      }
+    std::vector<RankTimes> ranks;
+    for (const auto& r : compute) {
+      const double pre = r.pre_ns * batch_scale, backward = r.backward_ns * batch_scale;
+      ranks.push_back({double(passes - 1) * (pre + backward) + pre, backward, r.post_ns});
+    }
+    const double cycle = model.negotiates ? s.cycle_time_ms * 1e6 : 0;
+    const int phases = cycle > 0 ? 4 : 1;
+    double sum = 0;
+    for (int p = 0; p < phases; ++p) {
+      const double phase = cycle * (p + 0.5) / phases;
+      double end = 0, end_sum = 0;
+      if (s.async) {
+        // Each rank reduces on its own readiness: nobody waits for the slowest.
+        for (const auto& r : ranks) end_sum += std::max(reduced_at({r}, phase), r.ready_start + r.ready_ns) + r.post;
+        sum += end_sum / double(ranks.size());
+      } else {
+        const double done = reduced_at(ranks, phase);
+        for (const auto& r : ranks) end = std::max(end, std::max(done, r.ready_start + r.ready_ns) + r.post);
+        sum += end;
+      }
+    }
+    return sum / phases;
+  }
+};
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * double(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
+}
+
+}  // namespace
+
+Prediction predict(const ReplayModel& model, const Change& change) {
+  Prediction p;
+  p.baseline = model.settings;
+  p.settings = model.settings;
+  p.assumptions = model.assumptions;
+  p.baseline_step_ms = model.baseline_step_ns / 1e6;
+  p.baseline_samples_per_s = model.baseline_samples_per_s;
+  auto& s = p.settings;
+  const bool ddp = !model.negotiates && model.settings.bucket_cap_mb.has_value();
+  if (change.fusion_threshold_bytes) {
+    if (model.negotiates) s.fusion_threshold_bytes = *change.fusion_threshold_bytes;
+    else p.not_predicted.push_back("HOROVOD_FUSION_THRESHOLD: the run has no Horovod-style background thread "
+                                   "negotiating and fusing tensors, so the model cannot predict it");
+  }
+  if (change.cycle_time_ms) {
+    if (model.negotiates) s.cycle_time_ms = *change.cycle_time_ms;
+    else p.not_predicted.push_back("HOROVOD_CYCLE_TIME: the run has no Horovod-style background thread negotiating "
+                                   "in cycles, so the model cannot predict it");
+  }
+  if (change.bucket_cap_mb) {
+    if (ddp) {
+      s.bucket_cap_mb = *change.bucket_cap_mb;
+      s.fusion_threshold_bytes = std::int64_t(*change.bucket_cap_mb * 1024 * 1024);
+    } else {
+      p.not_predicted.push_back("bucket_cap_mb: the run is not a PyTorch DDP job with its buckets recorded "
+                                "(COLLSCOPE_DDP_HOOK=1), so the model cannot predict it");
+    }
+  }
+  if (change.backward_passes_per_step) s.backward_passes_per_step = std::max(1, *change.backward_passes_per_step);
+  if (change.fp16_compression) s.fp16_compression = true;
+  if (change.batch_size) {
+    if (model.settings.batch_size > 0) s.batch_size = *change.batch_size;
+    else p.not_predicted.push_back("batch size: the run's batch size is not known (no --batch-size on its command "
+                                   "line), so compute cannot be scaled per sample");
+  }
+  s.balanced = change.balanced;
+  s.async = change.async;
+  if (!model.usable) return p;
+
+  const Engine base{model, model.settings, model.gradient_bytes};
+  const Engine next{model, s, model.gradient_bytes};
+  std::vector<double> predicted, replayed, residual;
+  for (const auto& g : model.steps) {
+    const double b = base.step(g), n = next.step(g);
+    replayed.push_back(b);
+    residual.push_back(g.measured_ns - b);
+    // The step as measured, changed by what the change changes in its replay: what the model does not hold
+    // (the residual) stays as it was.
+    predicted.push_back(std::max(0.0, g.measured_ns + n - b));
+  }
+  p.steps_replayed = int(predicted.size());
+  const double step = median_of(predicted);
+  p.step_ms = step / 1e6;
+  p.baseline_replay_step_ms = median_of(replayed) / 1e6;
+  // Band: the spread of the per-step predictions, widened by the model's miss on the run's own steps in proportion
+  // to how far the prediction moves from the measured step.
+  const double miss = model.baseline_step_ns > 0 ? std::abs(median_of(residual)) / model.baseline_step_ns : 0;
+  const double widen = miss * std::abs(step - model.baseline_step_ns);
+  p.step_low_ms = (std::min(step, percentile(predicted, 0.25)) - widen) / 1e6;
+  p.step_high_ms = (std::max(step, percentile(predicted, 0.75)) + widen) / 1e6;
+  if (model.baseline_samples_per_s > 0 && model.baseline_step_ns > 0 && step > 0) {
+    // Throughput over the span: steps plus what runs between them, which the change leaves as it was.
+    std::vector<double> gaps;
+    for (const auto& g : model.steps) gaps.push_back(g.gap_after_ns);
+    const double gap = median_of(gaps);
+    const double samples = double(s.batch_size > 0 ? s.batch_size : 1) * s.backward_passes_per_step /
+                           double(model.settings.batch_size > 0 ? model.settings.batch_size : 1);
+    const auto rate = [&](double step_ns) {
+      return model.baseline_samples_per_s * samples * (model.baseline_step_ns + gap) / (step_ns + gap);
+    };
+    p.samples_per_s = rate(step);
+    p.samples_per_s_low = rate(p.step_high_ms * 1e6);
+    p.samples_per_s_high = rate(std::max(1.0, p.step_low_ms * 1e6));
+  }
+  return p;
+}
+
+std::optional<Gain> predicted_gain(const ReplayModel& model, const Change& change) {
+  if (!model.usable) return std::nullopt;
+  const Prediction p = predict(model, change);
+  if (!p.not_predicted.empty() || p.steps_replayed == 0) return std::nullopt;
+  return Gain{p.step_ms * 1e6, model.baseline_step_ns};
+}
+
+}  // namespace collscope::predict

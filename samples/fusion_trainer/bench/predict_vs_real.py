@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Predicted against measured step time of fusion_trainer under changed settings.
+
+Each round traces the baseline (and a straggler twin for --balanced), asks `collscope predict` for every setting,
+then runs every setting for real, untraced; rounds alternate the settings so slow drifts of machine load spread
+over all of them. Per setting: the median over rounds of the prediction and of the measured median step (rank 0's
+`step_ms` after the warm-up steps), the error, and whether the predicted direction of change is right where the
+real change exceeds the run-to-run noise of the baseline (2 x 1.4826 x MAD of its per-round medians). Prints a
+Markdown table; --record DIR keeps the last round's traced runs and every measurement for tests/data.
+
+    samples/fusion_trainer/bench/predict_vs_real.py BUILD_DIR [--rounds 5] [--steps 20] [--record DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+BATCH = 32
+# (label, `collscope predict` arguments, trainer environment, trainer arguments, baseline)
+SETTINGS = [
+    ("HOROVOD_CYCLE_TIME=5", ["--set", "HOROVOD_CYCLE_TIME=5"], {"HOROVOD_CYCLE_TIME": "5"}, [], "plain"),
+    ("HOROVOD_CYCLE_TIME=20", ["--set", "HOROVOD_CYCLE_TIME=20"], {"HOROVOD_CYCLE_TIME": "20"}, [], "plain"),
+    ("HOROVOD_FUSION_THRESHOLD=64 KiB", ["--set", "HOROVOD_FUSION_THRESHOLD=65536"],
+     {"HOROVOD_FUSION_THRESHOLD": "65536"}, [], "plain"),
+    ("HOROVOD_FUSION_THRESHOLD=1 MiB", ["--set", "HOROVOD_FUSION_THRESHOLD=1048576"],
+     {"HOROVOD_FUSION_THRESHOLD": "1048576"}, [], "plain"),
+    ("batch 64", ["--set", "batch_size=64"], {}, ["--batch-size", "64"], "plain"),
+    ("batch 16", ["--set", "batch_size=16"], {}, ["--batch-size", "16"], "plain"),
+    ("--balanced (rank 1 +30 ms)", ["--balanced"], {}, [], "straggler"),
+]
+BASELINES = {"plain": [], "straggler": ["--slow-rank", "1", "--slow-ms", "30"]}
+
+
+def environment(extra):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for knob in ("HOROVOD_CYCLE_TIME", "HOROVOD_FUSION_THRESHOLD"):
+        env.pop(knob, None)
+    env.update(extra)
+    return env
+
+
+def trainer_command(build, steps, args):
+    return ["mpirun", "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader",
+            os.path.join(build, "bin", "fusion_trainer"), "--steps", str(steps)] + \
+        ([] if "--batch-size" in args else ["--batch-size", str(BATCH)]) + args
+
+
+def median_step_ms(output):
+    for line in output.splitlines():
+        if line.startswith("COLLSCOPE_SAMPLE_REPORT "):
+            report = json.loads(line.split(" ", 1)[1])
+            if report["rank"] == 0:
+                return statistics.median(report["step_ms"][report["warmup_steps"]:])
+    raise RuntimeError("no report from rank 0")
+
+
+def measure(build, steps, env, args):
+    out = subprocess.run(trainer_command(build, steps, args), env=environment(env), capture_output=True,
+                         text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return median_step_ms(out.stdout)
+
+
+def trace(build, steps, run_dir, args):
+    shutil.rmtree(run_dir, ignore_errors=True)
+    command = [os.path.join(build, "bin", "collscope"), "trace", "-o", run_dir, "--"] + trainer_command(build, steps, args)
+    out = subprocess.run(command, env=environment({}), capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+
+
+def predict(build, run_dir, args):
+    out = subprocess.run([os.path.join(build, "bin", "collscope"), "predict", run_dir, "--format", "json"] + args,
+                         capture_output=True, text=True, timeout=600, check=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("build_dir")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--record", help="keep the last round's traced runs and the measurements here")
+    args = parser.parse_args()
+    build = os.path.abspath(args.build_dir)
+    work = tempfile.mkdtemp(prefix="predict_vs_real.")
+    predicted = {label: [] for label, *_ in SETTINGS}
+    measured = {label: [] for label, *_ in SETTINGS}
+    baseline = []
+    for round_ in range(args.rounds):
+        runs = {}
+        for name, extra in BASELINES.items():
+            runs[name] = os.path.join(work, f"{name}-{round_}")
+            trace(build, args.steps, runs[name], extra)
+        for label, predict_args, _, _, base in SETTINGS:
+            predicted[label].append(predict(build, runs[base], predict_args)["predicted"]["step_ms"])
+        # Real runs, the order rotated each round.
+        order = [("baseline", {}, [])] + [(label, env, extra) for label, _, env, extra, _ in SETTINGS]
+        shift = round_ % len(order)
+        for label, env, extra in order[shift:] + order[:shift]:
+            value = measure(build, args.steps, env, extra)
+            (baseline if label == "baseline" else measured[label]).append(value)
+        print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr)
+        if args.record and round_ == args.rounds - 1:
+            os.makedirs(args.record, exist_ok=True)
+            for name, path in runs.items():
+                target = os.path.join(args.record, name)
+                shutil.rmtree(target, ignore_errors=True)
+                shutil.copytree(path, target)
+    base = statistics.median(baseline)
+    noise = 2 * 1.4826 * statistics.median([abs(b - base) for b in baseline])
+    rows, errors = [], []
+    for label, predict_args, env, extra, base_name in SETTINGS:
+        p, m = statistics.median(predicted[label]), statistics.median(measured[label])
+        error = (p - m) / m
+        errors.append(abs(error))
+        change = m - base
+        direction = "n/a (within noise)" if abs(change) <= noise else ("right" if (p - base) * change > 0 else "WRONG")
+        rows.append((label, p, m, error, change, direction))
+    print(f"Baseline (plain, batch {BATCH}, 2 ranks, {args.steps} steps): median step {base:.2f} ms over "
+          f"{args.rounds} rounds, noise ±{noise:.2f} ms (2 x 1.4826 x MAD of the rounds' medians)\n")
+    print("| setting | predicted (ms) | measured (ms) | error | real change (ms) | direction |")
+    print("|---|---|---|---|---|---|")
+    for label, p, m, error, change, direction in rows:
+        print(f"| {label} | {p:.2f} | {m:.2f} | {100 * error:+.1f} % | {change:+.2f} | {direction} |")
+    print(f"\nmedian absolute error {100 * statistics.median(errors):.1f} %, largest {100 * max(errors):.1f} %")
+    if args.record:
+        with open(os.path.join(args.record, "measured.json"), "w") as f:
+            json.dump({"steps": args.steps, "batch_size": BATCH, "rounds": args.rounds,
+                       "baseline_step_ms": baseline,
+                       "settings": [{"label": label, "predict_args": pa, "baseline": b,
+                                     "measured_step_ms": measured[label], "predicted_step_ms": predicted[label]}
+                                    for label, pa, _, _, b in SETTINGS]}, f, indent=1)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

