@@ -73,6 +73,9 @@ struct ProgressPrinter {
   void operator()(const LeftoverNotStopped& e) const {
     fmt::print(stderr, "collscope tune: trial {} was running; nothing of it stopped ({})\n", e.trial, e.why_not);
   }
+  void operator()(const AdviceFound& e) const {
+    fmt::print(stderr, "collscope tune: the analyzer advises, from the defaults' trace: {}\n", e.origin);
+  }
   void operator()(const ExplorationStopped& e) const { fmt::print(stderr, "collscope tune: stopped exploring: {}\n", e.rule); }
   void operator()(const TrialStarted& e) const {
     fmt::print(stderr, "collscope tune: {} ({}): {}\n", counter_text(e.counter), e.kind, e.settings);

@@ -1,9 +1,12 @@
-// Choosing the next trial: the job's defaults first, the warm start's best, one deliberate repeat to measure the
+// Choosing the next trial: the job's defaults first, the analyzer's advice on their trace, the warm start's best, one deliberate repeat to measure the
 // noise, then the strategy's suggestions until the budget is spent or a stop rule fires; then the confirmation runs.
 #include <collscope/autotuner/search_rules.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "tuner_support.hpp"
 #include "tuning_steps.hpp"
@@ -89,6 +92,9 @@ Exploration choose_exploration(Study& study, const TuningPlan& plan, const Study
   if (plan.bayesian && defaults && !state.default_done) {
     record.kind = kKindDefault;  // the baseline every gain is against; the documented example's first trial
     record.values = *defaults;
+  } else if (plan.bayesian && state.advice && !state.advice_done) {
+    record.kind = kKindAdvice;  // what the analyzer advises on the defaults' trace: a first guess that often wins
+    record.values = state.advice->values;
   } else if (plan.bayesian && plan.warm.best && !state.warm_best_done) {
     record.kind = kKindWarmBest;
     record.values = plan.warm.best->values;
@@ -126,6 +132,7 @@ std::string phase_of(const std::string& kind) {
   if (kind == kKindConfirm) return "confirming";
   if (kind == kKindNoiseRepeat) return "repeating the best to measure the noise";
   if (kind == kKindDefault) return "the job's defaults";
+  if (kind == kKindAdvice) return "the analyzer's advice";
   return "exploring";
 }
 
@@ -139,7 +146,42 @@ int planned_trials(const TuningPlan& plan, const StudyState& state, const std::s
          (kind == kKindConfirm ? confirm_left - 1 : plan.confirm_top * plan.confirm_repeats) +
          (plan.bayesian && !state.noise_done && kind != kKindNoiseRepeat && !stopped ? 1 : 0);
 }
+// meta "advice": {"values": [...], "origin": "..."}, or {} when the defaults' trace advised nothing.
+std::string advice_json(const std::optional<AdvisedSetting>& advice) {
+  if (!advice) return "{}";
+  return nlohmann::json{{"values", advice->values}, {"origin", advice->origin}}.dump();
+}
+
+std::optional<AdvisedSetting> parse_advice(const SearchSpace& space, const std::string& text) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("values") || !j["values"].is_array()) return std::nullopt;
+  AdvisedSetting advice;
+  for (const auto& v : j["values"]) {
+    if (!v.is_string()) return std::nullopt;
+    advice.values.push_back(v.get<std::string>());
+  }
+  if (advice.values.size() != space.knobs().size()) return std::nullopt;  // a hand-edited study: no advice
+  advice.origin = j.value("origin", "");
+  return advice;
+}
+
+// The trial that ran the job's defaults and succeeded; nullptr when none did.
+const TrialRecord* successful_defaults(const StudyState& state) {
+  for (const auto& t : state.history)
+    if (t.kind == kKindDefault && t.status == TrialStatus::Ok && !t.dir.empty()) return &t;
+  return nullptr;
+}
 }  // namespace
+
+void ask_for_advice(Study& study, const TuningPlan& plan, StudyState& state, const TuneProgress& progress) {
+  if (!plan.bayesian || state.advice_read || state.advice_done || !state.default_done) return;
+  const TrialRecord* baseline = successful_defaults(state);
+  if (baseline)
+    state.advice = advice_from_trace(plan.space, (std::filesystem::path(baseline->dir) / "trace").string(), baseline->values);
+  study.set_meta("advice", advice_json(state.advice));
+  state.advice_read = true;
+  if (state.advice) tell(progress, AdviceFound{state.advice->origin});
+}
 
 StudyState read_study_state(const Study& study, const TuningPlan& plan) {
   StudyState state;
@@ -152,10 +194,16 @@ StudyState read_study_state(const Study& study, const TuningPlan& plan) {
     state.walls.push_back(t.wall_s);
     if (is_strategy_kind(t.kind)) ++state.strategy_trials;
     state.default_done |= t.kind == kKindDefault;
+    state.advice_done |= t.kind == kKindAdvice;
     state.warm_best_done |= t.kind == kKindWarmBest;
     state.noise_done |= t.kind == kKindNoiseRepeat;
   }
-  state.explored = state.strategy_trials + (state.default_done ? 1 : 0) + (state.warm_best_done ? 1 : 0);
+  state.explored = state.strategy_trials + (state.default_done ? 1 : 0) + (state.advice_done ? 1 : 0) +
+                   (state.warm_best_done ? 1 : 0);
+  if (const auto advice = study.meta("advice")) {
+    state.advice_read = true;
+    state.advice = parse_advice(plan.space, *advice);
+  }
   state.stopped_by = study.meta("stop_rule");
   if (state.stopped_by && state.stopped_by->empty()) state.stopped_by.reset();
   state.ranked = ranked_settings(plan.space, state.history);

@@ -111,7 +111,8 @@ TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
   bool interrupted = false;
   // Asked to stop between trials: nothing runs, nothing to kill.
   while (!(interrupted = stop.load())) {
-    const StudyState state = read_study_state(study, plan);
+    StudyState state = read_study_state(study, plan);
+    ask_for_advice(study, plan, state, options.progress);
     auto next = choose_next_trial(study, plan, state, options.progress);
     if (!next) break;
     const TrialRun run = launch_and_watch(study, plan, state, *next, options.progress, stop);

@@ -2,6 +2,7 @@
 // The steps of a study, in the order tune() (tuner.cpp) runs them: open or resume the study, recover the trials a
 // killed tuner left running, then per trial read where the study stands, choose the next trial, launch and watch
 // it, record it. Internal to the autotuner.
+#include <collscope/autotuner/advice.hpp>
 #include <collscope/autotuner/progress.hpp>
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/autotuner/study.hpp>
@@ -76,13 +77,23 @@ struct StudyState {
   std::vector<Observation> observations;  // the warm start's, then this study's
   int done = 0;                           // finished trials
   int strategy_trials = 0;                // of them chosen by the strategy
-  int explored = 0;                       // exploration trials spent: the strategy's, the defaults, the warm best
-  bool default_done = false, warm_best_done = false, noise_done = false;
+  int explored = 0;                       // exploration trials spent: the strategy's, the defaults, the advice,
+                                          // the warm best
+  bool default_done = false, advice_done = false, warm_best_done = false, noise_done = false;
+  // The analyzer's advice on the defaults' trace (study meta "advice", written once the defaults ran).
+  std::optional<AdvisedSetting> advice;
+  bool advice_read = false;  // the defaults' trace was asked (meta "advice" exists), whatever it said
   std::vector<double> walls;              // s, each finished trial's wall time
   std::vector<BestSettings> ranked;       // distinct successful settings, best mean first
   std::optional<std::string> stopped_by;  // the stop rule that ended exploration
 };
 StudyState read_study_state(const Study& study, const TuningPlan& plan);
+
+// --- Ask the analyzer ----------------------------------------------------------------------------------------------
+
+// Once the job's defaults ran (Bayesian studies): analyzes their trace and keeps its advice in the study (meta
+// "advice", so a resumed study runs the same advice) and in `state`. Does nothing when already asked.
+void ask_for_advice(Study& study, const TuningPlan& plan, StudyState& state, const TuneProgress& progress);
 
 // --- Choose the next trial -----------------------------------------------------------------------------------------
 

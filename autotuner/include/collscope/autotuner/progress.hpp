@@ -26,6 +26,10 @@ struct LeftoverNotStopped {
   int trial = 0;
   std::string why_not;
 };
+// The analyzer advises on the defaults' trace: the next trial runs its setting.
+struct AdviceFound {
+  std::string origin;  // "latency_bound: HOROVOD_FUSION_THRESHOLD=1048576"
+};
 // A stop rule ended exploration; the confirmation runs follow.
 struct ExplorationStopped {
   std::string rule;  // worded for people, as stop_rule() gives it
@@ -62,7 +66,7 @@ struct TrialFinished {
   double eta_s = 0;                 // the rest of the planned trials at this session's pace
 };
 
-using TuneEvent = std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, ExplorationStopped, TrialStarted,
+using TuneEvent = std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, AdviceFound, ExplorationStopped, TrialStarted,
                                TrialRunning, ObjectiveChosen, TrialFinished>;
 // Called on the tuner's thread, between and during trials; empty: nobody is told.
 using TuneProgress = std::function<void(const TuneEvent&)>;
