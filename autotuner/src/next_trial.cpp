@@ -1,5 +1,6 @@
-// Choosing the next trial: the job's defaults first, the analyzer's advice on their trace, the warm start's best, one deliberate repeat to measure the
-// noise, then the strategy's suggestions until the budget is spent or a stop rule fires; then the confirmation runs.
+// Choosing the next trial: the job's defaults first, the analyzer's advice on their trace, the warm start's best, one
+// deliberate repeat to measure the noise, then the strategy's suggestions until the budget is spent or a stop rule
+// fires; then the confirmation runs.
 #include <collscope/autotuner/search_rules.hpp>
 
 #include <nlohmann/json.hpp>
@@ -34,8 +35,8 @@ std::optional<double> best_step_s(const StudyState& state) {
 
 // The rule that ends exploration before `suggestion` runs, or nullopt. The time budget holds for every strategy;
 // noise and payback once the model has had two trials after its initial design.
-std::optional<std::string> stop_rule_before(const TuningPlan& plan, const StudyState& state, const Suggestion& suggestion,
-                                            int index) {
+std::optional<std::string> stop_rule_before(const TuningPlan& plan, const StudyState& state,
+                                            const Suggestion& suggestion, int index) {
   StopInputs in;
   in.time_budget_s = plan.options.time_budget_s;
   in.mean_trial_s = mean_of(state.walls).value_or(0);
@@ -141,7 +142,8 @@ std::string phase_of(const std::string& kind) {
 int planned_trials(const TuningPlan& plan, const StudyState& state, const std::string& kind, int confirm_left,
                    bool stopped) {
   const bool counts_as_exploration = kind != kKindConfirm && kind != kKindNoiseRepeat;
-  const int remaining_explore = stopped ? 0 : std::max(0, plan.budget - state.explored - (counts_as_exploration ? 1 : 0));
+  const int remaining_explore =
+      stopped ? 0 : std::max(0, plan.budget - state.explored - (counts_as_exploration ? 1 : 0));
   return state.done + 1 + remaining_explore +
          (kind == kKindConfirm ? confirm_left - 1 : plan.confirm_top * plan.confirm_repeats) +
          (plan.bayesian && !state.noise_done && kind != kKindNoiseRepeat && !stopped ? 1 : 0);
@@ -177,7 +179,8 @@ void ask_for_advice(Study& study, const TuningPlan& plan, StudyState& state, con
   if (!plan.bayesian || state.advice_read || state.advice_done || !state.default_done) return;
   const TrialRecord* baseline = successful_defaults(state);
   if (baseline)
-    state.advice = advice_from_trace(plan.space, (std::filesystem::path(baseline->dir) / "trace").string(), baseline->values);
+    state.advice =
+        advice_from_trace(plan.space, (std::filesystem::path(baseline->dir) / "trace").string(), baseline->values);
   study.set_meta("advice", advice_json(state.advice));
   state.advice_read = true;
   if (state.advice) tell(progress, AdviceFound{state.advice->origin});

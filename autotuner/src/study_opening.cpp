@@ -34,7 +34,8 @@ T stored_number(const Study& study, const std::string& key, T fallback, T lo, T 
   T v = 0;
   const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
   if (ec != std::errc() || end != text->data() + text->size() || v < lo || v > hi)
-    throw InputError(fmt::format("{}: meta.{} = '{}' is not a whole number in [{}, {}]", study.path(), key, *text, lo, hi));
+    throw InputError(
+        fmt::format("{}: meta.{} = '{}' is not a whole number in [{}, {}]", study.path(), key, *text, lo, hi));
   return v;
 }
 
@@ -72,7 +73,8 @@ OpenedStudy create_study(const TuneOptions& options, const SearchSpace& file_spa
 OpenedStudy open_or_resume_study(const TuneOptions& options, const SearchSpace& file_space) {
   std::error_code ec;
   const bool existing = fs::exists(options.study_path, ec);
-  OpenedStudy opened = options.resume && existing ? resume_study(options, file_space) : create_study(options, file_space);
+  OpenedStudy opened =
+      options.resume && existing ? resume_study(options, file_space) : create_study(options, file_space);
   if (opened.command.empty())
     throw InputError(fmt::format("{}: the study records no command; give one after --", options.study_path));
   return opened;

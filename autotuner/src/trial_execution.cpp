@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // The line of a failed job's output that says why: "out of memory" first, else the last non-empty line. Streams the
@@ -49,11 +50,13 @@ double resolve_batch_size(const SearchSpace& space, const Assignment& values) {
 }
 
 // One line of a trial's live state: steps done and throughput so far from its trace, else the throughput it printed.
-std::string live_state(const Objective& objective, const std::optional<StepProgress>& steps, const std::string& log_path) {
+std::string live_state(const Objective& objective, const std::optional<StepProgress>& steps,
+                       const std::string& log_path) {
   if (steps && objective.kind != ObjectiveKind::Regex) {
     const std::string rate = objective.kind == ObjectiveKind::StepTime ? format_score(steps->mean_step_ms, "ms/step")
-                             : objective.batch_size_given ? format_score(steps->throughput, "samples/s")
-                                                          : format_score(steps->throughput / std::max(1, steps->ranks), "steps/s");
+                             : objective.batch_size_given
+                                 ? format_score(steps->throughput, "samples/s")
+                                 : format_score(steps->throughput / std::max(1, steps->ranks), "steps/s");
     return fmt::format("{} steps measured, {} so far ({} steps)", steps->measured_steps, rate,
                        steps->source == "nvtx" ? "NVTX" : "inferred");
   }
@@ -123,9 +126,13 @@ class TrialWatch {
  public:
   TrialWatch(const TuningPlan& plan, const Study& study, const StudyState& state, const TrialRecord& record,
              TrialRun& run, const TuneProgress& progress)
-      : plan_(plan), record_(record), run_(run), progress_(progress),
+      : plan_(plan),
+        record_(record),
+        run_(run),
+        progress_(progress),
         source_(score_source_from_name(study.meta("objective_source").value_or("any"))),
-        unit_(score_unit(study, plan.space.objective())), best_(best_oriented(state)) {
+        unit_(score_unit(study, plan.space.objective())),
+        best_(best_oriented(state)) {
     const Objective& objective = plan.space.objective();
     may_stop_early_ = plan.space.trial().early_stopping && !plan.horovod && objective.kind != ObjectiveKind::Regex &&
                       source_ != ScoreSource::Printed && best_ && record.kind != kKindConfirm &&
@@ -139,9 +146,10 @@ class TrialWatch {
     if (!print_due && (!may_stop_early_ || now - last_read_ < std::chrono::seconds(2))) return std::nullopt;
     last_read_ = now;
     const Objective& objective = plan_.space.objective();
-    const auto p = source_ == ScoreSource::Printed || objective.kind == ObjectiveKind::Regex
-                       ? std::nullopt
-                       : read_step_progress(run_.run_dir, objective.step_range, objective.warmup_steps, run_.batch_size);
+    const auto p =
+        source_ == ScoreSource::Printed || objective.kind == ObjectiveKind::Regex
+            ? std::nullopt
+            : read_step_progress(run_.run_dir, objective.step_range, objective.warmup_steps, run_.batch_size);
     if (print_due) {
       next_print_ = now + std::chrono::seconds(10);
       tell(progress_, TrialRunning{record_.id, std::chrono::duration<double>(now - start_).count(),
@@ -153,7 +161,8 @@ class TrialWatch {
 
  private:
   std::optional<std::string> hopeless(const StepProgress& p) {
-    if (p.source != "nvtx" && p.confidence < kMinInferredStepConfidence && source_ != ScoreSource::Steps) return std::nullopt;
+    if (p.source != "nvtx" && p.confidence < kMinInferredStepConfidence && source_ != ScoreSource::Steps)
+      return std::nullopt;
     const Objective& objective = plan_.space.objective();
     const double value = objective.kind == ObjectiveKind::StepTime ? p.mean_step_ms : p.throughput;
     const double o = oriented(objective, value);
@@ -222,11 +231,14 @@ TrialRun launch_and_watch(Study& study, const TuningPlan& plan, const StudyState
   tell(progress, TrialStarted{next.counter, record.kind, plan.space.describe(record.values), next.batch_probe});
   const TrialLaunch launch = prepare_launch(plan, record, run.run_dir, run.log_path);
   TrialWatch watch(plan, study, state, record, run, progress);
-  run.outcome = run_trial(launch, std::ref(watch), [&](const TrialProcesses& processes) {
-    study.save_trial_processes(record.id, processes);
-    record.pgid = processes.pgid;
-    study.update_trial(record);
-  }, &stop);
+  run.outcome = run_trial(
+      launch, std::ref(watch),
+      [&](const TrialProcesses& processes) {
+        study.save_trial_processes(record.id, processes);
+        record.pgid = processes.pgid;
+        study.update_trial(record);
+      },
+      &stop);
   return run;
 }
 

@@ -71,7 +71,8 @@ TuneResult finish(Study& study, const TuneOptions& options, const SearchSpace& s
 TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
   const SearchSpace file_space = SearchSpace::load(options.space_path);
   std::error_code ec;
-  if (const auto parent = fs::path(options.study_path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+  if (const auto parent = fs::path(options.study_path).parent_path(); !parent.empty())
+    fs::create_directories(parent, ec);
   // One tuner per study: a second one would re-run, kill or double-count the first one's trials.
   const StudyLock lock(options.study_path);
   OpenedStudy opened = open_or_resume_study(options, file_space);
@@ -88,8 +89,10 @@ TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
   const std::string trials_root = fs::path(options.study_path).string() + ".trials";
   fs::create_directories(trials_root, ec);
   if (options.collscope_exe.empty() || !fs::exists(options.collscope_exe, ec))
-    throw InputError(fmt::format("{}: the collscope executable to run trials with does not exist", options.collscope_exe));
-  const WarmStart warm = load_warm_start(options.warm_start, space, file_space.yaml_text(), opened.command, options.progress);
+    throw InputError(
+        fmt::format("{}: the collscope executable to run trials with does not exist", options.collscope_exe));
+  const WarmStart warm =
+      load_warm_start(options.warm_start, space, file_space.yaml_text(), opened.command, options.progress);
   const TuningPlan plan{.options = options,
                         .space = space,
                         .strategy = strategy,

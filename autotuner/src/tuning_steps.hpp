@@ -30,7 +30,7 @@ struct OpenedStudy {
   std::vector<std::string> command;  // the job, with {knob} placeholders
   std::string strategy_text;         // "bo", "random", ...
   std::uint64_t seed = 0;
-  int budget = 0;                    // exploration trials
+  int budget = 0;  // exploration trials
 };
 // Creates the study, or opens it for --resume (refused when the space file changed since). Throws InputError.
 OpenedStudy open_or_resume_study(const TuneOptions& options, const SearchSpace& file_space);
@@ -62,13 +62,13 @@ struct TuningPlan {
   std::vector<std::string> command;
   bool bayesian = false;
   bool horovod = false;
-  int budget = 0;            // exploration trials
-  int design_skip = 0;       // initial-design points the warm start's scored trials replace
-  double timeout_s = 0;      // one trial's wall-clock limit
-  int confirm_top = 0;       // best settings re-run at the end
-  int confirm_repeats = 0;   // runs each gets on top of its first
-  std::string trials_root;   // STUDY.trials
-  std::string study_id;      // trial markers start with it
+  int budget = 0;           // exploration trials
+  int design_skip = 0;      // initial-design points the warm start's scored trials replace
+  double timeout_s = 0;     // one trial's wall-clock limit
+  int confirm_top = 0;      // best settings re-run at the end
+  int confirm_repeats = 0;  // runs each gets on top of its first
+  std::string trials_root;  // STUDY.trials
+  std::string study_id;     // trial markers start with it
 };
 
 // The study as it stands before a trial, counted once for every choice made from it.
@@ -82,7 +82,7 @@ struct StudyState {
   bool default_done = false, advice_done = false, warm_best_done = false, noise_done = false;
   // The analyzer's advice on the defaults' trace (study meta "advice", written once the defaults ran).
   std::optional<AdvisedSetting> advice;
-  bool advice_read = false;  // the defaults' trace was asked (meta "advice" exists), whatever it said
+  bool advice_read = false;               // the defaults' trace was asked (meta "advice" exists), whatever it said
   std::vector<double> walls;              // s, each finished trial's wall time
   std::vector<BestSettings> ranked;       // distinct successful settings, best mean first
   std::optional<std::string> stopped_by;  // the stop rule that ended exploration
@@ -101,7 +101,7 @@ struct NextTrial {
   TrialRecord record;                    // kind, values and cube point; not yet in the study
   std::optional<Suggestion> suggestion;  // the strategy's, with the model that chose it
   TrialCounter counter;
-  std::string batch_probe;               // what the memory-limit probe changed, or ""
+  std::string batch_probe;  // what the memory-limit probe changed, or ""
 };
 // The next trial, or nullopt when the study is done (exploration over and every confirmation run made). Records a
 // stop rule that fires in the study.

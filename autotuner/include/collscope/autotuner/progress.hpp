@@ -66,8 +66,8 @@ struct TrialFinished {
   double eta_s = 0;                 // the rest of the planned trials at this session's pace
 };
 
-using TuneEvent = std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, AdviceFound, ExplorationStopped, TrialStarted,
-                               TrialRunning, ObjectiveChosen, TrialFinished>;
+using TuneEvent = std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, AdviceFound, ExplorationStopped,
+                               TrialStarted, TrialRunning, ObjectiveChosen, TrialFinished>;
 // Called on the tuner's thread, between and during trials; empty: nobody is told.
 using TuneProgress = std::function<void(const TuneEvent&)>;
 
