@@ -8,10 +8,15 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <variant>
+
+#include "tuner_support.hpp"
 
 namespace collscope::autotuner {
 namespace {
@@ -41,6 +46,76 @@ class StopOnSignals {
  private:
   struct sigaction old_int_ {}, old_term_ {};
 };
+
+std::string format_eta(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const auto t = static_cast<long>(std::lround(s));
+  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, (t / 60) % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+std::string counter_text(const TrialCounter& c) { return fmt::format("trial {}/{}, {}", c.number, c.planned, c.phase); }
+
+// What a trial ended with: its score, else its status and why.
+std::string trial_result_text(const TrialRecord& t, const std::string& unit) {
+  if (t.score && t.status == TrialStatus::Ok) return detail::format_score(*t.score, unit);
+  return std::string(trial_status_name(t.status)) + (t.reason.empty() ? "" : ": " + t.reason);
+}
+
+// The progress lines on stderr, one per event of the study (TuneOptions::progress).
+struct ProgressPrinter {
+  void operator()(const WarmStartSkipped& e) const {
+    fmt::print(stderr, "collscope tune: --warm-start {}: that study ran another command; not used\n", e.path);
+  }
+  void operator()(const WarmStartLoaded& e) const {
+    fmt::print(stderr, "collscope tune: warm start: {} earlier trial(s), {} scored{}\n", e.trials, e.scored,
+               e.best_runs_first ? "; their best is run again first" : "");
+  }
+  void operator()(const LeftoverNotStopped& e) const {
+    fmt::print(stderr, "collscope tune: trial {} was running; nothing of it stopped ({})\n", e.trial, e.why_not);
+  }
+  void operator()(const AdviceFound& e) const {
+    fmt::print(stderr, "collscope tune: the analyzer advises, from the defaults' trace: {}\n", e.origin);
+  }
+  void operator()(const ExplorationStopped& e) const { fmt::print(stderr, "collscope tune: stopped exploring: {}\n", e.rule); }
+  void operator()(const TrialStarted& e) const {
+    fmt::print(stderr, "collscope tune: {} ({}): {}\n", counter_text(e.counter), e.kind, e.settings);
+    if (!e.batch_probe.empty()) fmt::print(stderr, "collscope tune:   memory limit probe: {}\n", e.batch_probe);
+  }
+  void operator()(const TrialRunning& e) const {
+    fmt::print(stderr, "collscope tune:   trial {} running {:.0f} s: {}\n", e.trial, e.seconds, e.state);
+  }
+  void operator()(const ObjectiveChosen& e) const {
+    fmt::print(stderr, "collscope tune: objective: {} from {}\n", e.unit, e.source);
+  }
+  // A bar of the planned trials done, the trial's result, the best so far and the time left.
+  void operator()(const TrialFinished& e) const {
+    constexpr int kBarWidth = 20;
+    const int filled = std::min(kBarWidth, e.counter.planned > 0 ? kBarWidth * e.counter.number / e.counter.planned : kBarWidth);
+    fmt::print(stderr, "collscope tune: [{}{}] {}: {} | best {} | ETA {}\n", std::string(filled, '#'),
+               std::string(kBarWidth - filled, '.'), counter_text(e.counter), trial_result_text(e.record, e.unit),
+               e.best_mean ? detail::format_score(*e.best_mean, e.unit) : "-", format_eta(e.eta_s));
+  }
+};
+
+// What the study ended with: the best settings and notes on stdout, or why there are none on stderr.
+void print_result(const TuneResult& result) {
+  switch (result.outcome) {
+    case TuneOutcome::Interrupted:
+      fmt::print(stderr, "collscope tune: interrupted; continue with --resume --study {}\n", result.study_path);
+      return;
+    case TuneOutcome::NoTrialSucceeded:
+      fmt::print(stderr, "collscope tune: no trial succeeded ({} trials); see {}\n", result.trial_count, result.trials_dir);
+      for (const auto& note : result.notes) fmt::print(stderr, "collscope tune: {}\n", note);
+      return;
+    case TuneOutcome::Found:
+      fmt::print("best: {} (mean of {} run(s): {})\n", result.best_settings_text, result.best->runs,
+                 detail::format_score(result.best->mean_score, result.unit));
+      for (const auto& note : result.notes) fmt::print("{}\n", note);
+      if (!result.report_path.empty()) fmt::print("report: {}\n", result.report_path);
+      fmt::print("study: {} (collscope tune show {})\n", result.study_path, result.study_path);
+      return;
+  }
+}
 
 // The process's exit code for a study's outcome: 0 found, 1 every trial failed, 130 interrupted (128 + SIGINT).
 int exit_code(TuneOutcome outcome) {
@@ -77,7 +152,8 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
       ->type_name("N")->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--confirm-top", options->confirm_top, "Best candidates re-run at the end (default: the space's trial.confirm_top)")
       ->type_name("N")->check(CLI::NonNegativeNumber);
-  tune_cmd->add_flag_callback("--no-progress", [options] { options->progress = false; }, "No progress lines on stderr");
+  options->progress = [](const TuneEvent& event) { std::visit(ProgressPrinter{}, event); };
+  tune_cmd->add_flag_callback("--no-progress", [options] { options->progress = nullptr; }, "No progress lines on stderr");
   tune_cmd->add_option("COMMAND", options->command, "The job, after --; {knob} in an argument is replaced by its value");
   auto job_steps = std::make_shared<std::int64_t>(0);
   auto time_budget = std::make_shared<double>(0);
@@ -150,7 +226,11 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
       options->collscope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
       const StopOnSignals stop_on_signals;
       return naming_input(options->space_path, "tuning with this search space",
-                          [&] { return exit_code(tune(*options, g_stop_requested).outcome); });
+                          [&] {
+                            const TuneResult result = tune(*options, g_stop_requested);
+                            print_result(result);
+                            return exit_code(result.outcome);
+                          });
     };
   });
 }

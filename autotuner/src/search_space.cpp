@@ -378,6 +378,19 @@ std::vector<double> SearchSpace::features(const std::vector<double>& unit) const
   return f;
 }
 
+std::optional<std::string> SearchSpace::nearest_value(std::size_t knob, double v) const {
+  const Knob& k = knobs_.at(knob);
+  if (!std::isfinite(v)) return std::nullopt;
+  const double clamped = std::clamp(v, k.min, k.max);
+  switch (k.type) {
+    case KnobType::Real: return format_real(clamped);
+    case KnobType::Integer: return std::to_string(static_cast<std::int64_t>(std::round(clamped)));
+    case KnobType::Categorical:
+    case KnobType::Boolean: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::optional<Assignment> SearchSpace::defaults() const {
   Assignment a;
   for (const auto& k : knobs_) {

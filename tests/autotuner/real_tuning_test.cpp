@@ -1,4 +1,6 @@
 // Real tuning runs through the collscope binary: literal knob values, failures recorded, resume after SIGKILL.
+#include <collscope/analyzer/analysis.hpp>
+#include <collscope/autotuner/search_rules.hpp>
 #include <collscope/autotuner/study.hpp>
 #include <collscope/process/process.hpp>
 
@@ -136,4 +138,58 @@ trial: {timeout_s: 8, confirm_top: 1, confirm_repeats: 1, early_stopping: false}
   const std::string show = dir / "show.txt";
   ASSERT_EQ(run({bin_dir() + "/collscope", "tune", "show", "s.sqlite"}, dir, show), 0);
   EXPECT_NE(read(show).find("best: fusion_threshold="), std::string::npos) << read(show);
+}
+
+// The analyzer's advice on the defaults' trace is the trial after them, before the model chooses: a 4 KiB fusion
+// threshold makes the trainer latency-bound, and the second trial runs the threshold the finding advises.
+TEST(RealTuning, AdviceOnTheDefaultsTraceIsTheSecondTrial) {
+  if (!fs::exists(bin_dir() + "/fusion_trainer")) GTEST_SKIP() << "fusion_trainer sample not built";
+  const fs::path dir = fresh_dir("advice");
+  write(dir / "space.yaml", R"Y(knobs:
+  - {name: fusion_threshold, env: HOROVOD_FUSION_THRESHOLD, type: integer, scale: log, min: 4096, max: 268435456, default: 4096}
+  - {name: cycle_time_ms, env: HOROVOD_CYCLE_TIME, type: real, scale: log, min: 0.5, max: 50, default: 1}
+objective: {kind: throughput, batch_size: 16, warmup_steps: 1}
+trial: {timeout_s: 60, confirm_top: 0, early_stopping: false}
+)Y");
+  const int rc = run({bin_dir() + "/collscope", "tune", "space.yaml", "--study", "s.sqlite", "--trials", "3", "--", "mpirun",
+                      "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader", bin_dir() + "/fusion_trainer",
+                      "--batch-size", "16", "--steps", "8", "--warmup-steps", "1", "--model-scale", "0.02"},
+                     dir, dir / "tune.log");
+  ASSERT_EQ(rc, 0) << read(dir / "tune.log");
+  const auto trials = Study::open((dir / "s.sqlite").string()).trials();
+  ASSERT_EQ(trials.size(), 3u) << read(dir / "tune.log");
+  EXPECT_EQ(trials[0].kind, kKindDefault);
+  ASSERT_EQ(trials[0].status, TrialStatus::Ok) << trials[0].reason;
+  // The same analysis of the defaults' trace, here: what it advises is what trial 2 ran.
+  const auto analysis = collscope::analyzer::analyze_run((fs::path(trials[0].dir) / "trace").string());
+  const collscope::analyzer::Finding* latency = nullptr;
+  for (const auto& f : analysis.findings)
+    if (f.kind == collscope::analyzer::FindingKind::LatencyBound) latency = &f;
+  ASSERT_NE(latency, nullptr) << read(dir / "tune.log");
+  ASSERT_TRUE(latency->evidence.contains("suggested_fusion_threshold_bytes")) << latency->suggestion;
+  EXPECT_EQ(trials[1].kind, kKindAdvice);
+  EXPECT_EQ(std::stod(trials[1].values[0]), latency->evidence.at("suggested_fusion_threshold_bytes"));
+  EXPECT_NE(read(dir / "tune.log").find(", the analyzer's advice (advice): fusion_threshold="), std::string::npos)
+      << read(dir / "tune.log");
+  EXPECT_EQ(trials[2].kind, "design");  // then the model's initial design, as without advice
+}
+
+// A job the analyzer gives no advice on (nothing traced): the defaults, then the strategy, as before advice existed.
+TEST(RealTuning, WithoutAdviceTheModelFollowsTheDefaults) {
+  const fs::path dir = fresh_dir("no-advice");
+  write(dir / "space.yaml", R"Y(knobs:
+  - {name: v, type: integer, min: 1, max: 9, default: 5}
+objective: {kind: regex, regex: 'score ([0-9]+)'}
+trial: {timeout_s: 20, confirm_top: 0}
+)Y");
+  const int rc = run({bin_dir() + "/collscope", "tune", "space.yaml", "--study", "s.sqlite", "--trials", "2", "--", "/usr/bin/printf",
+                      "score %s\\n", "{v}"},
+                     dir, dir / "tune.log");
+  ASSERT_EQ(rc, 0) << read(dir / "tune.log");
+  const auto trials = Study::open((dir / "s.sqlite").string()).trials();
+  ASSERT_EQ(trials.size(), 2u) << read(dir / "tune.log");
+  EXPECT_EQ(trials[0].kind, kKindDefault);
+  EXPECT_EQ(trials[0].status, TrialStatus::Ok) << trials[0].reason;
+  EXPECT_EQ(trials[1].kind, "design");
+  EXPECT_EQ(Study::open((dir / "s.sqlite").string()).meta("advice"), "{}");
 }

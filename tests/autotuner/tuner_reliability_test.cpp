@@ -442,7 +442,6 @@ TEST(TuneStudy, StopBeforeTheFirstTrialRunsNothing) {
   options.study_path = (dir / "s.sqlite").string();
   options.strategy = StrategyKind::Grid;
   options.trials = 2;
-  options.progress = false;
   options.command = {"/usr/bin/printf", "score {v}\\n"};
   options.collscope_exe = bin_dir() + "/collscope";
   const std::atomic<bool> stop{true};

@@ -11,9 +11,11 @@
 
 namespace collscope::autotuner {
 
-// Trial kinds the tuner adds around the strategy's: the job's defaults first, one deliberate repeat of the best point
-// after the initial design (to measure the noise), the earlier studies' best (warm start), confirmation runs.
+// Trial kinds the tuner adds around the strategy's: the job's defaults first, then the analyzer's advice on the
+// defaults' trace (advice.hpp), one deliberate repeat of the best point after the initial design (to measure the
+// noise), the earlier studies' best (warm start), confirmation runs.
 inline constexpr const char* kKindDefault = "default";
+inline constexpr const char* kKindAdvice = "advice";
 inline constexpr const char* kKindNoiseRepeat = "noise-repeat";
 inline constexpr const char* kKindWarmBest = "warm-best";
 inline constexpr const char* kKindConfirm = "confirm";

@@ -98,6 +98,10 @@ class SearchSpace {
   // `separator` between knobs.
   std::string describe(const Assignment& values, std::string_view separator = " ") const;
 
+  // Knob `knob`'s value nearest `v` (in the job's units) that the space can take: clamped into [min, max], an
+  // integer rounded, as the job reads it; nullopt for a categorical or boolean knob, or a `v` that is not finite.
+  std::optional<std::string> nearest_value(std::size_t knob, double v) const;
+
   // This space with knob `name` fixed at its default (a one-value categorical the model ignores): --fixed-batch.
   // Throws InputError naming the knob when it has no default.
   SearchSpace with_knob_fixed(const std::string& name) const;

@@ -1,6 +1,7 @@
 #pragma once
 // A tuning study: suggest a point, run the job there under the tracer, score it, record it, repeat;
 // then re-run the best candidates to confirm them against noise. Resumable from the study file.
+#include <collscope/autotuner/progress.hpp>
 #include <collscope/autotuner/search_space.hpp>
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/autotuner/study.hpp>
@@ -29,7 +30,7 @@ struct TuneOptions {
   std::string collscope_exe;            // runs `trace`; the running executable from the CLI
   int grid_levels = 0;                  // grid: levels per numeric knob (0: from --trials)
   std::optional<int> confirm_top;       // overrides trial.confirm_top
-  bool progress = true;                 // progress lines / bar on stderr
+  TuneProgress progress;                // told of each step (the CLI prints it); empty: nobody is
   std::optional<std::int64_t> job_steps;  // the job's real length in steps: stop when a gain cannot pay back a trial
   std::optional<double> time_budget_s;  // stop exploring after this much tuning time (confirmation still runs)
   bool fixed_batch = false;             // keep the objective's batch_size knob at its default
@@ -65,6 +66,12 @@ struct TuneResult {
   std::string study_path;
   std::string report_path;               // the report's index.html; empty without --report
   std::optional<std::string> stop_rule;  // the rule that ended exploration early, when one did
+  // For the caller to say what the study found, in the study's words:
+  std::string best_settings_text;        // the best values for people (SearchSpace::describe); empty unless Found
+  std::string unit;                      // the study's score unit
+  std::vector<std::string> notes;        // study_notes(): the objective, the noise, the stop rule, the batch size
+  std::size_t trial_count = 0;           // trials in the study
+  std::string trials_dir;                // STUDY.trials: each trial's directory
 };
 
 // Runs (or resumes) a study until it is done or `stop` becomes true; `stop` may be set from a signal handler (the
