@@ -191,7 +191,7 @@ class RankExporter {
     if (!visible(c.start_ns, c.end_ns)) return;
     const run::MpiSpans spans = run::spans_in_mpi(c);
     const auto& comm = run_.communicators[static_cast<std::size_t>(c.comm)];
-    std::string args = fmt::format(R"("communicator":{},"seq":{},"status":{})", json_quote(comm.name), c.seq, c.status);
+    std::string args = fmt::format(R"("communicator":{},"seq":{},"status":{})", json_quote(comm.shown_name()), c.seq, c.status);
     if (const std::string m = message_args(c); !m.empty()) args += "," + m;
     if (spans.nonblocking) args += fmt::format(R"(,"request_us":{})", micros(c.end_ns - c.start_ns));
     out_.event(R"({{"ph":"X","cat":"point_to_point","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",

@@ -223,7 +223,7 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   exp->callback([&action, e] { action = [e] { return run_export(*e); }; });
 
   auto i = std::make_shared<ImportArgs>();
-  auto* imp = app.add_subcommand("import", "Turn a Horovod Timeline, torch.profiler traces (one per rank) or an OTF2 archive (Score-P) into a run directory to analyze");
+  auto* imp = app.add_subcommand("import", "Turn a Horovod Timeline, torch.profiler traces or an OTF2 archive into a run to analyze");
   imp->add_option("FILES", i->inputs, "Horovod: the timeline rank 0 wrote; torch.profiler: each rank's Chrome trace; OTF2: the anchor file (traces.otf2)")->required();
   imp->add_option("-o,--output", i->run_dir, "Run directory to write (rank-*.sqlite)")->required()->type_name("DIR");
   imp->add_option("--format", i->format, "auto (by content; OTF2 by its .otf2 anchor), horovod-timeline, torch-profiler or otf2")->capture_default_str()->type_name("FORMAT");

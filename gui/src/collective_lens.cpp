@@ -176,7 +176,7 @@ QString CollectiveLens::toolTipAt(QPointF pos) const {
   const auto& inst = run_->model().matched().instances[row.instance];
   const auto& comm = run_->run().communicators[inst.comm];
   std::string text = fmt::format("{} {} on {} (seq {}) at {}: {} ranks arrived over {}", store::op_name(inst.op),
-                                 format_bytes(double(inst.bytes)), comm.name.empty() ? "a communicator" : comm.name, inst.seq,
+                                 format_bytes(double(inst.bytes)), comm.shown_name().empty() ? "a communicator" : comm.shown_name(), inst.seq,
                                  format_duration(double(row.start_ns)), row.ranks, format_duration(double(row.spread_ns)));
   if (row.last_rank >= 0 && row.spread_ns > 0)
     text += fmt::format("\nlast: rank {}, which alone held the others {}", run_->run().ranks[row.last_rank].world_rank,

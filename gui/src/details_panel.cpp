@@ -145,8 +145,9 @@ void DetailsPanel::showCollective(std::uint32_t event) {
     add("state", "in flight: never returned", "the job hung in this call; its duration runs to the last time the tracer saw it");
   if (e.fusion_fill_percent) add("fusion buffer fill", fmt::format("{} %", e.fusion_fill_percent));
   add("seq", std::to_string(call.seq));
-  add("communicator", comm.name.empty() ? std::string("unnamed") : comm.name,
-      fmt::format("{} communicator of {} ranks, key {:016x}", store::backend_name(comm.backend), comm.size, comm.key));
+  add("communicator", comm.shown_name().empty() ? std::string("unnamed") : comm.shown_name(),
+      fmt::format("{} communicator of {} ranks, key {:016x}, recorded as {}", store::backend_name(comm.backend),
+                  comm.size, comm.key, comm.name.empty() ? "(no name)" : comm.name));
   const auto members = m.members(event);
   std::int64_t last_arrival = std::numeric_limits<std::int64_t>::min(), first_arrival = std::numeric_limits<std::int64_t>::max();
   int last_rank = -1;

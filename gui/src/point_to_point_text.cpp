@@ -11,7 +11,7 @@ namespace {
 
 std::string comm_name(const TimelineModel& m, std::int32_t comm) {
   const auto& c = m.run().communicators[comm];
-  return c.name.empty() ? std::string("an unnamed communicator") : c.name;
+  return c.shown_name().empty() ? std::string("an unnamed communicator") : c.shown_name();
 }
 
 std::string peer_name(std::int32_t peer) {

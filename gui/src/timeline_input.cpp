@@ -223,7 +223,7 @@ QString TimelineView::toolTipAt(QPointF pos) const {
     for (const auto other : m.members(id))
       if (const auto o = m.collective(other); o.start_ns > last) last = o.start_ns, last_rank = o.rank_index;
     std::string text = fmt::format("{} {} on {} (seq {})\nrank {}: {} in the call", store::op_name(e.op),
-                                   format_bytes(double(e.bytes)), comm.name.empty() ? "an unnamed communicator" : comm.name,
+                                   format_bytes(double(e.bytes)), comm.shown_name().empty() ? "an unnamed communicator" : comm.shown_name(),
                                    c.seq, m.run().ranks[e.rank_index].world_rank, format_duration(double(e.end_ns - e.start_ns)));
     if (last > e.start_ns)
       text += fmt::format(", {} of it waiting for rank {}", format_duration(double(last - e.start_ns)),

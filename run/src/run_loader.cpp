@@ -386,7 +386,7 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
                        &CollectiveRow::count, &CollectiveRow::datatype, &CollectiveRow::bytes, &CollectiveRow::reduce_op,
                        &CollectiveRow::root, &CollectiveRow::peer, &CollectiveRow::start_ns, &CollectiveRow::end_ns,
                        &CollectiveRow::status, &CollectiveRow::thread, &CollectiveRow::sendbuf,
-                       &CollectiveRow::post_end_ns, &CollectiveRow::wait_ns, &CollectiveRow::wait_calls>();
+                       &CollectiveRow::recvbuf, &CollectiveRow::post_end_ns, &CollectiveRow::wait_ns, &CollectiveRow::wait_calls>();
     reader.for_each<CollectiveRow>(collective_columns, [&](const CollectiveRow& r) {
       CollectiveCall c;
       if (!to_call("collectives", r.id, r, r.end_ns, r.root ? *r.root : (r.peer ? *r.peer : -1), c, true)) return;
@@ -400,10 +400,15 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       if (nonblocking->post_end_ns != 0)
         t.nonblocking_collectives.push_back({static_cast<std::int32_t>(t.collectives.size()), *nonblocking});
       c.status = r.status;
-      if (!fusion_capacity.empty())
-        if (auto it = fusion_capacity.find(r.sendbuf); it != fusion_capacity.end() && it->second > 0)
+      if (!fusion_capacity.empty()) {
+        // The fusion buffer is the send buffer, or the receive buffer of an in-place allreduce (MPI_IN_PLACE in
+        // sendbuf: Horovod-style trainers reduce their fusion buffer in place).
+        auto it = fusion_capacity.find(r.sendbuf);
+        if (it == fusion_capacity.end()) it = fusion_capacity.find(r.recvbuf);
+        if (it != fusion_capacity.end() && it->second > 0)
           c.fusion_fill_pct = static_cast<std::uint8_t>(
               std::clamp<std::int64_t>((r.bytes * 100 + it->second - 1) / it->second, 1, 100));
+      }
       t.collectives.push_back(c);
       row_ids.push_back(r.id);
     });

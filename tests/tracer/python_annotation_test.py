@@ -46,6 +46,11 @@ def trace(run, workers, *flags):
     check(out.returncode == 0, "%s: collscope trace exited %d" % (run, out.returncode))
     for rank in range(workers):
         check("rank %d trained %d steps" % (rank, STEPS) in out.stdout, "%s: worker %d did not finish" % (run, rank))
+    if os.path.isdir(run):
+        # The ranges as plain SQL rows, as a user who queries the files would make them (the tracer leaves compact
+        # event batches, which collscope's own readers decode).
+        sql = subprocess.run([collscope, "sql", run], capture_output=True, text=True, timeout=120)
+        check(sql.returncode == 0, "%s: collscope sql exited %d: %s" % (run, sql.returncode, sql.stderr.strip()))
     return out
 
 

@@ -13,7 +13,7 @@ namespace collscope::analyzer {
 namespace {
 
 std::string comm_label(const Run& run, int comm) {
-  const auto& name = run.communicators[comm].name;
+  const auto& name = run.communicators[comm].shown_name();
   return name.empty() ? fmt::format("comm {:#x}", run.communicators[comm].key) : name;
 }
 

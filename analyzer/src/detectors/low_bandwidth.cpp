@@ -45,7 +45,8 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
     const double best = run::p95_of_sorted(sorted);  // p95: the best this size reaches here, not one outlier
     const double median = sorted[sorted.size() / 2];
     const auto [comm, op, log2bytes] = key;
-    const auto& cname = run.communicators[comm].name;
+    const auto& cname = run.communicators[comm].name;  // the finding's key (compare matches findings by it)
+    const auto& shown = run.communicators[comm].shown_name();
     const double link = options.link_gbps;
     const bool below_link = link > 0 && b.bytes >= (1 << 20) && median < limits.bandwidth_low_fraction * link;
     const bool below_best = median < limits.bandwidth_low_fraction * best;
@@ -68,7 +69,7 @@ std::vector<Finding> detect_low_bandwidth(const DetectorInput& in) {
                                                     : format_bytes(double(b.min_bytes)) + "–" + format_bytes(double(b.bytes));
     // Bandwidths through run::format_bandwidth, the one format (a slow small call reads "512 kB/s", not "0.00 GB/s").
     f.title = fmt::format("{} of {} on {} reach {} bus bandwidth (median), {} {}",
-                          store::op_name(static_cast<store::Op>(op)), size, cname.empty() ? "comm" : cname,
+                          store::op_name(static_cast<store::Op>(op)), size, shown.empty() ? "comm" : shown,
                           run::format_bandwidth(median), below_link ? "link" : "best seen (p95)", run::format_bandwidth(target));
     f.cost_ns = cost;
     f.evidence = {{"median_busbw_gbps", median}, {"best_busbw_gbps", best}, {"instances", double(b.busbw.size())},

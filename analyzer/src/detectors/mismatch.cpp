@@ -102,7 +102,8 @@ std::vector<Finding> detect_mismatches(const DetectorInput& in) {
     f.comm_key = mm.comm_key;
     f.comm_name = run.communicators[mm.comm].name;
     f.seq = mm.seq;
-    f.title = fmt::format("collective mismatch on {} at seq {}: rank(s) {} diverge", f.comm_name.empty() ? "comm" : f.comm_name,
+    const std::string& shown = run.communicators[mm.comm].shown_name();  // for people; comm_name stays the key
+    f.title = fmt::format("collective mismatch on {} at seq {}: rank(s) {} diverge", shown.empty() ? "comm" : shown,
                           mm.seq, fmt::join(mm.ranks, ","));
     f.evidence = {{"seq", double(mm.seq)}, {"communicator_size", double(run.communicators[mm.comm].size)}};
     f.evidence_text = fmt::format("communicator key {:#x}: {}", mm.comm_key, mm.what);

@@ -57,8 +57,9 @@ std::vector<Finding> detect_process_set_imbalance(const DetectorInput& in) {
       f.comm_name = sc.name;
       f.ranks = sc.members;
       f.title = fmt::format("process set {} ({}) takes {:.1f}x as long as {} ({}) for the same collectives",
-                            sc.name.empty() ? "comm" : sc.name, fmt::join(sc.members, ","), slow.time / fast.time,
-                            fc.name.empty() ? "comm" : fc.name, fmt::join(fc.members, ","));
+                            sc.shown_name().empty() ? "comm" : sc.shown_name(), fmt::join(sc.members, ","),
+                            slow.time / fast.time, fc.shown_name().empty() ? "comm" : fc.shown_name(),
+                            fmt::join(fc.members, ","));
       f.cost_ns = slow.time - fast.time;
       f.evidence = {{"slow_set_time_ns", slow.time}, {"fast_set_time_ns", fast.time},
                     {"calls", double(slow.calls)}, {"bytes", slow.bytes}};
