@@ -416,11 +416,7 @@ TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
   const auto dir = fresh_dir("late");
   auto [job, in] = start_job(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
                                  cmd(mpirun(3), {kProbe, "--iterations", "3", "--late-rank", "2", "--late-ms", "1500"})),
-                             "COLLSCOPE_HANG_MS", "200",
-                             // Ranks 0 and 1 busy-poll both cores while they wait: the writer in its idle scheduling
-                             // class may get no CPU for the 800 ms this test gives it (a known limit, docs/design.md:
-                             // hang rows on a node whose every core polls), so it runs in the normal class here.
-                             {{"COLLSCOPE_WRITER_IDLE", "0"}});
+                             "COLLSCOPE_HANG_MS", "200");
   ASSERT_TRUE(in);
   char line[512];
   bool late = false;

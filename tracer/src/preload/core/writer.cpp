@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <type_traits>
@@ -99,6 +100,11 @@ class Writer {
     std::int64_t written_ns = 0; // when its row was last written
   };
   std::unordered_map<std::uint32_t, CallInFlightWritten> calls_in_flight;  // thread index -> its row
+  // The writer thread, when it runs in the idle scheduling class, and whether it left that class for now (see
+  // follow_calls_in_flight).
+  std::optional<pthread_t> idle_thread;
+  bool left_idle_class = false;
+  void follow_calls_in_flight();
 
   // COLLSCOPE_EVENT_BATCHES=0: one SQLite row per event while the job runs (the 0.x writer; the benchmark's
   // baseline). Otherwise every record (collectives of MPI and NCCL, point-to-point calls, NVTX ranges, GPU
@@ -325,6 +331,21 @@ void Writer::write_calls_in_flight(WriterContext& ctx) {
       calls_in_flight.erase(it);
     }
   }
+  follow_calls_in_flight();
+}
+
+// In the idle class the writer gets no CPU while every core polls, as the ranks of a hung collective do: the rows
+// that would say where the job hangs could wait for seconds. So once a call has been in flight past the threshold
+// (seen at one of the rare moments the writer does run), the writer takes the normal class until no call is; a
+// job that makes progress never has such a call. Leaving the idle class needs RLIMIT_NICE headroom for an
+// unprivileged process (sched(7)); without it the writer stays idle.
+void Writer::follow_calls_in_flight() {
+  if (!idle_thread) return;
+  const bool want_normal = !calls_in_flight.empty();
+  if (want_normal == left_idle_class) return;
+  sched_param param{};
+  if (pthread_setschedparam(*idle_thread, want_normal ? SCHED_OTHER : SCHED_IDLE, &param) == 0)
+    left_idle_class = want_normal;
 }
 
 void Writer::handle(const Event& e, WriterContext& ctx) {
@@ -435,6 +456,10 @@ void Writer::run() {
     sched_param param{};
     if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) != 0)
       warn_once("cannot give the trace writer the idle scheduling class: it runs at normal priority");
+    else {
+      std::lock_guard drain_lock(drain_mutex);  // idle_thread is read by drains, also on job threads
+      idle_thread = pthread_self();
+    }
   }
   std::unique_lock lock(mutex);
   while (!stop.load()) {
