@@ -148,6 +148,7 @@ for rank in range(2):
     db.close()
 report, text = analyze(run)
 findings = report.get("findings", [])
+plain_step_ns = report.get("summary", {}).get("median_step_ns", 0)
 check(report.get("summary", {}).get("steps") == STEPS, "plain: %s steps" % report.get("summary", {}).get("steps"))
 # Nothing injected: a straggler may still be named on a shared machine whose CPUs differ (a rank really late for
 # the whole run), but never as "more work" (which only a range one rank alone runs can prove).
@@ -169,9 +170,14 @@ if stragglers:
     late = stragglers[0]["evidence"]["lateness_per_step_ns"]
     # On an oversubscribed machine the rank that slept also waits for a CPU when it wakes, and is really later than
     # the sleep (measured at load 8: 50-59 ms for 30 ms): the bound allows the run-queue time the finding reports.
+    # On a loaded machine the job can also really lose more than the sleep per step (measured at load 6: 37.87 ms
+    # late, 0.01 of it waiting for a CPU, and the step 38.2 ms longer than the plain run's): then the figure must be
+    # what the job lost, the slowed median step less the plain run's, within 20 %.
     waiting = max(0.0, stragglers[0]["evidence"].get("run_queue_excess_per_step_ns", 0.0))
-    check(0.8 * 30e6 <= late <= 1.2 * 30e6 + waiting,
-          "slow: %.2f ms per step, within 20 %% of 30 ms (+ %.2f ms waiting for a CPU)\n%s" % (late / 1e6, waiting / 1e6, text))
+    lost = report.get("summary", {}).get("median_step_ns", 0) - plain_step_ns
+    check(0.8 * 30e6 <= late and (late <= 1.2 * 30e6 + waiting or abs(late - lost) <= 0.2 * lost),
+          "slow: %.2f ms per step, within 20 %% of 30 ms (+ %.2f ms waiting for a CPU) or of the %.2f ms the step "
+          "lost\n%s" % (late / 1e6, waiting / 1e6, lost / 1e6, text))
     check(stragglers[0]["evidence"].get("cause_code") == 4, "slow: cause off a CPU (the sleep)\n" + text)
 
 # With the hook only (COLLSCOPE_TEST_DDP_HOOK=1): the bucket finding from the bucket allreduces themselves.
@@ -338,6 +344,71 @@ check(len(ddp) == 1 and ddp[0]["evidence"]["suggested_bucket_cap_mb"] == 25 and 
       and "bucket_cap_mb=25" in ddp[0]["suggestion"], "recorded small buckets: DDP's bucket finding\n" + text)
 for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
     check(knob not in text, "recorded small buckets: no advice in another backend's knobs (%s)" % knob)
+
+# The accumulation advice, and its saving against the job run as advised: the shipped sample trainer (its own
+# launcher, 2 ranks) with 4 layers of 1024 x 1024 in one bucket (bucket_cap_mb 100) and 2 samples per rank, where
+# DDP's allreduces after backward are 38-58 % of the step (3 runs at load 6; the advice needs 30 %). Whether the
+# advice is given is checked against its premise, computed here from DDP's timers in the rank files (it follows
+# the measured share, which a loaded machine moves). Where it is given, the saving it prints per micro-batch is
+# compared with the trainer's own rate untraced, plain and with --accumulate k, each the faster of two runs (the
+# machine is shared). The quoted saving is the exposed allreduce's part only, a floor: measured 11.2-25.9 ms quoted
+# for 21.3-28.6 ms real (the optimizer also runs once per k, and backward without allreduces beside it); on a
+# loaded machine the real run can fall below it (0.82 x, once): asserted, the real saving is positive and at least
+# half the quoted one.
+trainer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "ddp_trainer", "train_ddp.py")
+model = ["--batch-size", "2", "--layers", "4", "--width", "1024", "--bucket-cap-mb", "100"]
+
+
+def trainer_step_ms(*args, traced_as=None):
+    """The trainer's printed mean step, ms (one step is --accumulate micro-batches)."""
+    command = [sys.executable, trainer, *model, *args]
+    if traced_as:
+        command = [collscope, "trace", "-o", os.path.join(scratch, traced_as), "--"] + command
+    out = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    check(out.returncode == 0, "accumulation: %s exited %d %s" % (" ".join(args), out.returncode,
+                                                                  out.stderr[-500:] if out.returncode else ""))
+    for line in out.stdout.splitlines():
+        if line.startswith("train_ddp: throughput"):
+            return float(line.split("mean step ")[1].split(" ms")[0])
+    return float("nan")
+
+
+def least_exposed_ddp_comm_ns(run):
+    """DDP's timers as the tracer recorded them: backward's allreduce time not overlapped, least over the ranks."""
+    exposed = []
+    for name in sorted(os.listdir(run)):
+        if name.startswith("rank-") and name.endswith(".sqlite"):
+            db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, name), uri=True)
+            meta = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE 'ddp.backward_%'").fetchall())
+            db.close()
+            exposed.append(max(0, int(meta["ddp.backward_comm_ns"]) - int(meta["ddp.backward_overlap_ns"])))
+    return min(exposed)
+
+
+trainer_step_ms("--steps", "12", traced_as="accumulation")
+report, text = analyze(os.path.join(scratch, "accumulation"))
+advice = [f for f in report.get("findings", []) if is_accumulation_advice(f)]
+share = least_exposed_ddp_comm_ns(os.path.join(scratch, "accumulation")) / report["summary"]["median_step_ns"]
+threads_advice = any("set_num_threads" in f.get("suggestion", "") for f in report.get("findings", []))
+print("accumulation: DDP's allreduces after backward %.0f %% of the step" % (100 * share))
+check(len(advice) == (1 if share >= 0.3 and not threads_advice else 0),
+      "accumulation: the no_sync advice given exactly when its premise holds (%.0f %% of the step)\n%s"
+      % (100 * share, text))
+if len(advice) == 1:
+    ev = advice[0]["evidence"]
+    k = int(ev["suggested_accumulation_steps"])
+    predicted_ms = ev["exposed_comm_per_step_ns"] * (1 - 1 / k) / 1e6
+    check(("%.2f ms less per micro-batch" % predicted_ms) in advice[0]["suggestion"],
+          "accumulation: the saving quoted is the exposed allreduce over k: %s" % advice[0]["suggestion"])
+    check(2 <= k <= 16 and "%d micro-batches" % k in advice[0]["suggestion"], "accumulation: k = %d" % k)
+    plain_ms = min(trainer_step_ms("--steps", "12") for _ in range(2))
+    accumulated_ms = min(trainer_step_ms("--steps", "5", "--warmup-steps", "1", "--accumulate", str(k))
+                         for _ in range(2)) / k
+    real_ms = plain_ms - accumulated_ms
+    print("accumulation: k %d, predicted saving %.2f ms per micro-batch, real %.2f ms (%.2f -> %.2f ms), error %+.0f %%"
+          % (k, predicted_ms, real_ms, plain_ms, accumulated_ms, 100 * (predicted_ms - real_ms) / real_ms))
+    check(real_ms > 0 and real_ms >= 0.5 * predicted_ms,
+          "accumulation: the advised k saves per micro-batch: %.2f ms real for %.2f predicted" % (real_ms, predicted_ms))
 
 print("%d passed, %d failed" % (0 if failures else 1, len(failures)))
 sys.exit(1 if failures else 0)
