@@ -224,13 +224,14 @@ TEST(HorovodFixtures, CommunicatorsNamedAsPeopleKnowThem) {
 }
 
 TEST(HorovodFixtures, TextReportsFitA100ColumnTerminal) {
+  const std::string machine_prefix = collscope::test::temp_root("collscope-test-data").string();
   const char* names[] = {"plain", "plain-nvtx", "straggler-rank1-30ms", "straggler-rank1-30ms-nvtx", "hang-rank1-never-submits"};
   for (const char* name : names) {
-    const auto [columns, line] = collscope::test::widest_line(text_report(fixture(name)));
+    const auto [columns, line] = collscope::test::widest_line(text_report(fixture(name)), machine_prefix);
     EXPECT_LE(columns, 100u) << name << ": " << line;
   }
   for (const auto& [base, next] : {std::pair{"plain", "straggler-rank1-30ms"}, std::pair{"plain-nvtx", "straggler-rank1-30ms-nvtx"}}) {
-    const auto [columns, line] = collscope::test::widest_line(comparison_text(compare_analyses(fixture(base), fixture(next), 0.05)));
+    const auto [columns, line] = collscope::test::widest_line(comparison_text(compare_analyses(fixture(base), fixture(next), 0.05)), machine_prefix);
     EXPECT_LE(columns, 100u) << base << " vs " << next << ": " << line;
   }
 }

@@ -183,7 +183,7 @@ TEST_F(PointToPointRuns, PingPongMessagesPerPairAndSizesAreExact) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("p2p wait"), std::string::npos) << text;
-  const auto [columns, line] = widest_line(text);
+  const auto [columns, line] = widest_line(text, collscope::test::temp_root("collscope-p2p").string());
   EXPECT_LE(columns, 100u) << line;
 }
 
@@ -222,7 +222,7 @@ TEST_F(PointToPointRuns, HaloExchangeTimeAndWaitsInEveryReport) {
   EXPECT_NE(text.find(fmt::format("{:>10.2f}  {:>10.2f}", double(p.ranks[1].time_ns) / 1e6, double(p.ranks[1].wait_ns) / 1e6)),
             std::string::npos)
       << text;
-  const auto [columns, line] = widest_line(text);
+  const auto [columns, line] = widest_line(text, collscope::test::temp_root("collscope-p2p").string());
   EXPECT_LE(columns, 100u) << line;
   // JSON: the same numbers.
   const auto j = json_report(a);

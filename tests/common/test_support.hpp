@@ -92,13 +92,19 @@ inline std::filesystem::path unpack_test_data(const std::string& name) {
 #endif
 
 // The widest line of `text` in terminal columns (UTF-8 code points: "µs", "→" and "–" take one column each) and
-// that line, for a report that must fit a 100-column terminal.
-inline std::pair<std::size_t, std::string> widest_line(const std::string& text) {
+// that line, for a report that must fit a 100-column terminal. `machine_prefix`, where given, is left out of the
+// count wherever it appears: the part of the runs' paths that depends on the machine (TMPDIR, the test's pid),
+// which the report prints as given, as a terminal wraps it.
+inline std::pair<std::size_t, std::string> widest_line(const std::string& text, const std::string& machine_prefix = "") {
   std::pair<std::size_t, std::string> widest{0, ""};
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
+    std::string counted = line;
+    if (!machine_prefix.empty())
+      for (auto at = counted.find(machine_prefix); at != std::string::npos; at = counted.find(machine_prefix, at))
+        counted.erase(at, machine_prefix.size());
     std::size_t columns = 0;
-    for (unsigned char c : line) columns += (c & 0xc0) != 0x80;
+    for (unsigned char c : counted) columns += (c & 0xc0) != 0x80;
     if (columns > widest.first) widest = {columns, line};
   }
   return widest;
