@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <filesystem>
@@ -190,10 +191,14 @@ TEST(Preload, ThreeRanksRecordExactlyTheCallsMade) {
       if (c.op == Op::Allreduce) traced.push_back(static_cast<double>(c.end_ns - c.start_ns));
     ASSERT_EQ(traced.size(), own.size());
     int agreeing = 0;
+    double worst_ns = 0;
     for (std::size_t i = 0; i < own.size(); ++i) {
       EXPECT_LE(traced[i], own[i]) << "rank " << rank << " call " << i;  // inside the program's window
       agreeing += std::abs(traced[i] - own[i]) <= own[i] * 0.05 + 2000;
+      worst_ns = std::max(worst_ns, own[i] - traced[i]);
     }
+    std::printf("rank %d: %d of %zu allreduces within 5 %% + 2 us of the program's timing; largest gap %.0f ns\n", rank,
+                agreeing, own.size(), worst_ns);
     // A checking build's instrumentation between the program's clock reads and the tracer's makes the gap uneven
     // (seen: 7 of 10 under ASan); there only the window containment above is asserted.
     if (!kSanitizedBuild) {
