@@ -119,23 +119,26 @@ TEST_F(FormatsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
 }
 
 TEST_F(FormatsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
-  // Rank 0 writes the timeline on its background thread, so it may be a little late: never by much. A shared host
-  // can really slow one rank for a whole short run (see RealRuns.NoStragglerWithoutInjectionTenRuns), so one of
-  // two runs may show it; both never do without a cause.
-  int notable = 0;
+  // Nothing injected: every rank does the same work. But this host is shared and its virtual CPUs differ in speed
+  // (a fixed loop ran up to 35 % slower on one), so one rank can really be late for a whole short run, in both
+  // runs here (rank 0 also writes the timeline on its background thread); "at most one of two runs" assumed equal
+  // CPUs. What must hold whatever the machine: a straggler named from a timeline is consistently late (the sign
+  // test: the latest rank in enough of the 12 steps that ranks equally likely to be latest would be so with chance
+  // <= 1 %) and by more than the steps' own noise, and never "more work", which only a range one rank alone runs
+  // can show (a timeline holds none).
   for (int i = 0; i < 2; ++i) {
     const auto timeline = test_root() / fmt::format("plain-timeline-{}.json", i);
     ASSERT_EQ(run_with_timeline(timeline, 3, "--steps 12 --model-scale 0.02"), 0);
     const auto run = test_root() / fmt::format("plain-imported-{}", i);
     formats::import_horovod_timeline(timeline.string(), run.string());
     const auto a = analyzer::analyze_run(run.string());
-    const auto* f = find(a, analyzer::FindingKind::Straggler);
-    if (f && (f->severity == analyzer::Severity::Critical || f->evidence.at("delay_per_step_ns") >= 2e6)) {
-      ++notable;
-      std::cout << "run " << i << ":\n" << analyzer::text_report(a);
+    if (const auto* f = find(a, analyzer::FindingKind::Straggler)) {
+      std::cout << "run " << i << " names a straggler:\n" << analyzer::text_report(a);
+      EXPECT_NE(f->evidence.at("cause_code"), 1.0) << analyzer::text_report(a);
+      EXPECT_LE(f->evidence.at("sign_test_p"), 0.01) << analyzer::text_report(a);
+      EXPECT_GT(f->evidence.at("lateness_per_step_ns"), f->evidence.at("step_noise_ns")) << analyzer::text_report(a);
     }
   }
-  EXPECT_LE(notable, 1);
 }
 
 TEST_F(FormatsOnSample, TruncatedTimelineKeepsItsCompleteEvents) {

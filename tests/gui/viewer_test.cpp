@@ -367,7 +367,14 @@ class ViewerTest : public QObject {
       window.openRun(QString::fromStdString(run_dir_.string()));
       window.openRun(QString::fromStdString(run_dir_.string()));  // the first load's results are dropped
     }
-    QVERIFY(t.elapsed() < 1000);
+    // Not waiting for the loads shows either way: they are still running when the window is gone, or the window
+    // was gone within 1 s. Only the second is a wall time, and on a loaded machine it can exceed 1 s without any
+    // waiting (the window's own construction gets a fraction of a core); the loads are then slowed as much and
+    // still running. Both false is what a window that waits for its loads gives.
+    const qint64 took_ms = t.elapsed();
+    const int still_loading = RunLoadJob::activeLoads();
+    QVERIFY2(still_loading > 0 || took_ms < 1000,
+             qPrintable(QString("closed after %1 ms with no load left running").arg(took_ms)));
     QTRY_COMPARE_WITH_TIMEOUT(RunLoadJob::activeLoads(), 0, 30000);
     QCoreApplication::processEvents();  // the abandoned loads' queued results go nowhere
   }

@@ -5,7 +5,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <filesystem>
@@ -189,10 +191,14 @@ TEST(Preload, ThreeRanksRecordExactlyTheCallsMade) {
       if (c.op == Op::Allreduce) traced.push_back(static_cast<double>(c.end_ns - c.start_ns));
     ASSERT_EQ(traced.size(), own.size());
     int agreeing = 0;
+    double worst_ns = 0;
     for (std::size_t i = 0; i < own.size(); ++i) {
       EXPECT_LE(traced[i], own[i]) << "rank " << rank << " call " << i;  // inside the program's window
       agreeing += std::abs(traced[i] - own[i]) <= own[i] * 0.05 + 2000;
+      worst_ns = std::max(worst_ns, own[i] - traced[i]);
     }
+    std::printf("rank %d: %d of %zu allreduces within 5 %% + 2 us of the program's timing; largest gap %.0f ns\n", rank,
+                agreeing, own.size(), worst_ns);
     // A checking build's instrumentation between the program's clock reads and the tracer's makes the gap uneven
     // (seen: 7 of 10 under ASan); there only the window containment above is asserted.
     if (!kSanitizedBuild) {
@@ -271,14 +277,25 @@ TEST(Preload, SigkillKeepsEverythingUpToTheLastBatch) {
   ASSERT_EQ(done, 60);
   ASSERT_GT(probe_pid, 0);
   ASSERT_EQ(kill(probe_pid, SIGKILL), 0);  // the traced rank itself, mid-run: no exit handler runs
+  // The probe ran on while its line 60 came through mpirun's forwarding and this test got a CPU to read it and
+  // kill (on a loaded machine that takes longer than the 5 iterations this bound once allowed). The lines it
+  // printed before the kill are still in the pipes: the last one says how far it really got.
+  int printed = done;
+  while (fgets(line, sizeof line, in)) {
+    int pid = 0, it = 0;
+    if (std::sscanf(line, "mpi_probe rank 0 pid %d: iteration %d done", &pid, &it) == 2) printed = std::max(printed, it);
+  }
   job.wait();
   fclose(in);
-  // The file opens, and holds every iteration up to the last committed batch (50 ms = 10 iterations here).
+  // The file opens, and holds every iteration up to the last committed batch (50 ms = 10 iterations here). Lower
+  // bound: each iteration sleeps 5 ms by the clock, so iteration 35 ended at least 125 ms before line 60 was
+  // printed, time for two commits of a writer in the normal class. Upper bound: at most the iterations the probe
+  // printed, plus the one it may have finished calling but not printed when the kill came.
   auto v = load(dir / rank_file_name(0));
   auto on_world = v.on(v.comm_named("MPI_COMM_WORLD").id);
   const int iterations = static_cast<int>(on_world.size() / 4);
   EXPECT_GE(iterations, 60 - 25) << "a kill lost more than the last batches";
-  EXPECT_LE(iterations, 60 + 5);
+  EXPECT_LE(iterations, printed + 1) << "the file holds iterations the probe never made";
   for (std::size_t i = 0; i < on_world.size(); ++i) EXPECT_EQ(on_world[i].seq, static_cast<std::int64_t>(i));
   // Those calls were in event batches (schema 1.3), never expanded: the reader decoded them, and the analyzer reads
   // the run.
@@ -411,20 +428,26 @@ TEST(Preload, ConcurrentPollingThreadsAreTracedWhileTheWriterScansTheirRequests)
 }
 
 TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
-  // Rank 2 arrives 1.5 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
+  // Rank 2 arrives 3 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
   // appears while the job runs), then the call returns (the row goes) and the job ends normally.
   const auto dir = fresh_dir("late");
   auto [job, in] = start_job(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
-                                 cmd(mpirun(3), {kProbe, "--iterations", "3", "--late-rank", "2", "--late-ms", "1500"})),
+                                 cmd(mpirun(3), {kProbe, "--iterations", "3", "--late-rank", "2", "--late-ms", "3000"})),
                              "COLLSCOPE_HANG_MS", "200");
   ASSERT_TRUE(in);
   char line[512];
   bool late = false;
   while (!late && fgets(line, sizeof line, in)) late = std::strstr(line, "rank 2: late") != nullptr;
   ASSERT_TRUE(late);
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // Rank 0 goes from iteration 0's closing barrier (which rank 2 passed before saying "late") into this allreduce
+  // and stays in it until rank 2 arrives, at least 3 s after the line by the clock. The file is read every 50 ms from here until a row
+  // appears or those 3 s are over: one read at a fixed delay failed when the "late" line or the writer was held
+  // up on a loaded machine. A row can only be there while the call is in flight (the writer deletes it when the
+  // call returns, checked at the end).
   std::size_t rows_while_late = 0;
-  {
+  const auto late_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3000);
+  while (rows_while_late == 0 && std::chrono::steady_clock::now() < late_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     TraceReader reader((dir / rank_file_name(0)).string());  // read while the tracer writes (WAL)
     const auto rows = reader.calls_in_flight();
     rows_while_late = rows.size();

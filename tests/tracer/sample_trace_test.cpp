@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -87,6 +88,8 @@ TEST(SampleTrace, TraceHoldsExactlyWhatTheTrainerDid) {
     for (auto& [op, ms] : report.at("collective_ms").items()) {
       const double own = ms.get<double>();
       if (own < 5.0) continue;  // a few tiny calls: relative error is meaningless
+      std::printf("rank %d %s: traced %.3f ms, the trainer's own %.3f ms (%+.2f %%)\n", rank, op.c_str(), totals[op].ms,
+                  own, 100 * (totals[op].ms - own) / own);
       EXPECT_NEAR(totals[op].ms, own, own * 0.05) << op << " rank " << rank;
     }
     // Communicators: world, the trainer's own duplicate (horovod), and the process set from MPI_Comm_split.
