@@ -379,15 +379,9 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       c.thread = static_cast<std::uint16_t>(std::clamp<std::int64_t>(r.thread, 0, 0xffff));
       return true;
     };
-    // The summary columns and, for non-blocking calls, their posting and completion times (1.2).
+    // kLoadedCollectiveColumns: the summary columns and the non-blocking times.
     using store::CollectiveRow;
-    constexpr auto collective_columns =
-        store::columns<&CollectiveRow::id, &CollectiveRow::comm, &CollectiveRow::seq, &CollectiveRow::op,
-                       &CollectiveRow::count, &CollectiveRow::datatype, &CollectiveRow::bytes, &CollectiveRow::reduce_op,
-                       &CollectiveRow::root, &CollectiveRow::peer, &CollectiveRow::start_ns, &CollectiveRow::end_ns,
-                       &CollectiveRow::status, &CollectiveRow::thread, &CollectiveRow::sendbuf,
-                       &CollectiveRow::recvbuf, &CollectiveRow::post_end_ns, &CollectiveRow::wait_ns, &CollectiveRow::wait_calls>();
-    reader.for_each<CollectiveRow>(collective_columns, [&](const CollectiveRow& r) {
+    reader.for_each<CollectiveRow>(kLoadedCollectiveColumns, [&](const CollectiveRow& r) {
       CollectiveCall c;
       if (!to_call("collectives", r.id, r, r.end_ns, r.root ? *r.root : (r.peer ? *r.peer : -1), c, true)) return;
       std::string why;
