@@ -1,6 +1,7 @@
 // CLI registration: `collscope analyze` and `collscope compare`. Parsing only sets `action`; work runs after.
 #include <collscope/analyzer/cli.hpp>
 #include <collscope/analyzer/compare.hpp>
+#include <collscope/analyzer/launcher_process.hpp>
 #include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/store/error.hpp>
@@ -66,8 +67,26 @@ Analysis analyze_named(const std::string& run_dir, const AnalysisOptions& option
   return naming_input(run_dir, "analysing this run", [&] { return analyze_run(run_dir, options); });
 }
 
+// Started as one of several processes by mpirun or srun: the analysis runs in process 0 alone, which writes the one
+// report (the same as without the launcher); the others stop at once instead of repeating the whole analysis and
+// writing the same report file at the same time. Says on stderr which mode runs. False when this process stops.
+bool analyses_under_launcher() {
+  const auto launcher = launcher_process();
+  if (!launcher || launcher->size == 1) return true;
+  const std::string of = launcher->size > 0 ? fmt::format(" of {}", launcher->size) : "";
+  if (launcher->rank != 0) {
+    std::fprintf(stderr, "collscope analyze: process %d%s under %s: process 0 analyses the run; this one stops\n",
+                 launcher->rank, of.c_str(), launcher->launcher.c_str());
+    return false;
+  }
+  std::fprintf(stderr, "collscope analyze: process 0%s under %s: one-process analysis here, the other processes stop "
+               "(the analysis is not split across processes)\n", of.c_str(), launcher->launcher.c_str());
+  return true;
+}
+
 int run_analyze(const AnalyzeArgs& args) {
   const auto format = report_format_from_name(args.format);
+  if (!analyses_under_launcher()) return 0;
   AnalysisOptions o;
   o.link_gbps = args.link_gbps;
   o.batch_size = args.batch_size;
