@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <fstream>
 #include <memory>
 
@@ -69,25 +71,32 @@ Analysis analyze_named(const std::string& run_dir, const AnalysisOptions& option
 
 // Started as one of several processes by mpirun or srun: the analysis runs in process 0 alone, which writes the one
 // report (the same as without the launcher); the others stop at once instead of repeating the whole analysis and
-// writing the same report file at the same time. Says on stderr which mode runs. False when this process stops.
-bool analyses_under_launcher() {
+// writing the same report file at the same time. Process 0 takes the cores of those that stop on its host: it may
+// run on every CPU its cgroup allows (a launcher binds it to one), with one loader thread per process of the
+// launcher's on the host. Says on stderr which mode runs. nullopt when this process stops, else the loader threads.
+std::optional<int> loader_threads_under_launcher() {
   const auto launcher = launcher_process();
-  if (!launcher || launcher->size == 1) return true;
+  if (!launcher || launcher->size == 1) return 0;  // 0: one per core, as without a launcher
   const std::string of = launcher->size > 0 ? fmt::format(" of {}", launcher->size) : "";
   if (launcher->rank != 0) {
     std::fprintf(stderr, "collscope analyze: process %d%s under %s: process 0 analyses the run; this one stops\n",
                  launcher->rank, of.c_str(), launcher->launcher.c_str());
-    return false;
+    return std::nullopt;
   }
-  std::fprintf(stderr, "collscope analyze: process 0%s under %s: one-process analysis here, the other processes stop "
-               "(the analysis is not split across processes)\n", of.c_str(), launcher->launcher.c_str());
-  return true;
+  const int threads = std::max(1, launcher->local_size);
+  const bool unbound = run_on_every_allowed_cpu();
+  std::fprintf(stderr, "collscope analyze: process 0%s under %s: one-process analysis here with %d loader thread(s)%s, "
+               "the other processes stop (the analysis is not split across processes)\n",
+               of.c_str(), launcher->launcher.c_str(), threads, unbound ? "" : " (bound to the launcher's cores)");
+  return threads;
 }
 
 int run_analyze(const AnalyzeArgs& args) {
   const auto format = report_format_from_name(args.format);
-  if (!analyses_under_launcher()) return 0;
+  const auto threads = loader_threads_under_launcher();
+  if (!threads) return 0;
   AnalysisOptions o;
+  o.threads = *threads;
   o.link_gbps = args.link_gbps;
   o.batch_size = args.batch_size;
   const Analysis a = analyze_named(args.run_dir, o);

@@ -1,6 +1,8 @@
 // The launcher's variables: which process of how many this one is.
 #include <collscope/analyzer/launcher_process.hpp>
 
+#include <sched.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -35,9 +37,23 @@ std::optional<LauncherProcess> launcher_process() {
   for (const auto& l : kLaunchers) {
     const auto rank = env_count(l.rank);
     if (!rank) continue;
-    return LauncherProcess{.rank = *rank, .size = l.size ? env_count(l.size).value_or(0) : 0, .launcher = l.launcher};
+    int local_size = 0;
+    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+      if (const auto n = env_count(name); n && local_size == 0) local_size = *n;
+    return LauncherProcess{.rank = *rank,
+                           .size = l.size ? env_count(l.size).value_or(0) : 0,
+                           .local_size = local_size,
+                           .launcher = l.launcher};
   }
   return std::nullopt;
+}
+
+bool run_on_every_allowed_cpu() {
+  // Every CPU the mask can name: the kernel keeps those the cgroup's cpuset allows (sched_setaffinity(2)).
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
+  return ::sched_setaffinity(0, sizeof all, &all) == 0;
 }
 
 }  // namespace collscope::analyzer

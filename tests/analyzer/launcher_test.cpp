@@ -30,7 +30,7 @@ class LauncherEnvironment {
  public:
   explicit LauncherEnvironment(const Variables& set) {
     for (const char* name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID",
-                             "SLURM_NTASKS", "PMIX_RANK"}) {
+                             "SLURM_NTASKS", "PMIX_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
       if (const char* v = std::getenv(name)) saved_[name] = v;
       else saved_[name] = std::nullopt;
       ::unsetenv(name);
@@ -63,11 +63,13 @@ TEST(LauncherProcess, ReadsEachLaunchersVariables) {
     EXPECT_FALSE(launcher_process());
   }
   {
-    LauncherEnvironment env(Variables{{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}});
+    LauncherEnvironment env(
+        Variables{{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
     const auto p = launcher_process();
     ASSERT_TRUE(p);
     EXPECT_EQ(p->rank, 2);
     EXPECT_EQ(p->size, 3);
+    EXPECT_EQ(p->local_size, 2);  // processes on this host: process 0's loader threads
     EXPECT_EQ(p->launcher, "mpirun (Open MPI)");
   }
   {
@@ -91,6 +93,7 @@ TEST(LauncherProcess, ReadsEachLaunchersVariables) {
     ASSERT_TRUE(p);
     EXPECT_EQ(p->rank, 5);
     EXPECT_EQ(p->size, 0);  // PMIx alone does not say how many
+    EXPECT_EQ(p->local_size, 0);
   }
   {
     LauncherEnvironment env(Variables{{"OMPI_COMM_WORLD_RANK", "two"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}});

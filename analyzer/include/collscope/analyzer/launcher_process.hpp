@@ -9,6 +9,8 @@ namespace collscope::analyzer {
 struct LauncherProcess {
   int rank = 0;          // this process among the launcher's, from 0
   int size = 0;          // how many the launcher started; 0 when it does not say (PMIx alone)
+  int local_size = 0;    // how many of them on this host: OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS (Hydra),
+                         // SLURM_NTASKS_PER_NODE; 0 when none says
   std::string launcher;  // "mpirun (Open MPI)", "mpirun (PMI)", "srun", "PMIx": for the line that says the mode
 };
 
@@ -16,5 +18,10 @@ struct LauncherProcess {
 // PMIX_RANK (any PMIx launcher); the first pair present wins. nullopt when none is set or the rank is not a
 // number (a plain shell).
 std::optional<LauncherProcess> launcher_process();
+
+// Lets this process run on every CPU its cgroup allows, where a launcher bound it to one core (Open MPI binds each
+// of up to 2 processes to a core): the one process that works under a launcher gets the cores of those that stop.
+// False when the kernel refused (the binding stays).
+bool run_on_every_allowed_cpu();
 
 }  // namespace collscope::analyzer
