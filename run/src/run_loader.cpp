@@ -309,9 +309,11 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
     RowScreen screen(path, anchors);
     const auto local_strings = reader.strings();
     const auto string_map = shared.map_strings(local_strings);
+    // What each of the file's strings means as a reduction operator, worked out once per string, not per row.
+    std::vector<Reduction> reductions(local_strings.size(), Reduction::None);
+    for (std::size_t i = 1; i < local_strings.size(); ++i) reductions[i] = reduction_of(local_strings[i]);
     auto reduction = [&](std::int64_t local) {
-      return (local > 0 && static_cast<std::size_t>(local) < local_strings.size()) ? reduction_of(local_strings[local])
-                                                                                   : Reduction::None;
+      return (local > 0 && static_cast<std::size_t>(local) < reductions.size()) ? reductions[local] : Reduction::None;
     };
     auto global_string = [&](std::int64_t local) {
       return (local >= 0 && static_cast<std::size_t>(local) < string_map.size()) ? string_map[local] : 0;
