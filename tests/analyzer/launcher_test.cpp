@@ -12,7 +12,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "run_process.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -113,29 +115,35 @@ TEST(AnalyzeUnderMpirun, ProcessZeroWritesTheOneProcessReport) {
   spec.slow_rank = 2;
   spec.slow_ms = 4;
   collscope::testing::write_synthetic_run((dir / "run").string(), spec);
-  ASSERT_EQ(run_collscope(dir, "analyze run -o one.txt"), 0) << read_file(dir / "err.txt");
+  // The run by its full path, as mpirun is given it below (the reports name it).
+  const std::string run = shell_quote((dir / "run").string());
+  ASSERT_EQ(run_collscope(dir, "analyze " + run + " -o one.txt"), 0) << read_file(dir / "err.txt");
   EXPECT_EQ(read_file(dir / "err.txt"), "");  // no launcher: nothing said about modes
-  ASSERT_EQ(run_collscope(dir, "analyze run --format json -o one.json"), 0) << read_file(dir / "err.txt");
+  ASSERT_EQ(run_collscope(dir, "analyze " + run + " --format json -o one.json"), 0) << read_file(dir / "err.txt");
   const std::string one_text = read_file(dir / "one.txt");
   ASSERT_NE(one_text.find("rank 2"), std::string::npos) << one_text;  // the straggler is named
-  const std::string collscope = shell_quote(collscope::test::bin_dir() + "/collscope");
+  const std::string collscope = collscope::test::bin_dir() + "/collscope";
   for (int processes : {2, 3}) {
     SCOPED_TRACE(processes);
-    const std::string mpirun = "mpirun --oversubscribe -np " + std::to_string(processes) + " " + collscope;
-    const std::string text = "n" + std::to_string(processes) + ".txt", json = "n" + std::to_string(processes) + ".json";
-    ASSERT_EQ(collscope::test::shell("cd " + shell_quote(dir.string()) + " && " + mpirun + " analyze run -o " + text +
-                                     " 2> err.txt"), 0)
-        << read_file(dir / "err.txt");
-    EXPECT_EQ(read_file(dir / text), one_text);
-    const std::string err = read_file(dir / "err.txt");
+    // `mpirun -np N collscope analyze RUN ARGS...`: its stderr; the test fails when it does not exit 0.
+    auto analyze_under_mpirun = [&](std::vector<std::string> args) {
+      auto argv = collscope::testing::mpirun(processes);
+      argv.insert(argv.end(), {collscope, "analyze", (dir / "run").string()});
+      argv.insert(argv.end(), args.begin(), args.end());
+      const auto r = collscope::testing::run_process(argv);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      return r.err;
+    };
+    const fs::path text = dir / ("n" + std::to_string(processes) + ".txt");
+    const std::string err = analyze_under_mpirun({"-o", text.string()});
+    EXPECT_EQ(read_file(text), one_text);
     EXPECT_NE(err.find("collscope analyze: process 0 of " + std::to_string(processes) + " under mpirun (Open MPI): "
                        "one-process analysis here"), std::string::npos) << err;
     for (int p = 1; p < processes; ++p)
       EXPECT_NE(err.find("collscope analyze: process " + std::to_string(p) + " of " + std::to_string(processes) +
                          " under mpirun (Open MPI): process 0 analyses the run; this one stops"), std::string::npos) << err;
-    ASSERT_EQ(collscope::test::shell("cd " + shell_quote(dir.string()) + " && " + mpirun + " analyze run --format json -o " +
-                                     json + " 2> err.txt"), 0)
-        << read_file(dir / "err.txt");
-    EXPECT_EQ(without_timing(read_file(dir / json)), without_timing(read_file(dir / "one.json")));
+    const fs::path json = dir / ("n" + std::to_string(processes) + ".json");
+    analyze_under_mpirun({"--format", "json", "-o", json.string()});
+    EXPECT_EQ(without_timing(read_file(json)), without_timing(read_file(dir / "one.json")));
   }
 }
