@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <fstream>
@@ -73,7 +72,8 @@ Analysis analyze_named(const std::string& run_dir, const AnalysisOptions& option
 // report (the same as without the launcher); the others stop at once instead of repeating the whole analysis and
 // writing the same report file at the same time. Process 0 takes the cores of those that stop on its host: it may
 // run on every CPU its cgroup allows (a launcher binds it to one), with one loader thread per process of the
-// launcher's on the host. Says on stderr which mode runs. nullopt when this process stops, else the loader threads.
+// launcher's on the host (one per core when it does not say). Says on stderr which mode runs. nullopt when this
+// process stops, else the loader threads.
 std::optional<int> loader_threads_under_launcher() {
   const auto launcher = launcher_process();
   if (!launcher || launcher->size == 1) return 0;  // 0: one per core, as without a launcher
@@ -83,11 +83,12 @@ std::optional<int> loader_threads_under_launcher() {
                  launcher->rank, of.c_str(), launcher->launcher.c_str());
     return std::nullopt;
   }
-  const int threads = std::max(1, launcher->local_size);
+  const int threads = launcher->local_size;  // 0 when the launcher does not say: one per core, as alone
   const bool unbound = run_on_every_allowed_cpu();
-  std::fprintf(stderr, "collscope analyze: process 0%s under %s: one-process analysis here with %d loader thread(s)%s, "
-               "the other processes stop (the analysis is not split across processes)\n",
-               of.c_str(), launcher->launcher.c_str(), threads, unbound ? "" : " (bound to the launcher's cores)");
+  const std::string loaders = threads > 0 ? fmt::format("{} loader thread(s)", threads) : "one loader thread per core";
+  std::fprintf(stderr, "collscope analyze: process 0%s under %s: one-process analysis here with %s%s, the other "
+               "processes stop (the analysis is not split across processes)\n",
+               of.c_str(), launcher->launcher.c_str(), loaders.c_str(), unbound ? "" : " (bound to the launcher's cores)");
   return threads;
 }
 
