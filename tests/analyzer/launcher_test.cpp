@@ -141,9 +141,32 @@ TEST(AnalyzeUnderMpirun, ProcessZeroWritesTheOneProcessReport) {
                        "one-process analysis here"), std::string::npos) << err;
     for (int p = 1; p < processes; ++p)
       EXPECT_NE(err.find("collscope analyze: process " + std::to_string(p) + " of " + std::to_string(processes) +
-                         " under mpirun (Open MPI): process 0 analyses the run; this one stops"), std::string::npos) << err;
+                         " under mpirun (Open MPI): process 0 does the work; this one stops"), std::string::npos) << err;
     const fs::path json = dir / ("n" + std::to_string(processes) + ".json");
     analyze_under_mpirun({"--format", "json", "-o", json.string()});
     EXPECT_EQ(without_timing(read_file(json)), without_timing(read_file(dir / "one.json")));
   }
+}
+
+// compare under mpirun -np 2: process 0 compares and gives the exit code (1: the new run's straggler is a new
+// finding), the other stops; the comparison is the one-process comparison, byte for byte.
+TEST(AnalyzeUnderMpirun, CompareGivesTheOneProcessVerdict) {
+  const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "compare");
+  collscope::testing::SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 30;
+  collscope::testing::write_synthetic_run((dir / "base").string(), spec);
+  spec.slow_rank = 1;
+  spec.slow_ms = 4;
+  collscope::testing::write_synthetic_run((dir / "new").string(), spec);
+  const std::string base = (dir / "base").string(), next = (dir / "new").string();
+  ASSERT_EQ(run_collscope(dir, "compare " + shell_quote(base) + " " + shell_quote(next) + " -o one.txt"), 1)
+      << read_file(dir / "err.txt");
+  auto argv = collscope::testing::mpirun(2);
+  argv.insert(argv.end(), {collscope::test::bin_dir() + "/collscope", "compare", base, next, "-o", (dir / "two.txt").string()});
+  const auto r = collscope::testing::run_process(argv);
+  EXPECT_NE(r.exit_code, 0) << r.err;  // mpirun passes on process 0's 1
+  EXPECT_EQ(read_file(dir / "two.txt"), read_file(dir / "one.txt"));
+  EXPECT_NE(r.err.find("collscope compare: process 1 of 2 under mpirun (Open MPI): process 0 does the work; this one "
+                       "stops"), std::string::npos) << r.err;
 }
