@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <optional>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 namespace collscope::analyzer {
 namespace {
