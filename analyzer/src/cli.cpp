@@ -1,6 +1,7 @@
 // CLI registration: `collscope analyze` and `collscope compare`. Parsing only sets `action`; work runs after.
 #include <collscope/analyzer/cli.hpp>
 #include <collscope/analyzer/compare.hpp>
+#include <collscope/analyzer/launcher_process.hpp>
 #include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/store/error.hpp>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 namespace collscope::analyzer {
 namespace {
@@ -66,9 +68,37 @@ Analysis analyze_named(const std::string& run_dir, const AnalysisOptions& option
   return naming_input(run_dir, "analysing this run", [&] { return analyze_run(run_dir, options); });
 }
 
+// Started as one of several processes by mpirun or srun: `command` (analyze, compare) runs in process 0 alone, which
+// writes the one report (the same as without the launcher) and gives the exit code; the others stop at once
+// instead of repeating the whole analysis and writing the same files at the same time. Process 0 takes the cores
+// of those that stop on its host: it may run on every CPU its cgroup allows (a launcher binds it to one), with one
+// loader thread per process of the launcher's on the host (one per core when it does not say). Says on stderr
+// which mode runs. nullopt when this process stops, else the loader threads.
+std::optional<int> loader_threads_under_launcher(const char* command) {
+  const auto launcher = launcher_process();
+  if (!launcher || launcher->size == 1) return 0;  // 0: one per core, as without a launcher
+  const std::string of = launcher->size > 0 ? fmt::format(" of {}", launcher->size) : "";
+  if (launcher->rank != 0) {
+    std::fprintf(stderr, "collscope %s: process %d%s under %s: process 0 does the work; this one stops\n", command,
+                 launcher->rank, of.c_str(), launcher->launcher.c_str());
+    return std::nullopt;
+  }
+  const int threads = launcher->local_size;  // 0 when the launcher does not say: one per core, as alone
+  const bool unbound = run_on_every_allowed_cpu();
+  const std::string loaders = threads > 0 ? fmt::format("{} loader thread(s)", threads) : "one loader thread per core";
+  std::fprintf(stderr, "collscope %s: process 0%s under %s: one-process analysis here with %s%s, the other "
+               "processes stop (the analysis is not split across processes)\n",
+               command, of.c_str(), launcher->launcher.c_str(), loaders.c_str(),
+               unbound ? "" : " (bound to the launcher's cores)");
+  return threads;
+}
+
 int run_analyze(const AnalyzeArgs& args) {
   const auto format = report_format_from_name(args.format);
+  const auto threads = loader_threads_under_launcher("analyze");
+  if (!threads) return 0;
   AnalysisOptions o;
+  o.threads = *threads;
   o.link_gbps = args.link_gbps;
   o.batch_size = args.batch_size;
   const Analysis a = analyze_named(args.run_dir, o);
@@ -80,7 +110,10 @@ int run_analyze(const AnalyzeArgs& args) {
 int run_compare(const CompareArgs& args) {
   const double gate = parse_fraction(args.max_regression);
   const auto format = report_format_from_name(args.format);
+  const auto threads = loader_threads_under_launcher("compare");
+  if (!threads) return 0;
   AnalysisOptions o;
+  o.threads = *threads;
   o.batch_size = args.batch_size;
   const Analysis base = analyze_named(args.base_dir, o);
   const Analysis next = analyze_named(args.new_dir, o);

@@ -55,20 +55,33 @@ std::int64_t busiest(const std::map<std::int64_t, int>& threads) {
   return best;
 }
 
+// Whether every rank has scheduler counters (two samples or more) on its thread `thread[r]`: the causes are
+// measured only then, so without them the windows of own time need not be built (a run without CPU samples, before
+// schema 1.4 or with COLLSCOPE_CPU_SAMPLE_US=0, saves ranks × steps of them).
+bool every_rank_has_counters(const Run& run, const std::vector<std::int64_t>& thread) {
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    if (thread[r] < 0) return false;
+    int samples = 0;
+    for (const auto& s : run.ranks[r].cpu_samples)
+      if (s.thread == thread[r] && ++samples >= 2) break;
+    if (samples < 2) return false;
+  }
+  return true;
+}
+
 // Own time of each rank in each step (aligned [start, end) windows) → on CPU / run queue / off CPU, then each
 // rank's median excess over the others. `windows[r][k]`: the rank's own part of step k.
 void causes_from_windows(const Run& run, const ClockAlignment& clocks, const std::vector<std::int64_t>& thread,
                          const std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>>& windows,
                          Lateness& out) {
+  if (!every_rank_has_counters(run, thread)) return;
   const std::size_t nranks = run.ranks.size();
   const std::size_t nsteps = windows.empty() ? 0 : windows[0].size();
   const double none = std::nan("");
   // [kind][rank][step]: 0 on CPU, 1 run queue, 2 off CPU, 3 own time.
   std::vector<std::vector<std::vector<double>>> v(4, std::vector<std::vector<double>>(nranks, std::vector<double>(nsteps, none)));
   for (std::size_t r = 0; r < nranks; ++r) {
-    if (thread[r] < 0) return;
     const ThreadCounters counters(run.ranks[r], thread[r], clocks.offset_ns[r]);
-    if (counters.empty()) return;
     for (std::size_t k = 0; k < nsteps; ++k) {
       double cpu = 0, runq = 0, own = 0;
       bool covered = true;
@@ -133,14 +146,17 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
   // Causes: each rank's own time is the gaps between its calls on the thread that makes its synchronising ones.
   const std::size_t buckets = out.lateness_ns.empty() ? 0 : out.lateness_ns[0].size();
   std::vector<std::int64_t> thread(nranks, -1);
+  for (std::size_t r = 0; r < nranks; ++r) {
+    std::map<std::int64_t, int> sync_threads;
+    for (const auto& c : run.ranks[r].collectives)
+      if (store::is_synchronising(c.op)) ++sync_threads[c.thread];
+    thread[r] = busiest(sync_threads);
+  }
+  if (!every_rank_has_counters(run, thread)) return;
   std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>> windows(
       nranks, std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(buckets));
   for (std::size_t r = 0; r < nranks; ++r) {
     const auto& calls = run.ranks[r].collectives;
-    std::map<std::int64_t, int> sync_threads;
-    for (const auto& c : calls)
-      if (store::is_synchronising(c.op)) ++sync_threads[c.thread];
-    thread[r] = busiest(sync_threads);
     std::int64_t prev_end = INT64_MIN;
     for (const auto& c : calls) {
       if (c.thread != thread[r]) continue;

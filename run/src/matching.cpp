@@ -103,10 +103,16 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
         if (m >= 0 && s < index[m][c].size() && index[m][c][s] >= 0) present.push_back(m);
       if (present.empty()) continue;
 
-      // Consistency of the call shape at this seq: the minority signature is the divergent one.
-      if (!mismatch_reported && present.size() > 1) {
+      // Consistency of the call shape at this seq: the minority signature is the divergent one. The groups are
+      // only built when some call differs from the first (nearly never: they cost a map per instance).
+      const auto shape = [&](int m) { return signature_of(run.ranks[m].collectives[index[m][c][s]]); };
+      const auto differs = [&] {
+        const Signature first = shape(present.front());
+        return std::any_of(present.begin() + 1, present.end(), [&](int m) { return !(shape(m) == first); });
+      };
+      if (!mismatch_reported && present.size() > 1 && differs()) {
         std::map<Signature, std::vector<int>> groups;
-        for (int m : present) groups[signature_of(run.ranks[m].collectives[index[m][c][s]])].push_back(m);
+        for (int m : present) groups[shape(m)].push_back(m);
         if (groups.size() > 1) {
           auto majority = std::max_element(groups.begin(), groups.end(),
                                            [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });

@@ -309,9 +309,11 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
     RowScreen screen(path, anchors);
     const auto local_strings = reader.strings();
     const auto string_map = shared.map_strings(local_strings);
+    // What each of the file's strings means as a reduction operator, worked out once per string, not per row.
+    std::vector<Reduction> reductions(local_strings.size(), Reduction::None);
+    for (std::size_t i = 1; i < local_strings.size(); ++i) reductions[i] = reduction_of(local_strings[i]);
     auto reduction = [&](std::int64_t local) {
-      return (local > 0 && static_cast<std::size_t>(local) < local_strings.size()) ? reduction_of(local_strings[local])
-                                                                                   : Reduction::None;
+      return (local > 0 && static_cast<std::size_t>(local) < reductions.size()) ? reductions[local] : Reduction::None;
     };
     auto global_string = [&](std::int64_t local) {
       return (local >= 0 && static_cast<std::size_t>(local) < string_map.size()) ? string_map[local] : 0;
@@ -379,15 +381,9 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       c.thread = static_cast<std::uint16_t>(std::clamp<std::int64_t>(r.thread, 0, 0xffff));
       return true;
     };
-    // The summary columns and, for non-blocking calls, their posting and completion times (1.2).
+    // kLoadedCollectiveColumns: the summary columns and the non-blocking times.
     using store::CollectiveRow;
-    constexpr auto collective_columns =
-        store::columns<&CollectiveRow::id, &CollectiveRow::comm, &CollectiveRow::seq, &CollectiveRow::op,
-                       &CollectiveRow::count, &CollectiveRow::datatype, &CollectiveRow::bytes, &CollectiveRow::reduce_op,
-                       &CollectiveRow::root, &CollectiveRow::peer, &CollectiveRow::start_ns, &CollectiveRow::end_ns,
-                       &CollectiveRow::status, &CollectiveRow::thread, &CollectiveRow::sendbuf,
-                       &CollectiveRow::recvbuf, &CollectiveRow::post_end_ns, &CollectiveRow::wait_ns, &CollectiveRow::wait_calls>();
-    reader.for_each<CollectiveRow>(collective_columns, [&](const CollectiveRow& r) {
+    reader.for_each<CollectiveRow>(kLoadedCollectiveColumns, [&](const CollectiveRow& r) {
       CollectiveCall c;
       if (!to_call("collectives", r.id, r, r.end_ns, r.root ? *r.root : (r.peer ? *r.peer : -1), c, true)) return;
       std::string why;

@@ -21,6 +21,17 @@ enum class Reduction : std::uint8_t { None = 0, Sum, Product, MinMax, Bitwise, L
 Reduction reduction_of(std::string_view op_name);
 inline bool is_control_reduction(Reduction r) { return r == Reduction::Bitwise || r == Reduction::Logical; }
 
+// The columns of `collectives` RunLoader reads: the summary columns and, for non-blocking calls, their posting and
+// completion times (1.2). The analyzer's benchmark scans the same ones as the floor under a load.
+inline constexpr auto kLoadedCollectiveColumns =
+    store::columns<&store::CollectiveRow::id, &store::CollectiveRow::comm, &store::CollectiveRow::seq,
+                   &store::CollectiveRow::op, &store::CollectiveRow::count, &store::CollectiveRow::datatype,
+                   &store::CollectiveRow::bytes, &store::CollectiveRow::reduce_op, &store::CollectiveRow::root,
+                   &store::CollectiveRow::peer, &store::CollectiveRow::start_ns, &store::CollectiveRow::end_ns,
+                   &store::CollectiveRow::status, &store::CollectiveRow::thread, &store::CollectiveRow::sendbuf,
+                   &store::CollectiveRow::recvbuf, &store::CollectiveRow::post_end_ns, &store::CollectiveRow::wait_ns,
+                   &store::CollectiveRow::wait_calls>();
+
 // Non-blocking and persistent calls (MPI_Iallreduce, MPI_Ibcast, MPI_Allreduce_init, ...): their rows run from the
 // call to the request's completion, with the job's own work in between, so that span is neither transfer time nor
 // time spent communicating. (Every such op's name starts with "i" or ends with "_init".)

@@ -1,0 +1,59 @@
+// The launcher's variables: which process of how many this one is.
+#include <collscope/analyzer/launcher_process.hpp>
+
+#include <sched.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+namespace collscope::analyzer {
+namespace {
+
+// A variable's value as a non-negative int; nullopt when unset or not such a number.
+std::optional<int> env_count(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  int n = 0;
+  const auto [end, error] = std::from_chars(v, v + std::strlen(v), n);
+  if (error != std::errc{} || *end != '\0' || n < 0) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+std::optional<LauncherProcess> launcher_process() {
+  struct Variables {
+    const char* rank;
+    const char* size;  // nullptr: this launcher family sets none
+    const char* launcher;
+  };
+  static constexpr Variables kLaunchers[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun (Open MPI)"},
+      {"PMI_RANK", "PMI_SIZE", "mpirun (PMI)"},
+      {"SLURM_PROCID", "SLURM_NTASKS", "srun"},
+      {"PMIX_RANK", nullptr, "PMIx"},
+  };
+  for (const auto& l : kLaunchers) {
+    const auto rank = env_count(l.rank);
+    if (!rank) continue;
+    int local_size = 0;
+    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+      if (const auto n = env_count(name); n && local_size == 0) local_size = *n;
+    return LauncherProcess{.rank = *rank,
+                           .size = l.size ? env_count(l.size).value_or(0) : 0,
+                           .local_size = local_size,
+                           .launcher = l.launcher};
+  }
+  return std::nullopt;
+}
+
+bool run_on_every_allowed_cpu() {
+  // Every CPU the mask can name: the kernel keeps those the cgroup's cpuset allows (sched_setaffinity(2)).
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
+  return ::sched_setaffinity(0, sizeof all, &all) == 0;
+}
+
+}  // namespace collscope::analyzer

@@ -1,0 +1,172 @@
+// `collscope analyze` started by a launcher: which process of how many this one is (the launchers' variables), and
+// under real Open MPI with 2 and 3 processes, one report identical to the one-process report, written by process 0
+// while the others stop, each saying on stderr what it does.
+#include <collscope/analyzer/launcher_process.hpp>
+#include <collscope/testing/synthetic_run.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "run_process.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using collscope::analyzer::launcher_process;
+using collscope::test::read_file;
+using collscope::test::run_collscope;
+using collscope::test::shell_quote;
+
+namespace {
+
+using Variables = std::map<std::string, std::string>;
+
+// Sets the given variables, unsets every other launcher variable, and puts them all back when it goes.
+class LauncherEnvironment {
+ public:
+  explicit LauncherEnvironment(const Variables& set) {
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID",
+                             "SLURM_NTASKS", "PMIX_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+      if (const char* v = std::getenv(name)) saved_[name] = v;
+      else saved_[name] = std::nullopt;
+      ::unsetenv(name);
+    }
+    for (const auto& [name, value] : set) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~LauncherEnvironment() {
+    for (const auto& [name, value] : saved_) {
+      if (value) ::setenv(name.c_str(), value->c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+// The JSON report without the one figure that differs between any two analyses: how long it took.
+nlohmann::json without_timing(const std::string& text) {
+  auto j = nlohmann::json::parse(text);
+  j["summary"].erase("analysis_seconds");
+  return j;
+}
+
+}  // namespace
+
+TEST(LauncherProcess, ReadsEachLaunchersVariables) {
+  {
+    LauncherEnvironment env(Variables{});
+    EXPECT_FALSE(launcher_process());
+  }
+  {
+    LauncherEnvironment env(
+        Variables{{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+    const auto p = launcher_process();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->rank, 2);
+    EXPECT_EQ(p->size, 3);
+    EXPECT_EQ(p->local_size, 2);  // processes on this host: process 0's loader threads
+    EXPECT_EQ(p->launcher, "mpirun (Open MPI)");
+  }
+  {
+    LauncherEnvironment env(Variables{{"PMI_RANK", "0"}, {"PMI_SIZE", "4"}});
+    const auto p = launcher_process();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->size, 4);
+    EXPECT_EQ(p->launcher, "mpirun (PMI)");
+  }
+  {
+    LauncherEnvironment env(Variables{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "8"}});
+    const auto p = launcher_process();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->rank, 1);
+    EXPECT_EQ(p->size, 8);
+    EXPECT_EQ(p->launcher, "srun");
+  }
+  {
+    LauncherEnvironment env(Variables{{"PMIX_RANK", "5"}});
+    const auto p = launcher_process();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->rank, 5);
+    EXPECT_EQ(p->size, 0);  // PMIx alone does not say how many
+    EXPECT_EQ(p->local_size, 0);
+  }
+  {
+    LauncherEnvironment env(Variables{{"OMPI_COMM_WORLD_RANK", "two"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}});
+    const auto p = launcher_process();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->launcher, "srun");  // a rank that is not a number is no launcher's
+  }
+}
+
+// A run with a known straggler (rank 2, 4 ms more compute every step) analysed by one process, then by mpirun with 2
+// and 3 processes: the same report byte for byte (text), the same JSON but for the analysis's own duration.
+TEST(AnalyzeUnderMpirun, ProcessZeroWritesTheOneProcessReport) {
+  const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "run");
+  collscope::testing::SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 30;
+  spec.slow_rank = 2;
+  spec.slow_ms = 4;
+  collscope::testing::write_synthetic_run((dir / "run").string(), spec);
+  // The run by its full path, as mpirun is given it below (the reports name it).
+  const std::string run = shell_quote((dir / "run").string());
+  ASSERT_EQ(run_collscope(dir, "analyze " + run + " -o one.txt"), 0) << read_file(dir / "err.txt");
+  EXPECT_EQ(read_file(dir / "err.txt"), "");  // no launcher: nothing said about modes
+  ASSERT_EQ(run_collscope(dir, "analyze " + run + " --format json -o one.json"), 0) << read_file(dir / "err.txt");
+  const std::string one_text = read_file(dir / "one.txt");
+  ASSERT_NE(one_text.find("rank 2"), std::string::npos) << one_text;  // the straggler is named
+  const std::string collscope = collscope::test::bin_dir() + "/collscope";
+  for (int processes : {2, 3}) {
+    SCOPED_TRACE(processes);
+    // `mpirun -np N collscope analyze RUN ARGS...`: its stderr; the test fails when it does not exit 0.
+    auto analyze_under_mpirun = [&](std::vector<std::string> args) {
+      auto argv = collscope::testing::mpirun(processes);
+      argv.insert(argv.end(), {collscope, "analyze", (dir / "run").string()});
+      argv.insert(argv.end(), args.begin(), args.end());
+      const auto r = collscope::testing::run_process(argv);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      return r.err;
+    };
+    const fs::path text = dir / ("n" + std::to_string(processes) + ".txt");
+    const std::string err = analyze_under_mpirun({"-o", text.string()});
+    EXPECT_EQ(read_file(text), one_text);
+    EXPECT_NE(err.find("collscope analyze: process 0 of " + std::to_string(processes) + " under mpirun (Open MPI): "
+                       "one-process analysis here"), std::string::npos) << err;
+    for (int p = 1; p < processes; ++p)
+      EXPECT_NE(err.find("collscope analyze: process " + std::to_string(p) + " of " + std::to_string(processes) +
+                         " under mpirun (Open MPI): process 0 does the work; this one stops"), std::string::npos) << err;
+    const fs::path json = dir / ("n" + std::to_string(processes) + ".json");
+    analyze_under_mpirun({"--format", "json", "-o", json.string()});
+    EXPECT_EQ(without_timing(read_file(json)), without_timing(read_file(dir / "one.json")));
+  }
+}
+
+// compare under mpirun -np 2: process 0 compares and gives the exit code (1: the new run's straggler is a new
+// finding), the other stops; the comparison is the one-process comparison, byte for byte.
+TEST(AnalyzeUnderMpirun, CompareGivesTheOneProcessVerdict) {
+  const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "compare");
+  collscope::testing::SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 30;
+  collscope::testing::write_synthetic_run((dir / "base").string(), spec);
+  spec.slow_rank = 1;
+  spec.slow_ms = 4;
+  collscope::testing::write_synthetic_run((dir / "new").string(), spec);
+  const std::string base = (dir / "base").string(), next = (dir / "new").string();
+  ASSERT_EQ(run_collscope(dir, "compare " + shell_quote(base) + " " + shell_quote(next) + " -o one.txt"), 1)
+      << read_file(dir / "err.txt");
+  auto argv = collscope::testing::mpirun(2);
+  argv.insert(argv.end(), {collscope::test::bin_dir() + "/collscope", "compare", base, next, "-o", (dir / "two.txt").string()});
+  const auto r = collscope::testing::run_process(argv);
+  EXPECT_NE(r.exit_code, 0) << r.err;  // mpirun passes on process 0's 1
+  EXPECT_EQ(read_file(dir / "two.txt"), read_file(dir / "one.txt"));
+  EXPECT_NE(r.err.find("collscope compare: process 1 of 2 under mpirun (Open MPI): process 0 does the work; this one "
+                       "stops"), std::string::npos) << r.err;
+}
