@@ -19,7 +19,6 @@ std::vector<Finding> detect_exposed_communication(const DetectorInput& in) {
   const double share = steps.mean_exposed_ns / steps.mean_step_ns;
   if (share < limits.exposed_min_share) return out;
   const bool has_gpu = std::any_of(run.ranks.begin(), run.ranks.end(), [](const auto& r) { return !r.gpu_activities.empty(); });
-  const bool has_cpu_compute = steps.cpu_compute_ranges;
   // Overlap is a claim about compute: without any recorded (no GPU kernels, no NVTX ranges besides the steps — a
   // CPU job without annotation, a run imported from a Horovod Timeline, a benchmark) nothing says whether compute
   // hid the communication, so no claim either way. (A range around blocking calls on their own thread is such a
