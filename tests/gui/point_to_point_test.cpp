@@ -130,14 +130,17 @@ class PointToPointViewerTest : public QObject {
     QCOMPARE(timeline->lastPointToPointCalls(), std::int64_t(kRanks * kSteps * 4));
     QCOMPARE(timeline->lastMessageLines(), std::int64_t(kRanks * 2 * kSteps));
 
-    // Steps 3 to 6 (run time from just after step 2's allreduce to just after step 6's: every rank computes then,
-    // with no point-to-point call open): 4 steps of calls and messages.
+    // Steps 3 to 6: run time from just after the last rank entered step 2's allreduce to just after the last
+    // entered step 6's. Every rank's calls of a step end before it enters that step's allreduce, and the next step's
+    // begin after its allreduce returns, which is after the last rank entered, plus its 2 ms compute: so whatever
+    // the load, the range holds 4 steps of calls and messages. (Half a millisecond after the last completion, as
+    // before, held a fifth step's calls of a rank that had left the allreduce 1.5 ms before the last did.)
     std::vector<const run::InstanceSummary*> allreduces;
     for (const auto& inst : m.matched().instances)
       if (inst.op == collscope::store::Op::Allreduce) allreduces.push_back(&inst);
     QCOMPARE(int(allreduces.size()), kSteps);
-    const std::int64_t t0 = m.run_time(allreduces[2]->last_completion_ns) + 500'000;
-    const std::int64_t t1 = m.run_time(allreduces[6]->last_completion_ns) + 500'000;
+    const std::int64_t t0 = m.run_time(allreduces[2]->last_arrival_ns) + 1'000;
+    const std::int64_t t1 = m.run_time(allreduces[6]->last_arrival_ns) + 1'000;
     timeline->setVisibleRange(double(t0), double(t1));
     timeline->repaint();
     QCOMPARE(calls_overlapping(m, t0, t1), std::int64_t(kRanks * 4 * 4));
