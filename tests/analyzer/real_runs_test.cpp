@@ -81,7 +81,9 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
   EXPECT_LE(per_step, 1.2 * slow_ms * 1e6 + std::max(0.0, waiting)) << text_report(a);
   EXPECT_GE(on_cpu + waiting, 0.8 * slow_ms * 1e6) << text_report(a);
   EXPECT_EQ(f->evidence.at("cause_code"), on_cpu >= waiting ? 1.0 : 3.0) << text_report(a);
-  if (on_cpu >= waiting) EXPECT_NE(f->evidence_text.find("straggler_compute"), std::string::npos) << f->evidence_text;
+  if (on_cpu >= waiting) {
+    EXPECT_NE(f->evidence_text.find("straggler_compute"), std::string::npos) << f->evidence_text;
+  }
 }
 
 TEST_F(RealRuns, NoStragglerWithoutInjectionTenRuns) {

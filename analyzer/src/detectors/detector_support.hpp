@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,5 +29,18 @@ inline double run_wall_ns(const MatchedRun& m) {
 }
 
 inline bool carries_payload(store::Op op) { return op != store::Op::Barrier && op != store::Op::Unknown; }
+
+// P(X >= k) for X ~ Binomial(n, p): the sign test of a rank that stands out in k of n measured steps (the latest,
+// the one most waited for) when every rank were equally likely to.
+inline double binomial_tail(int k, int n, double p) {
+  double sum = 0;
+  for (int i = k; i <= n; ++i)
+    sum += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) + i * std::log(p) +
+                    (n - i) * std::log1p(-p));
+  return std::min(1.0, sum);
+}
+
+// A probability as people read it, never in scientific notation: "0.073", "< 0.001".
+inline std::string format_chance(double p) { return p < 0.001 ? std::string("< 0.001") : fmt::format("{:.3f}", p); }
 
 }  // namespace collscope::analyzer::detail

@@ -12,6 +12,10 @@
 #include <set>
 
 namespace collscope::analyzer {
+
+using detail::binomial_tail;
+using detail::format_chance;
+
 namespace {
 
 // Index of the step whose window holds aligned time t, or -1.
@@ -98,6 +102,13 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
     for (int st = 0; st < 2; ++st) c.states[st] += by_state[key][st];
     if (f >= floor_ns) c.waiting[waiting] = f;
   }
+  // Per measured step, the longest wait any rank had for each rank: who was most waited for in each step.
+  std::map<int, std::vector<double>> strongest_per_step;
+  for (const auto& [key, v] : direct) {
+    auto& s = strongest_per_step[key.first];
+    s.resize(v.size(), 0);
+    for (std::size_t k = 0; k < v.size(); ++k) s[k] = std::max(s[k], v[k]);
+  }
   const std::string unit = per_step ? "per step" : "in the run";
   // Waits passed on by ranks that were themselves waiting: said once, in the costliest finding.
   std::string passed_on;
@@ -116,6 +127,25 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
       if (other != root) others.push_back(o.strongest);
     const double typical = median_of(others);
     if (c.strongest < limits.p2p_wait_dominance * typical) continue;
+    // Consistent across steps, as a straggler must be: the rank most waited for in so many measured steps that
+    // ranks waited for by chance (each equally likely in a step) would be in at most the false-positive share of
+    // runs, and its wait above its own step-to-step noise. A plain run on CPUs of unequal speed or load moves the
+    // waits from step to step; an imbalance holds them.
+    const auto& mine = strongest_per_step[root];
+    int most_waited = 0;
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      bool most = mine[k] > 0;
+      for (const auto& [other, theirs] : strongest_per_step)
+        if (other != root && k < theirs.size() && theirs[k] >= mine[k]) most = false;
+      most_waited += most;
+    }
+    const bool tested = per_step && measured >= limits.straggler_min_steps_for_test;
+    const double chance = tested ? binomial_tail(most_waited, measured, 1.0 / double(run.ranks.size())) : 1.0;
+    std::vector<double> deviations(mine.begin(), mine.end());
+    const double median_wait = median_of(deviations);
+    for (double& d : deviations) d = std::abs(d - median_wait);
+    const double noise_ns = 1.4826 * median_of(deviations);
+    if (tested && (chance > limits.straggler_false_positive_rate || median_wait <= noise_ns)) continue;
     std::set<int> waiting_ranks;
     double sum = 0, longest = 0;
     for (const auto& [r, f] : c.waiting) waiting_ranks.insert(r), sum += f, longest = std::max(longest, f);
@@ -145,15 +175,24 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
                   {"waiting_ranks", double(waiting_ranks.size())},
                   {"matched_messages", double(waits.messages)},
                   {"per_step", per_step ? 1.0 : 0.0}};
+    if (tested) {
+      f.evidence["steps_most_waited_for"] = double(most_waited);
+      f.evidence["sign_test_p"] = chance;
+      f.evidence["wait_noise_per_step_ns"] = noise_ns;
+    }
     for (const auto& [r, w] : c.waiting) f.evidence[fmt::format("rank_{}_wait_per_step_ns", r)] = w;
     std::string detail;
     for (const auto& [r, w] : c.waiting) detail += fmt::format("{}rank {} {}", detail.empty() ? "" : ", ", r, format_ms(w));
     f.evidence_text = fmt::format(
         "of {} matched point-to-point messages, waiting {} for rank {}{}: {}; the median wait for any other rank "
         "{}. Late sender: a receive posted before rank {}'s send; late receiver: a blocking or synchronous send to "
-        "rank {} that could complete only once it posted the receive.",
+        "rank {} that could complete only once it posted the receive.{}",
         waits.messages, unit, root, per_step ? fmt::format(" (median of {} measured steps)", measured) : "", detail,
-        format_ms(typical), root, root);
+        format_ms(typical), root, root,
+        tested ? fmt::format(" Rank {} is the one most waited for in {} of {} measured steps (chance {} if every "
+                             "rank were equally likely to be); its wait varies by {} from step to step.",
+                             root, most_waited, measured, format_chance(chance), format_ms(noise_ns))
+               : "");
     f.suggestion = fmt::format(
         "Rank {} spends longer than its peers between exchanges, so it reaches its {} late: load imbalance in its "
         "work, not an MPI setting. Balance the decomposition (give rank {} fewer cells, particles or rows) or find "

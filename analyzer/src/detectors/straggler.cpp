@@ -12,6 +12,8 @@
 
 namespace collscope::analyzer {
 
+using detail::binomial_tail;
+using detail::format_chance;
 using detail::run_wall_ns;
 
 namespace {
@@ -41,18 +43,6 @@ std::optional<Candidate> size_candidate(const DetectorInput& in) {
   if (c.step_ns <= 0 || c.late <= 0 || c.late < limits.straggler_dominance * c.next) return std::nullopt;
   if (c.late < limits.straggler_min_share * c.step_ns || c.late < limits.straggler_min_delay_ns) return std::nullopt;
   return c;
-}
-
-// A probability as people read it, never in scientific notation: "0.073", "< 0.001".
-std::string format_chance(double p) { return p < 0.001 ? std::string("< 0.001") : fmt::format("{:.3f}", p); }
-
-// P(X >= k) for X ~ Binomial(n, p).
-double binomial_tail(int k, int n, double p) {
-  double sum = 0;
-  for (int i = k; i <= n; ++i)
-    sum += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) + i * std::log(p) +
-                    (n - i) * std::log1p(-p));
-  return std::min(1.0, sum);
 }
 
 // Is the candidate late consistently, beyond what chance and the run's own noise give?

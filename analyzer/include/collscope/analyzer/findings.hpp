@@ -57,6 +57,7 @@ struct DetectorThresholds {
   double straggler_critical_share = 0.2;
   // Named only when it is the latest rank in so many of the measured steps that ranks late by chance (each
   // equally likely to be the latest in a step) would do so in at most this share of runs (one-sided sign test).
+  // The same test, on the same figures, names a rank that point-to-point partners wait for.
   double straggler_false_positive_rate = 0.01;
   int straggler_min_steps_for_test = 5;
   // DDP buckets: named from this many buckets per step.
