@@ -42,6 +42,20 @@ struct StatisticsRow {
   double busbw_gbps = 0;      // median bus bandwidth (nccl-tests definition), GB/s
 };
 
+class WindowedRun;
+
+// A window of a large run (windowed_run.hpp): ranks [rank_begin, rank_end) (indices into Run::ranks) and run time
+// [start_ns, end_ns]. Empty (no ranks) in the overview.
+struct RunWindow {
+  int rank_begin = 0, rank_end = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  bool empty() const { return rank_end <= rank_begin; }
+  bool contains(const RunWindow& o) const {
+    return !empty() && rank_begin <= o.rank_begin && o.rank_end <= rank_end && start_ns <= o.start_ns &&
+           o.end_ns <= end_ns;
+  }
+};
+
 struct RunData {
   std::string dir;
   std::shared_ptr<const TimelineModel> timeline;
@@ -53,6 +67,11 @@ struct RunData {
   // Lateness and wait per rank over time and per step, the lens rows, counter tracks (after the steps are known;
   // null in the first view).
   std::shared_ptr<const RunSummaries> summaries;
+  // Set when the run is read a window at a time: the timeline's run holds every rank but only the events of
+  // `window`; the summaries, steps, findings and statistics are the whole run's. Finding::evidence is kNoInstance
+  // there (collective ids are the window's).
+  std::shared_ptr<const WindowedRun> windowed;
+  RunWindow window;
 
   const TimelineModel& model() const { return *timeline; }
   const run::Run& run() const { return timeline->run(); }

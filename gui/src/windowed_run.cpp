@@ -1,0 +1,703 @@
+// The view cache of a large run and the windows read from it (see windowed_run.hpp).
+//
+// File layout (native byte order: a cache is read on the machine that wrote it, and one of another format version
+// or byte order is ignored and rewritten):
+//   header    magic, format version, buckets per rank, the rank files' fingerprint, duration and bucket width (ns)
+//   contents  length-prefixed: the run without its events, clocks, instances, summaries, steps, findings, ...
+//   tables    per rank and kind with events: kBuckets + 2 row offsets (bucket b holds the rows starting in it,
+//             the last range the rows longer than a bucket), then the rows (run/'s structs, with their index in
+//             the rank's vector so that a window keeps run/'s order)
+//   index     per rank and kind: the file offset of its table (0: no events); per rank: its event count
+//   trailer   the index's offset, magic
+#include <collscope/gui/windowed_run.hpp>
+
+#include <collscope/store/error.hpp>
+#include <collscope/store/trace_reader.hpp>
+
+#include <fmt/format.h>
+
+#include <QMetaObject>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <type_traits>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace collscope::gui {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'c', 's', 'v', 'i', 'e', 'w', '\0', '\1'};
+constexpr std::uint32_t kFormatVersion = 1;
+// Time buckets per rank over the run: a window reads whole buckets, so a window of a tenth of the run reads at most
+// 2/256 of the run more than it needs; the bucket tables cost 1 KiB per rank and kind.
+constexpr std::uint32_t kBuckets = 256;
+constexpr int kKinds = 4;  // LaneKind order: collectives, NVTX ranges, GPU activities, point-to-point calls
+
+// A row as the cache stores it: run/'s struct and its index in the rank's vector.
+template <typename Row>
+struct Stored {
+  Row row;
+  std::uint32_t index = 0;
+};
+// A collective keeps its non-blocking times beside it (RankTrace::nonblocking_collectives by call index).
+struct StoredCollective {
+  run::CollectiveCall row;
+  run::NonblockingTimes nonblocking;
+  std::uint32_t index = 0;
+  std::uint32_t has_nonblocking = 0;
+};
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ULL) {
+  for (const unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+// What identifies the run's contents: every rank file's name, size and modification time.
+std::uint64_t run_fingerprint(const std::string& dir) {
+  std::uint64_t h = fnv1a("collscope view cache");
+  for (const auto& path : store::rank_files(dir)) {
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    const auto mtime = fs::last_write_time(path, ec).time_since_epoch().count();
+    h = fnv1a(fmt::format("{}\n{}\n{}\n", fs::path(path).filename().string(), size, mtime), h);
+  }
+  return h;
+}
+
+// Sequential writer of the cache file.
+class Writer {
+ public:
+  explicit Writer(std::string path) : path_(std::move(path)), f_(std::fopen(path_.c_str(), "wb")) {
+    if (!f_) throw Error(fmt::format("{}: cannot write the view cache: {}", path_, std::strerror(errno)));
+  }
+  ~Writer() {
+    if (f_) std::fclose(f_);
+  }
+  void close() {
+    const bool ok = std::fflush(f_) == 0 && !std::ferror(f_);
+    std::fclose(f_);
+    f_ = nullptr;
+    if (!ok) throw Error(fmt::format("{}: cannot write the view cache (disk full?)", path_));
+  }
+  std::uint64_t offset() const { return offset_; }
+  void bytes(const void* p, std::size_t n) {
+    if (n && std::fwrite(p, 1, n, f_) != n) throw Error(fmt::format("{}: cannot write the view cache", path_));
+    offset_ += n;
+  }
+  template <typename T>
+  void pod(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes(&v, sizeof v);
+  }
+
+ private:
+  std::string path_;
+  std::FILE* f_;
+  std::uint64_t offset_ = 0;
+};
+
+// The contents section, built in memory (its length goes first).
+class Blob {
+ public:
+  template <typename T>
+  void pod(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const char*>(&v);
+    data.insert(data.end(), p, p + sizeof v);
+  }
+  void str(const std::string& s) {
+    pod<std::uint64_t>(s.size());
+    data.insert(data.end(), s.begin(), s.end());
+  }
+  template <typename T>
+  void pods(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    pod<std::uint64_t>(v.size());
+    const auto* p = reinterpret_cast<const char*>(v.data());
+    data.insert(data.end(), p, p + v.size() * sizeof(T));
+  }
+  void strs(const std::vector<std::string>& v) {
+    pod<std::uint64_t>(v.size());
+    for (const auto& s : v) str(s);
+  }
+  std::vector<char> data;
+};
+
+class BlobReader {
+ public:
+  BlobReader(const std::vector<char>& data, const std::string& path) : p_(data.data()), end_(p_ + data.size()), path_(path) {}
+  template <typename T>
+  T pod() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T v;
+    take(&v, sizeof v);
+    return v;
+  }
+  std::string str() {
+    const auto n = pod<std::uint64_t>();
+    check(n);
+    std::string s(p_, p_ + n);
+    p_ += n;
+    return s;
+  }
+  template <typename T>
+  std::vector<T> pods() {
+    const auto n = pod<std::uint64_t>();
+    check(n * sizeof(T));
+    std::vector<T> v(n);
+    take(v.data(), n * sizeof(T));
+    return v;
+  }
+  std::vector<std::string> strs() {
+    std::vector<std::string> v(pod<std::uint64_t>());
+    for (auto& s : v) s = str();
+    return v;
+  }
+
+ private:
+  void check(std::uint64_t n) const {
+    if (n > static_cast<std::uint64_t>(end_ - p_)) throw Error(fmt::format("{}: view cache cut short", path_));
+  }
+  void take(void* out, std::size_t n) {
+    check(n);
+    std::memcpy(out, p_, n);
+    p_ += n;
+  }
+  const char* p_;
+  const char* end_;
+  const std::string& path_;
+};
+
+void put_run(Blob& b, const run::Run& r) {
+  b.str(r.dir);
+  b.pod(r.world_size);
+  b.strs(r.strings);
+  b.strs(r.problems);
+  b.pod<std::uint64_t>(r.communicators.size());
+  for (const auto& c : r.communicators) {
+    b.pod(c.key);
+    b.pod(c.backend);
+    b.pod(c.size);
+    b.pods(c.members);
+    b.str(c.name);
+    b.str(c.display_name);
+    b.pod(c.parent);
+    b.pod(c.color);
+  }
+  b.pod<std::uint64_t>(r.ranks.size());
+  for (const auto& t : r.ranks) {
+    b.pod(t.world_rank);
+    b.str(t.path);
+    b.str(t.host);
+    b.str(t.schema_version);
+    b.pod<std::uint64_t>(t.meta.size());
+    for (const auto& [k, v] : t.meta) b.str(k), b.str(v);
+    b.pod(t.monotonic_start_ns), b.pod(t.realtime_start_ns), b.pod(t.monotonic_end_ns), b.pod(t.realtime_end_ns);
+    b.pod(t.events_dropped);
+    b.pod<std::uint64_t>(t.threads.size());
+    for (const auto& th : t.threads) b.pod(th.id), b.pod(th.tid), b.str(th.name);
+    b.pods(t.buffers);
+    b.pods(t.calls_in_flight);
+  }
+}
+
+run::Run get_run(BlobReader& in) {
+  run::Run r;
+  r.dir = in.str();
+  r.world_size = in.pod<int>();
+  r.strings = in.strs();
+  r.problems = in.strs();
+  r.communicators.resize(in.pod<std::uint64_t>());
+  for (auto& c : r.communicators) {
+    c.key = in.pod<std::uint64_t>();
+    c.backend = in.pod<store::Backend>();
+    c.size = in.pod<int>();
+    c.members = in.pods<int>();
+    c.name = in.str();
+    c.display_name = in.str();
+    c.parent = in.pod<std::optional<std::uint64_t>>();
+    c.color = in.pod<std::optional<std::int64_t>>();
+  }
+  r.ranks.resize(in.pod<std::uint64_t>());
+  for (auto& t : r.ranks) {
+    t.world_rank = in.pod<int>();
+    t.path = in.str();
+    t.host = in.str();
+    t.schema_version = in.str();
+    for (auto n = in.pod<std::uint64_t>(); n > 0; --n) {
+      auto k = in.str();
+      t.meta[std::move(k)] = in.str();
+    }
+    t.monotonic_start_ns = in.pod<std::int64_t>();
+    t.realtime_start_ns = in.pod<std::int64_t>();
+    t.monotonic_end_ns = in.pod<std::int64_t>();
+    t.realtime_end_ns = in.pod<std::int64_t>();
+    t.events_dropped = in.pod<std::int64_t>();
+    t.threads.resize(in.pod<std::uint64_t>());
+    for (auto& th : t.threads) {
+      th.id = in.pod<std::int64_t>();
+      th.tid = in.pod<std::int64_t>();
+      th.name = in.str();
+    }
+    t.buffers = in.pods<store::BufferRow>();
+    t.calls_in_flight = in.pods<run::CallInFlight>();
+  }
+  return r;
+}
+
+void put_clocks(Blob& b, const run::ClockAlignment& c) {
+  b.pods(c.offset_ns), b.pods(c.anchor_offset_ns), b.pods(c.residual_ns);
+  b.pod(c.residual_p50_ns), b.pod(c.instances_used);
+  b.strs(c.hosts), b.pods(c.host_of_rank);
+  b.pod(c.origin_ns), b.pod(c.realtime_origin_ns);
+}
+
+run::ClockAlignment get_clocks(BlobReader& in) {
+  run::ClockAlignment c;
+  c.offset_ns = in.pods<std::int64_t>();
+  c.anchor_offset_ns = in.pods<std::int64_t>();
+  c.residual_ns = in.pods<double>();
+  c.residual_p50_ns = in.pod<double>();
+  c.instances_used = in.pod<int>();
+  c.hosts = in.strs();
+  c.host_of_rank = in.pods<int>();
+  c.origin_ns = in.pod<std::int64_t>();
+  c.realtime_origin_ns = in.pod<std::int64_t>();
+  return c;
+}
+
+void put_counter(Blob& b, const CounterSeries& s) { b.pods(s.t_ns), b.pods(s.value), b.pod(s.max), b.pod(s.median); }
+CounterSeries get_counter(BlobReader& in) {
+  CounterSeries s;
+  s.t_ns = in.pods<std::int64_t>();
+  s.value = in.pods<float>();
+  s.max = in.pod<float>();
+  s.median = in.pod<float>();
+  return s;
+}
+
+void put_summaries(Blob& b, const RunSummaries& s) {
+  b.pod(s.activity.bucket_ns), b.pod(s.activity.buckets), b.pod(s.activity.ranks);
+  b.pods(s.activity.late_ns), b.pods(s.activity.wait_ns);
+  b.pod(s.heat.ranks), b.pod(s.heat.steps), b.pod(s.heat.from_steps);
+  b.pods(s.heat.step_start_ns), b.pods(s.heat.late_ns), b.pod(s.heat.scale_ns);
+  b.pods(s.lens);
+  put_counter(b, s.busbw_gbps);
+  put_counter(b, s.step_ns);
+}
+
+RunSummaries get_summaries(BlobReader& in) {
+  RunSummaries s;
+  s.activity.bucket_ns = in.pod<std::int64_t>();
+  s.activity.buckets = in.pod<int>();
+  s.activity.ranks = in.pod<int>();
+  s.activity.late_ns = in.pods<float>();
+  s.activity.wait_ns = in.pods<float>();
+  s.heat.ranks = in.pod<int>();
+  s.heat.steps = in.pod<int>();
+  s.heat.from_steps = in.pod<bool>();
+  s.heat.step_start_ns = in.pods<std::int64_t>();
+  s.heat.late_ns = in.pods<float>();
+  s.heat.scale_ns = in.pod<float>();
+  s.lens = in.pods<LensRow>();
+  s.busbw_gbps = get_counter(in);
+  s.step_ns = get_counter(in);
+  return s;
+}
+
+// The rows of one rank and kind as stored, and the run time of a stored row's start and end.
+struct KindRows {
+  template <typename Row>
+  static std::int64_t start(const Row& r) { return r.start_ns; }
+  template <typename Row>
+  static std::int64_t end(const Row& r) { return std::max(r.end_ns, r.start_ns); }
+};
+
+// Writes one rank's rows of one kind as a bucket table; returns its offset (0 when there are none).
+template <typename StoredRow, typename Rows, typename MakeStored>
+std::uint64_t put_table(Writer& w, const Rows& rows, std::int64_t shift, std::int64_t bucket_ns, MakeStored make) {
+  if (rows.empty()) return 0;
+  std::vector<std::vector<StoredRow>> buckets(kBuckets + 1);  // the last: rows longer than a bucket
+  for (std::uint32_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const std::int64_t start = KindRows::start(r) + shift, end = KindRows::end(r) + shift;
+    const std::size_t b = end - start > bucket_ns
+                              ? kBuckets
+                              : static_cast<std::size_t>(std::clamp<std::int64_t>(start / bucket_ns, 0, kBuckets - 1));
+    buckets[b].push_back(make(i));
+  }
+  const std::uint64_t at = w.offset();
+  std::uint32_t offset = 0;
+  for (const auto& b : buckets) {
+    w.pod(offset);
+    offset += static_cast<std::uint32_t>(b.size());
+  }
+  w.pod(offset);
+  for (const auto& b : buckets) w.bytes(b.data(), b.size() * sizeof(StoredRow));
+  return at;
+}
+
+void pread_exact(int fd, void* out, std::size_t n, std::uint64_t at, const std::string& path) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    const auto got = ::pread(fd, p, n, static_cast<off_t>(at));
+    if (got <= 0) throw Error(fmt::format("{}: view cache cut short", path));
+    p += got, n -= static_cast<std::size_t>(got), at += static_cast<std::uint64_t>(got);
+  }
+}
+
+// The rows of one rank and kind overlapping [t0, t1] (run time), in the rank's original order.
+template <typename StoredRow, typename RowOf>
+std::vector<StoredRow> read_table(int fd, const std::string& path, std::uint64_t at, std::int64_t shift,
+                                  std::int64_t bucket_ns, std::int64_t t0, std::int64_t t1, RowOf row_of) {
+  std::vector<StoredRow> out;
+  if (at == 0) return out;
+  std::array<std::uint32_t, kBuckets + 2> offsets;
+  pread_exact(fd, offsets.data(), sizeof offsets, at, path);
+  const std::uint64_t rows_at = at + sizeof offsets;
+  // Rows no longer than a bucket that overlap [t0, t1] start in [t0 - bucket, t1].
+  const auto bucket = [&](std::int64_t t) { return static_cast<std::size_t>(std::clamp<std::int64_t>(t / bucket_ns, 0, kBuckets - 1)); };
+  const std::size_t b0 = bucket(t0 - bucket_ns), b1 = bucket(t1);
+  auto read_range = [&](std::uint32_t from, std::uint32_t to) {
+    if (to <= from) return;
+    const auto old = out.size();
+    out.resize(old + (to - from));
+    pread_exact(fd, out.data() + old, (to - from) * sizeof(StoredRow), rows_at + std::uint64_t{from} * sizeof(StoredRow), path);
+  };
+  read_range(offsets[b0], offsets[b1 + 1]);
+  read_range(offsets[kBuckets], offsets[kBuckets + 1]);
+  std::erase_if(out, [&](const StoredRow& s) {
+    const auto& r = row_of(s);
+    return KindRows::end(r) + shift < t0 || KindRows::start(r) + shift > t1;
+  });
+  std::sort(out.begin(), out.end(), [](const StoredRow& a, const StoredRow& b) { return a.index < b.index; });
+  return out;
+}
+
+std::int64_t env_int(const char* name, std::int64_t fallback) {
+  const auto v = env_or_empty(name);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  return end && *end == '\0' && n >= 0 ? n : fallback;
+}
+
+}  // namespace
+
+struct WindowedRun::Contents {
+  run::Run skeleton;  // every rank, no events
+  run::ClockAlignment clocks;
+  std::vector<run::InstanceSummary> instances;
+  std::vector<std::size_t> comm_first;
+  int reference_comm = -1;
+  std::shared_ptr<const RunSummaries> summaries;
+  std::vector<Step> steps;
+  std::vector<Finding> findings;
+  std::vector<StatisticsRow> statistics;
+  std::vector<std::string> warnings;
+  std::string dir;
+};
+
+WindowedRunPolicy windowed_run_policy() {
+  WindowedRunPolicy p;
+  p.min_events = env_int("COLLSCOPE_VIEW_WINDOWED_MIN_EVENTS", p.min_events);
+  p.window_events = std::max<std::int64_t>(1, env_int("COLLSCOPE_VIEW_WINDOW_EVENTS", p.window_events));
+  return p;
+}
+
+std::string view_cache_path(const std::string& run_dir) {
+  std::string dir = env_or_empty("COLLSCOPE_VIEW_CACHE_DIR");
+  if (dir.empty()) {
+    const auto xdg = env_or_empty("XDG_CACHE_HOME");
+    dir = !xdg.empty() ? xdg + "/collscope/views" : env_or_empty("HOME") + "/.cache/collscope/views";
+  }
+  std::error_code ec;
+  auto abs = fs::weakly_canonical(fs::absolute(run_dir, ec), ec);
+  if (ec) abs = run_dir;
+  auto name = abs.filename().string();
+  if (name.empty()) name = "run";
+  return fmt::format("{}/{}-{:016x}.view", dir, name, fnv1a(abs.string()));
+}
+
+void write_view_cache(const RunData& analyzed, const std::string& path) {
+  const auto& m = analyzed.model();
+  const auto& run = m.run();
+  if (!analyzed.summaries) throw Error(fmt::format("{}: no summaries to cache for {}", path, analyzed.dir));
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  const std::int64_t duration = std::max<std::int64_t>(m.duration_ns(), 1);
+  const std::int64_t bucket_ns = std::max<std::int64_t>(1, (duration + kBuckets - 1) / kBuckets);
+  {
+    Writer w(tmp);
+    w.bytes(kMagic, sizeof kMagic);
+    w.pod(kFormatVersion);
+    w.pod(kBuckets);
+    w.pod(run_fingerprint(analyzed.dir));
+    w.pod(duration);
+    w.pod(bucket_ns);
+
+    Blob b;
+    run::Run skeleton;
+    skeleton.dir = run.dir, skeleton.world_size = run.world_size, skeleton.strings = run.strings;
+    skeleton.problems = run.problems, skeleton.communicators = run.communicators;
+    skeleton.ranks.reserve(run.ranks.size());
+    for (const auto& t : run.ranks) {
+      run::RankTrace s;
+      s.world_rank = t.world_rank, s.path = t.path, s.host = t.host, s.schema_version = t.schema_version;
+      s.meta = t.meta, s.events_dropped = t.events_dropped;
+      s.monotonic_start_ns = t.monotonic_start_ns, s.realtime_start_ns = t.realtime_start_ns;
+      s.monotonic_end_ns = t.monotonic_end_ns, s.realtime_end_ns = t.realtime_end_ns;
+      s.threads = t.threads, s.buffers = t.buffers, s.calls_in_flight = t.calls_in_flight;
+      skeleton.ranks.push_back(std::move(s));
+    }
+    put_run(b, skeleton);
+    put_clocks(b, m.clocks());
+    b.pods(m.matched().instances);
+    b.pods(m.matched().comm_first);
+    b.pod(m.matched().reference_comm);
+    put_summaries(b, *analyzed.summaries);
+    b.pods(analyzed.steps);
+    b.pod<std::uint64_t>(analyzed.findings.size());
+    for (const auto& f : analyzed.findings) {
+      b.str(f.kind), b.str(f.severity), b.str(f.summary), b.str(f.suggestion);
+      b.pod(f.start_ns), b.pod(f.end_ns), b.pod(f.cost_ns);
+      b.pods(f.world_ranks);
+    }
+    b.pods(analyzed.statistics);
+    b.strs(analyzed.warnings);
+    b.str(analyzed.dir);
+    w.pod<std::uint64_t>(b.data.size());
+    w.bytes(b.data.data(), b.data.size());
+
+    std::vector<std::array<std::uint64_t, kKinds>> tables(run.ranks.size());
+    std::vector<std::int64_t> events(run.ranks.size());
+    for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+      const auto& t = run.ranks[r];
+      const std::int64_t shift = m.run_time(static_cast<int>(r), 0);
+      std::vector<const run::NonblockingTimes*> nonblocking(t.collectives.size(), nullptr);
+      for (const auto& nb : t.nonblocking_collectives) nonblocking[static_cast<std::size_t>(nb.call)] = &nb.times;
+      tables[r][0] = put_table<StoredCollective>(w, t.collectives, shift, bucket_ns, [&](std::uint32_t i) {
+        StoredCollective s{};
+        s.row = t.collectives[i];
+        s.index = i;
+        if (nonblocking[i]) s.nonblocking = *nonblocking[i], s.has_nonblocking = 1;
+        return s;
+      });
+      auto stored = [](const auto& rows) {
+        return [&rows](std::uint32_t i) {
+          Stored<std::decay_t<decltype(rows[0])>> s{};
+          s.row = rows[i];
+          s.index = i;
+          return s;
+        };
+      };
+      tables[r][1] = put_table<Stored<run::NvtxRange>>(w, t.nvtx_ranges, shift, bucket_ns, stored(t.nvtx_ranges));
+      tables[r][2] = put_table<Stored<run::GpuActivity>>(w, t.gpu_activities, shift, bucket_ns, stored(t.gpu_activities));
+      tables[r][3] = put_table<Stored<run::PointToPointCall>>(w, t.point_to_point, shift, bucket_ns, stored(t.point_to_point));
+      events[r] = static_cast<std::int64_t>(t.collectives.size() + t.nvtx_ranges.size() + t.gpu_activities.size() +
+                                            t.point_to_point.size());
+    }
+    const std::uint64_t index_at = w.offset();
+    w.pod<std::uint64_t>(run.ranks.size());
+    for (const auto& t : tables) w.bytes(t.data(), sizeof t);
+    w.bytes(events.data(), events.size() * sizeof(std::int64_t));
+    w.pod(index_at);
+    w.bytes(kMagic, sizeof kMagic);
+    w.close();
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Error(fmt::format("{}: cannot write the view cache: {}", path, ec.message()));
+  }
+}
+
+WindowedRun::~WindowedRun() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::shared_ptr<const WindowedRun> WindowedRun::open(const std::string& run_dir, const std::string& cache_path) {
+  const int fd = ::open(cache_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  std::shared_ptr<WindowedRun> w(new WindowedRun);
+  w->fd_ = fd;
+  w->path_ = cache_path;
+  try {
+    char magic[8];
+    std::uint32_t version = 0, buckets = 0;
+    std::uint64_t fingerprint = 0, at = 0;
+    auto read = [&](auto& v) {
+      pread_exact(fd, &v, sizeof v, at, cache_path);
+      at += sizeof v;
+    };
+    read(magic), read(version), read(buckets), read(fingerprint), read(w->duration_ns_), read(w->bucket_ns_);
+    if (std::memcmp(magic, kMagic, sizeof magic) != 0 || version != kFormatVersion || buckets != kBuckets) return nullptr;
+    if (fingerprint != run_fingerprint(run_dir)) return nullptr;  // the run changed since
+    std::uint64_t contents_size = 0;
+    read(contents_size);
+    std::vector<char> blob(contents_size);
+    pread_exact(fd, blob.data(), blob.size(), at, cache_path);
+    BlobReader in(blob, cache_path);
+    auto c = std::make_shared<Contents>();
+    c->skeleton = get_run(in);
+    c->clocks = get_clocks(in);
+    c->instances = in.pods<run::InstanceSummary>();
+    c->comm_first = in.pods<std::size_t>();
+    c->reference_comm = in.pod<int>();
+    c->summaries = std::make_shared<const RunSummaries>(get_summaries(in));
+    c->steps = in.pods<Step>();
+    c->findings.resize(in.pod<std::uint64_t>());
+    for (auto& f : c->findings) {
+      f.kind = in.str(), f.severity = in.str(), f.summary = in.str(), f.suggestion = in.str();
+      f.start_ns = in.pod<std::int64_t>(), f.end_ns = in.pod<std::int64_t>(), f.cost_ns = in.pod<std::int64_t>();
+      f.world_ranks = in.pods<int>();
+      f.evidence = kNoInstance;  // a collective id of the whole-run model: not one of a window's
+    }
+    c->statistics = in.pods<StatisticsRow>();
+    c->warnings = in.strs();
+    c->dir = in.str();
+    w->contents_ = std::move(c);
+
+    // The index, from the trailer.
+    struct Trailer {
+      std::uint64_t index_at;
+      char magic[8];
+    } trailer{};
+    const auto size = static_cast<std::uint64_t>(::lseek(fd, 0, SEEK_END));
+    if (size < sizeof trailer) return nullptr;
+    pread_exact(fd, &trailer, sizeof trailer, size - sizeof trailer, cache_path);
+    if (std::memcmp(trailer.magic, kMagic, sizeof kMagic) != 0) return nullptr;
+    std::uint64_t ranks = 0;
+    pread_exact(fd, &ranks, sizeof ranks, trailer.index_at, cache_path);
+    if (ranks != w->contents_->skeleton.ranks.size()) return nullptr;
+    w->table_offset_.resize(ranks);
+    w->events_per_rank_.resize(ranks);
+    pread_exact(fd, w->table_offset_.data(), ranks * sizeof(w->table_offset_[0]), trailer.index_at + sizeof ranks, cache_path);
+    pread_exact(fd, w->events_per_rank_.data(), ranks * sizeof(std::int64_t),
+                trailer.index_at + sizeof ranks + ranks * sizeof(w->table_offset_[0]), cache_path);
+    for (const auto e : w->events_per_rank_) w->event_count_ += e;
+  } catch (const Error&) {
+    return nullptr;  // a cache cut short (a writer killed before its rename cannot leave one; a full disk can)
+  }
+  return w;
+}
+
+std::shared_ptr<const RunData> WindowedRun::overview() const { return load(RunWindow{}); }
+
+std::int64_t WindowedRun::estimated_events(const RunWindow& window) const {
+  const double fraction =
+      std::min(1.0, double(window.end_ns - window.start_ns) / double(std::max<std::int64_t>(duration_ns_, 1)));
+  std::int64_t events = 0;
+  for (int r = std::max(0, window.rank_begin); r < std::min(window.rank_end, rank_count()); ++r)
+    events += events_per_rank_[static_cast<std::size_t>(r)];
+  return static_cast<std::int64_t>(double(events) * fraction);
+}
+
+std::shared_ptr<const RunData> WindowedRun::load(const RunWindow& requested) const {
+  const auto& c = *contents_;
+  RunWindow window = requested;
+  window.rank_begin = std::clamp(window.rank_begin, 0, rank_count());
+  window.rank_end = std::clamp(window.rank_end, window.rank_begin, rank_count());
+  auto run = std::make_shared<run::Run>(c.skeleton);
+  run::MatchedRun matched;
+  matched.instances = c.instances;
+  matched.comm_first = c.comm_first;
+  matched.reference_comm = c.reference_comm;
+  matched.call_index.assign(run->ranks.size(), std::vector<std::vector<std::int32_t>>(run->communicators.size()));
+  for (int r = window.rank_begin; r < window.rank_end; ++r) {
+    auto& t = run->ranks[static_cast<std::size_t>(r)];
+    const auto& tables = table_offset_[static_cast<std::size_t>(r)];
+    const std::int64_t shift = c.clocks.offset_ns[static_cast<std::size_t>(r)] - c.clocks.origin_ns;
+    const std::int64_t t0 = window.start_ns, t1 = window.end_ns;
+    for (const auto& s : read_table<StoredCollective>(fd_, path_, tables[0], shift, bucket_ns_, t0, t1,
+                                                      [](const StoredCollective& s) -> const auto& { return s.row; })) {
+      if (s.has_nonblocking)
+        t.nonblocking_collectives.push_back({static_cast<std::int32_t>(t.collectives.size()), s.nonblocking});
+      auto& seqs = matched.call_index[static_cast<std::size_t>(r)][static_cast<std::size_t>(s.row.comm)];
+      if (s.row.seq >= 0) {
+        if (seqs.size() <= static_cast<std::size_t>(s.row.seq)) seqs.resize(static_cast<std::size_t>(s.row.seq) + 1, -1);
+        seqs[static_cast<std::size_t>(s.row.seq)] = static_cast<std::int32_t>(t.collectives.size());
+      }
+      t.collectives.push_back(s.row);
+    }
+    auto rows_of = [&](auto& into, std::uint64_t at) {
+      using Row = typename std::decay_t<decltype(into)>::value_type;
+      for (const auto& s : read_table<Stored<Row>>(fd_, path_, at, shift, bucket_ns_, t0, t1,
+                                                   [](const Stored<Row>& s) -> const auto& { return s.row; }))
+        into.push_back(s.row);
+    };
+    rows_of(t.nvtx_ranges, tables[1]);
+    rows_of(t.gpu_activities, tables[2]);
+    rows_of(t.point_to_point, tables[3]);
+  }
+  auto out = std::make_shared<RunData>();
+  out->dir = c.dir;
+  out->timeline = std::make_shared<const TimelineModel>(run, c.clocks, std::move(matched), duration_ns_);
+  out->steps = c.steps;
+  out->findings = c.findings;
+  out->statistics = c.statistics;
+  out->warnings = c.warnings;
+  out->analyzed = true;
+  out->summaries = c.summaries;
+  out->windowed = shared_from_this();
+  out->window = window;
+  return out;
+}
+
+RunWindowLoader::RunWindowLoader(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<std::shared_ptr<const collscope::gui::RunData>>();
+}
+
+RunWindowLoader::~RunWindowLoader() {
+  if (worker_.joinable()) worker_.join();
+}
+
+void RunWindowLoader::setRun(std::shared_ptr<const WindowedRun> run) {
+  run_ = std::move(run);
+  has_pending_ = false;
+}
+
+void RunWindowLoader::request(const RunWindow& window) {
+  pending_ = window;
+  has_pending_ = true;
+  if (!worker_.joinable()) startNext();
+}
+
+void RunWindowLoader::startNext() {
+  if (!has_pending_ || !run_) return;
+  has_pending_ = false;
+  in_flight_ = pending_;
+  worker_ = std::thread([this, run = run_, window = in_flight_] {
+    std::shared_ptr<const RunData> data;
+    QString error;
+    try {
+      data = run->load(window);
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    // Back on the GUI thread: this object outlives the thread (its destructor joins it).
+    QMetaObject::invokeMethod(this, [this, data, error, run] {
+      if (worker_.joinable()) worker_.join();
+      if (run == run_) {
+        if (data) emit loaded(data);
+        else emit failed(error);
+      }
+      startNext();
+    }, Qt::QueuedConnection);
+  });
+}
+
+}  // namespace collscope::gui
