@@ -262,8 +262,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(rank_views_, &RankViews::stepActivated, this, [this](int rank_index, std::int64_t start, std::int64_t end) {
     timeline_->setHighlightedRanks({rank_index});
+    if (run_ && run_->windowed) timeline_->revealRank(rank_index);  // its row, so that its events load
     const double pad = std::max<double>(double(end - start), 1000) * 0.02;
     timeline_->jumpTo(double(start) - pad, double(end) + pad);
+  });
+  connect(rank_views_, &RankViews::instanceActivated, this, [this](std::uint32_t instance, int rank_index) {
+    // A windowed run: the instance's time on the last arriver's row; its call is selected once its window loads.
+    if (!run_ || instance >= run_->model().matched().instances.size()) return;
+    const auto& inst = run_->model().matched().instances[instance];
+    const auto& m = run_->model();
+    const double first = double(m.run_time(inst.first_arrival_ns)), end = double(m.run_time(inst.last_completion_ns));
+    const double pad = std::max(end - first, 1000.0) * 0.5;
+    pending_instance_ = instance;
+    pending_rank_ = rank_index;
+    timeline_->setHighlightedRanks({rank_index});
+    timeline_->revealRank(rank_index);
+    timeline_->jumpTo(first - pad, end + pad);
+    showWindow(run_);  // selects it at once when the shown window holds it
   });
   connect(rank_views_, &RankViews::collectiveActivated, this, [this](std::uint32_t id) {
     timeline_->selectCollective(id);
@@ -387,6 +402,7 @@ void MainWindow::openRun(const QString& path) {
 void MainWindow::showRun(std::shared_ptr<const RunData> run, bool keep_range) {
   const auto selected = timeline_->selectedCollective();
   const auto ranks = timeline_->highlightedRanks();
+  pending_instance_ = kNoInstance;
   run_ = std::move(run);
   timeline_->setRun(run_, keep_range);
   details_->setRun(run_);
@@ -464,10 +480,22 @@ void MainWindow::requestVisibleWindow() {
 
 void MainWindow::showWindow(std::shared_ptr<const RunData> window) {
   if (!run_ || !run_->windowed || window->windowed != run_->windowed) return;  // another run was opened since
+  const bool other_window = run_ != window;
   run_ = std::move(window);
-  timeline_->setRun(run_, true);
-  details_->setRun(run_);
-  if (timeline_->selectedCollective() != kNoInstance) details_->showCollective(timeline_->selectedCollective());
+  if (other_window) {
+    timeline_->setRun(run_, true);
+    details_->setRun(run_);
+    if (timeline_->selectedCollective() != kNoInstance) details_->showCollective(timeline_->selectedCollective());
+  }
+  if (pending_instance_ != kNoInstance)
+    for (const auto id : run_->model().instance_members(pending_instance_))
+      if (run_->model().rank_of_collective(id) == pending_rank_) {
+        pending_instance_ = kNoInstance;
+        timeline_->selectCollective(id);
+        details_->showCollective(id);
+        break;
+      }
+  if (!other_window) return;
   emit windowLoaded();
   requestVisibleWindow();  // the view may have moved on while it loaded
 }

@@ -424,6 +424,22 @@ void TimelineView::revealLane(int r, int lane) {
   }
 }
 
+void TimelineView::revealRank(int r) {
+  if (!run_ || r < 0 || r >= static_cast<int>(rank_row_.size())) return;
+  const auto& host_of = run_->model().clocks().host_of_rank;
+  const int h = r < static_cast<int>(host_of.size()) ? host_of[r] : 0;
+  if (host_collapsed_[h]) {
+    host_collapsed_[h] = 0;
+    layoutRows();
+  }
+  if (rank_row_[r] < 0) return;
+  const int room = plotBottom() - scrolledTop();
+  const auto& row = rows_[rank_row_[r]];
+  if (row.top < scroll_y_ || row.top + row.height > scroll_y_ + room) scroll_y_ = row.top - room / 3;
+  clampVerticalScroll();
+  update();
+}
+
 void TimelineView::clearSelection() {
   const bool had_range = hasRange() || range_a_ >= 0;
   range_a_ = range_b_ = -1;

@@ -5,6 +5,7 @@
 // range, and each collective's instance: its wait) equals the whole-run viewer's, and so do the pixels where both
 // lay their rows out alike.
 #include <collscope/gui/main_window.hpp>
+#include <collscope/gui/rank_views.hpp>
 #include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/timeline_view.hpp>
 #include <collscope/gui/windowed_run.hpp>
@@ -199,6 +200,23 @@ class WindowedViewTest : public QObject {
     }
     QVERIFY(timeline->visibleRanks().first > kRanks / 4);  // it did scroll down the ranks
     qInfo("at most %zu of %zu events loaded", most, full_->model().event_count());
+
+    // A lens row clicked: the view goes to the instance on its last arriver's row, and selects that call when its
+    // window has loaded (the whole-run viewer selects the same call).
+    {
+      const auto& row = overview->summaries->lens[overview->summaries->lens.size() / 3];
+      emit window.rankViews()->instanceActivated(row.instance, row.last_rank);
+      QVERIFY(waitForEvents(window));
+      const auto& m = window.run()->model();
+      const auto selected = timeline->selectedCollective();
+      QVERIFY(selected != kNoInstance);
+      QCOMPARE(m.rank_of_collective(selected), row.last_rank);
+      QCOMPARE(m.instance_of_collective(selected), row.instance);
+      const auto& inst = m.matched().instances[row.instance];
+      QCOMPARE(m.call(selected).seq, inst.seq);
+      const auto [first, last] = timeline->visibleRanks();
+      QVERIFY(first <= row.last_rank && row.last_rank < last);
+    }
 
     // Zoomed out to the whole run: past the budget nothing more is loaded, and the legend says why.
     timeline->zoomToFit();

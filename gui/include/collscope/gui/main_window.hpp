@@ -101,6 +101,9 @@ class MainWindow : public QMainWindow {
   class QDockWidget* details_dock_;
   class QDockWidget* findings_dock_;
   bool docks_sized_ = false;
+  // A windowed run: the lens's instance (and the rank whose call to select) waiting for its window.
+  std::uint32_t pending_instance_ = kNoInstance;
+  int pending_rank_ = -1;
   RunLoadJob* loader_;
   class RunWindowLoader* window_loader_;
   QLabel* banner_;

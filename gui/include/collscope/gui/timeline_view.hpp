@@ -98,6 +98,9 @@ class TimelineView : public QWidget {
   // What the legend says meanwhile ("loading events…", "zoom in to load events").
   void setUnloadedNote(const QString& note) { unloaded_note_ = note, update(); }
 
+  // Scrolls a rank's row into view (its host expanded).
+  void revealRank(int rank_index);
+
   int laneCount() const;
   int visibleLaneCount() const;  // lanes not hidden by a collapsed host or rank
   // Screen position of a collective's centre (for tests and "reveal"); null when not visible.
