@@ -64,15 +64,25 @@ Opened open_and_paint(MainWindow& window, const std::string& dir, QImage& image)
   return out;
 }
 
-int whole_run_child(const std::string& dir) {
+// The application and its 1600x1000 main window, in the process that measures them.
+struct Viewer {
   int argc = 1;
-  char name[] = "rank_views_bench";
-  char* argv[] = {name, nullptr};
-  QApplication app(argc, argv);
+  char name[17] = "rank_views_bench";
+  char* argv[2] = {name, nullptr};
+  QApplication app{argc, argv};
   MainWindow window;
-  window.resize(1600, 1000);
-  window.show();
-  QImage image(window.size(), QImage::Format_ARGB32_Premultiplied);
+  QImage image;
+  Viewer() {
+    window.resize(1600, 1000);
+    window.show();
+    image = QImage(window.size(), QImage::Format_ARGB32_Premultiplied);
+  }
+};
+
+int whole_run_child(const std::string& dir) {
+  Viewer viewer;
+  auto& window = viewer.window;
+  auto& image = viewer.image;
   bool finished = false;
   QObject::connect(&window, &MainWindow::loadFinished, [&] { finished = true; });
   QElapsedTimer t;
@@ -133,14 +143,9 @@ int on_disk_views(const std::string& dir, int ranks, int steps) {
   }
   fmt::print("view cache {}: {:.0f} MB\n", cache, double(fs::file_size(cache, ec)) / 1e6);
 
-  int argc = 1;
-  char name[] = "rank_views_bench";
-  char* argv[] = {name, nullptr};
-  QApplication app(argc, argv);
-  MainWindow window;
-  window.resize(1600, 1000);
-  window.show();
-  QImage image(window.size(), QImage::Format_ARGB32_Premultiplied);
+  Viewer viewer;
+  auto& window = viewer.window;
+  auto& image = viewer.image;
   int windows = 0;
   QElapsedTimer since_open;
   double first_window_s = 0;

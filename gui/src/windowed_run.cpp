@@ -23,6 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <utility>
 #include <type_traits>
 
 #include <fcntl.h>
@@ -108,70 +110,90 @@ class Writer {
   std::uint64_t offset_ = 0;
 };
 
-// The contents section, built in memory (its length goes first).
+// The contents section, built in memory (its length goes first). `blob(a, b, ...)` appends its arguments: strings
+// and vectors with their length first, everything else as its bytes.
 class Blob {
  public:
+  template <typename... T>
+  void operator()(const T&... v) {
+    (put(v), ...);
+  }
+  std::vector<char> data;
+
+ private:
   template <typename T>
-  void pod(const T& v) {
+  void put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     const auto* p = reinterpret_cast<const char*>(&v);
     data.insert(data.end(), p, p + sizeof v);
   }
-  void str(const std::string& s) {
-    pod<std::uint64_t>(s.size());
+  void put(const std::string& s) {
+    put<std::uint64_t>(s.size());
     data.insert(data.end(), s.begin(), s.end());
   }
   template <typename T>
-  void pods(const std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    pod<std::uint64_t>(v.size());
-    const auto* p = reinterpret_cast<const char*>(v.data());
-    data.insert(data.end(), p, p + v.size() * sizeof(T));
+  void put(const std::vector<T>& v) {
+    put<std::uint64_t>(v.size());
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      const auto* p = reinterpret_cast<const char*>(v.data());
+      data.insert(data.end(), p, p + v.size() * sizeof(T));
+    } else {
+      for (const auto& e : v) put(e);
+    }
   }
-  void strs(const std::vector<std::string>& v) {
-    pod<std::uint64_t>(v.size());
-    for (const auto& s : v) str(s);
+  void put(const std::map<std::string, std::string>& m) {
+    put<std::uint64_t>(m.size());
+    for (const auto& [k, v] : m) put(k), put(v);
   }
-  std::vector<char> data;
 };
 
+// Reads what Blob wrote, with the same argument lists: `in(a, b, ...)` fills its arguments.
 class BlobReader {
  public:
   BlobReader(const std::vector<char>& data, const std::string& path) : p_(data.data()), end_(p_ + data.size()), path_(path) {}
-  template <typename T>
-  T pod() {
-    static_assert(std::is_trivially_copyable_v<T>);
-    T v;
-    take(&v, sizeof v);
-    return v;
-  }
-  std::string str() {
-    const auto n = pod<std::uint64_t>();
-    check(n);
-    std::string s(p_, p_ + n);
-    p_ += n;
-    return s;
-  }
-  template <typename T>
-  std::vector<T> pods() {
-    const auto n = pod<std::uint64_t>();
-    check(n * sizeof(T));
-    std::vector<T> v(n);
-    take(v.data(), n * sizeof(T));
-    return v;
-  }
-  std::vector<std::string> strs() {
-    std::vector<std::string> v(pod<std::uint64_t>());
-    for (auto& s : v) s = str();
-    return v;
+  template <typename... T>
+  void operator()(T&... v) {
+    (get(v), ...);
   }
 
  private:
-  void check(std::uint64_t n) const {
-    if (n > static_cast<std::uint64_t>(end_ - p_)) throw Error(fmt::format("{}: view cache cut short", path_));
+  template <typename T>
+  void get(T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    take(&v, sizeof v);
+  }
+  void get(std::string& s) {
+    const auto n = count(1);
+    s.assign(p_, p_ + n);
+    p_ += n;
+  }
+  template <typename T>
+  void get(std::vector<T>& v) {
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      v.resize(count(sizeof(T)));
+      take(v.data(), v.size() * sizeof(T));
+    } else {
+      v.resize(count(1));
+      for (auto& e : v) get(e);
+    }
+  }
+  void get(std::map<std::string, std::string>& m) {
+    for (auto n = count(1); n > 0; --n) {
+      std::string k, v;
+      get(k), get(v);
+      m[std::move(k)] = std::move(v);
+    }
+  }
+  // A length, checked against what is left (each element takes at least `min_bytes`).
+  std::uint64_t count(std::uint64_t min_bytes) {
+    std::uint64_t n = 0;
+    get(n);
+    if (n > static_cast<std::uint64_t>(end_ - p_) / std::max<std::uint64_t>(min_bytes, 1))
+      throw Error(fmt::format("{}: view cache cut short", path_));
+    return n;
   }
   void take(void* out, std::size_t n) {
-    check(n);
+    if (n > static_cast<std::size_t>(end_ - p_)) throw Error(fmt::format("{}: view cache cut short", path_));
     std::memcpy(out, p_, n);
     p_ += n;
   }
@@ -180,141 +202,60 @@ class BlobReader {
   const std::string& path_;
 };
 
-void put_run(Blob& b, const run::Run& r) {
-  b.str(r.dir);
-  b.pod(r.world_size);
-  b.strs(r.strings);
-  b.strs(r.problems);
-  b.pod<std::uint64_t>(r.communicators.size());
-  for (const auto& c : r.communicators) {
-    b.pod(c.key);
-    b.pod(c.backend);
-    b.pod(c.size);
-    b.pods(c.members);
-    b.str(c.name);
-    b.str(c.display_name);
-    b.pod(c.parent);
-    b.pod(c.color);
-  }
-  b.pod<std::uint64_t>(r.ranks.size());
-  for (const auto& t : r.ranks) {
-    b.pod(t.world_rank);
-    b.str(t.path);
-    b.str(t.host);
-    b.str(t.schema_version);
-    b.pod<std::uint64_t>(t.meta.size());
-    for (const auto& [k, v] : t.meta) b.str(k), b.str(v);
-    b.pod(t.monotonic_start_ns), b.pod(t.realtime_start_ns), b.pod(t.monotonic_end_ns), b.pod(t.realtime_end_ns);
-    b.pod(t.events_dropped);
-    b.pod<std::uint64_t>(t.threads.size());
-    for (const auto& th : t.threads) b.pod(th.id), b.pod(th.tid), b.str(th.name);
-    b.pods(t.buffers);
-    b.pods(t.calls_in_flight);
-  }
+// Each cached struct's fields, listed once for both directions (Io: Blob, or BlobReader with non-const structs).
+template <typename Io, typename V>
+void each(Io& io, V& v);
+template <typename Io, typename T>
+void fields(Io& io, T& c) requires std::is_same_v<std::remove_const_t<T>, run::Communicator> {
+  io(c.key, c.backend, c.size, c.members, c.name, c.display_name, c.parent, c.color);
+}
+template <typename Io, typename T>
+void fields(Io& io, T& t) requires std::is_same_v<std::remove_const_t<T>, store::ThreadRow> {
+  io(t.id, t.tid, t.name);
+}
+// A rank without its events (what the overview keeps).
+template <typename Io, typename T>
+void fields(Io& io, T& t) requires std::is_same_v<std::remove_const_t<T>, run::RankTrace> {
+  io(t.world_rank, t.path, t.host, t.schema_version, t.meta, t.monotonic_start_ns, t.realtime_start_ns,
+     t.monotonic_end_ns, t.realtime_end_ns, t.events_dropped, t.buffers, t.calls_in_flight);
+  each(io, t.threads);
+}
+template <typename Io, typename T>
+void fields(Io& io, T& c) requires std::is_same_v<std::remove_const_t<T>, run::ClockAlignment> {
+  io(c.offset_ns, c.anchor_offset_ns, c.residual_ns, c.residual_p50_ns, c.instances_used, c.hosts, c.host_of_rank,
+     c.origin_ns, c.realtime_origin_ns);
+}
+template <typename Io, typename T>
+void fields(Io& io, T& s) requires std::is_same_v<std::remove_const_t<T>, CounterSeries> {
+  io(s.t_ns, s.value, s.max, s.median);
+}
+template <typename Io, typename T>
+void fields(Io& io, T& s) requires std::is_same_v<std::remove_const_t<T>, RunSummaries> {
+  io(s.activity.bucket_ns, s.activity.buckets, s.activity.ranks, s.activity.late_ns, s.activity.wait_ns);
+  io(s.heat.ranks, s.heat.steps, s.heat.from_steps, s.heat.step_start_ns, s.heat.late_ns, s.heat.scale_ns, s.lens);
+  fields(io, s.busbw_gbps);
+  fields(io, s.step_ns);
+}
+template <typename Io, typename T>
+void fields(Io& io, T& f) requires std::is_same_v<std::remove_const_t<T>, Finding> {
+  io(f.kind, f.severity, f.summary, f.suggestion, f.start_ns, f.end_ns, f.cost_ns, f.world_ranks);
 }
 
-run::Run get_run(BlobReader& in) {
-  run::Run r;
-  r.dir = in.str();
-  r.world_size = in.pod<int>();
-  r.strings = in.strs();
-  r.problems = in.strs();
-  r.communicators.resize(in.pod<std::uint64_t>());
-  for (auto& c : r.communicators) {
-    c.key = in.pod<std::uint64_t>();
-    c.backend = in.pod<store::Backend>();
-    c.size = in.pod<int>();
-    c.members = in.pods<int>();
-    c.name = in.str();
-    c.display_name = in.str();
-    c.parent = in.pod<std::optional<std::uint64_t>>();
-    c.color = in.pod<std::optional<std::int64_t>>();
-  }
-  r.ranks.resize(in.pod<std::uint64_t>());
-  for (auto& t : r.ranks) {
-    t.world_rank = in.pod<int>();
-    t.path = in.str();
-    t.host = in.str();
-    t.schema_version = in.str();
-    for (auto n = in.pod<std::uint64_t>(); n > 0; --n) {
-      auto k = in.str();
-      t.meta[std::move(k)] = in.str();
-    }
-    t.monotonic_start_ns = in.pod<std::int64_t>();
-    t.realtime_start_ns = in.pod<std::int64_t>();
-    t.monotonic_end_ns = in.pod<std::int64_t>();
-    t.realtime_end_ns = in.pod<std::int64_t>();
-    t.events_dropped = in.pod<std::int64_t>();
-    t.threads.resize(in.pod<std::uint64_t>());
-    for (auto& th : t.threads) {
-      th.id = in.pod<std::int64_t>();
-      th.tid = in.pod<std::int64_t>();
-      th.name = in.str();
-    }
-    t.buffers = in.pods<store::BufferRow>();
-    t.calls_in_flight = in.pods<run::CallInFlight>();
-  }
-  return r;
+// A vector of structs with fields(): its length, then each.
+template <typename Io, typename V>
+void each(Io& io, V& v) {
+  auto n = static_cast<std::uint64_t>(v.size());
+  io(n);
+  if constexpr (!std::is_const_v<V>) v.resize(n);
+  for (auto& e : v) fields(io, e);
 }
 
-void put_clocks(Blob& b, const run::ClockAlignment& c) {
-  b.pods(c.offset_ns), b.pods(c.anchor_offset_ns), b.pods(c.residual_ns);
-  b.pod(c.residual_p50_ns), b.pod(c.instances_used);
-  b.strs(c.hosts), b.pods(c.host_of_rank);
-  b.pod(c.origin_ns), b.pod(c.realtime_origin_ns);
-}
-
-run::ClockAlignment get_clocks(BlobReader& in) {
-  run::ClockAlignment c;
-  c.offset_ns = in.pods<std::int64_t>();
-  c.anchor_offset_ns = in.pods<std::int64_t>();
-  c.residual_ns = in.pods<double>();
-  c.residual_p50_ns = in.pod<double>();
-  c.instances_used = in.pod<int>();
-  c.hosts = in.strs();
-  c.host_of_rank = in.pods<int>();
-  c.origin_ns = in.pod<std::int64_t>();
-  c.realtime_origin_ns = in.pod<std::int64_t>();
-  return c;
-}
-
-void put_counter(Blob& b, const CounterSeries& s) { b.pods(s.t_ns), b.pods(s.value), b.pod(s.max), b.pod(s.median); }
-CounterSeries get_counter(BlobReader& in) {
-  CounterSeries s;
-  s.t_ns = in.pods<std::int64_t>();
-  s.value = in.pods<float>();
-  s.max = in.pod<float>();
-  s.median = in.pod<float>();
-  return s;
-}
-
-void put_summaries(Blob& b, const RunSummaries& s) {
-  b.pod(s.activity.bucket_ns), b.pod(s.activity.buckets), b.pod(s.activity.ranks);
-  b.pods(s.activity.late_ns), b.pods(s.activity.wait_ns);
-  b.pod(s.heat.ranks), b.pod(s.heat.steps), b.pod(s.heat.from_steps);
-  b.pods(s.heat.step_start_ns), b.pods(s.heat.late_ns), b.pod(s.heat.scale_ns);
-  b.pods(s.lens);
-  put_counter(b, s.busbw_gbps);
-  put_counter(b, s.step_ns);
-}
-
-RunSummaries get_summaries(BlobReader& in) {
-  RunSummaries s;
-  s.activity.bucket_ns = in.pod<std::int64_t>();
-  s.activity.buckets = in.pod<int>();
-  s.activity.ranks = in.pod<int>();
-  s.activity.late_ns = in.pods<float>();
-  s.activity.wait_ns = in.pods<float>();
-  s.heat.ranks = in.pod<int>();
-  s.heat.steps = in.pod<int>();
-  s.heat.from_steps = in.pod<bool>();
-  s.heat.step_start_ns = in.pods<std::int64_t>();
-  s.heat.late_ns = in.pods<float>();
-  s.heat.scale_ns = in.pod<float>();
-  s.lens = in.pods<LensRow>();
-  s.busbw_gbps = get_counter(in);
-  s.step_ns = get_counter(in);
-  return s;
+// The run without its events: every rank's metadata, communicators, strings.
+template <typename Io, typename R>
+void run_fields(Io& io, R& r) {
+  io(r.dir, r.world_size, r.strings, r.problems);
+  each(io, r.communicators);
+  each(io, r.ranks);
 }
 
 // The rows of one rank and kind as stored, and the run time of a stored row's start and end.
@@ -396,7 +337,7 @@ std::int64_t env_int(const char* name, std::int64_t fallback) {
 
 }  // namespace
 
-struct WindowedRun::Contents {
+struct WindowedRun::Contents {  // the overview
   run::Run skeleton;  // every rank, no events
   run::ClockAlignment clocks;
   std::vector<run::InstanceSummary> instances;
@@ -409,6 +350,27 @@ struct WindowedRun::Contents {
   std::vector<std::string> warnings;
   std::string dir;
 };
+
+namespace {
+
+template <typename Io, typename C>
+void contents_fields(Io& io, C& c) {
+  run_fields(io, c.skeleton);
+  fields(io, c.clocks);
+  io(c.instances, c.comm_first, c.reference_comm);
+  if constexpr (std::is_const_v<C>) {
+    fields(io, *c.summaries);
+  } else {
+    auto summaries = std::make_shared<RunSummaries>();
+    fields(io, *summaries);
+    c.summaries = std::move(summaries);
+  }
+  io(c.steps);
+  each(io, c.findings);
+  io(c.statistics, c.warnings, c.dir);
+}
+
+}  // namespace
 
 WindowedRunPolicy windowed_run_policy() {
   WindowedRunPolicy p;
@@ -449,8 +411,7 @@ void write_view_cache(const RunData& analyzed, const std::string& path) {
     w.pod(duration);
     w.pod(bucket_ns);
 
-    Blob b;
-    run::Run skeleton;
+    run::Run skeleton;  // the run without its events
     skeleton.dir = run.dir, skeleton.world_size = run.world_size, skeleton.strings = run.strings;
     skeleton.problems = run.problems, skeleton.communicators = run.communicators;
     skeleton.ranks.reserve(run.ranks.size());
@@ -463,22 +424,19 @@ void write_view_cache(const RunData& analyzed, const std::string& path) {
       s.threads = t.threads, s.buffers = t.buffers, s.calls_in_flight = t.calls_in_flight;
       skeleton.ranks.push_back(std::move(s));
     }
-    put_run(b, skeleton);
-    put_clocks(b, m.clocks());
-    b.pods(m.matched().instances);
-    b.pods(m.matched().comm_first);
-    b.pod(m.matched().reference_comm);
-    put_summaries(b, *analyzed.summaries);
-    b.pods(analyzed.steps);
-    b.pod<std::uint64_t>(analyzed.findings.size());
-    for (const auto& f : analyzed.findings) {
-      b.str(f.kind), b.str(f.severity), b.str(f.summary), b.str(f.suggestion);
-      b.pod(f.start_ns), b.pod(f.end_ns), b.pod(f.cost_ns);
-      b.pods(f.world_ranks);
-    }
-    b.pods(analyzed.statistics);
-    b.strs(analyzed.warnings);
-    b.str(analyzed.dir);
+    const WindowedRun::Contents contents{.skeleton = std::move(skeleton),
+                                         .clocks = m.clocks(),
+                                         .instances = m.matched().instances,
+                                         .comm_first = m.matched().comm_first,
+                                         .reference_comm = m.matched().reference_comm,
+                                         .summaries = analyzed.summaries,
+                                         .steps = analyzed.steps,
+                                         .findings = analyzed.findings,
+                                         .statistics = analyzed.statistics,
+                                         .warnings = analyzed.warnings,
+                                         .dir = analyzed.dir};
+    Blob b;
+    contents_fields(b, contents);
     w.pod<std::uint64_t>(b.data.size());
     w.bytes(b.data.data(), b.data.size());
 
@@ -552,23 +510,8 @@ std::shared_ptr<const WindowedRun> WindowedRun::open(const std::string& run_dir,
     pread_exact(fd, blob.data(), blob.size(), at, cache_path);
     BlobReader in(blob, cache_path);
     auto c = std::make_shared<Contents>();
-    c->skeleton = get_run(in);
-    c->clocks = get_clocks(in);
-    c->instances = in.pods<run::InstanceSummary>();
-    c->comm_first = in.pods<std::size_t>();
-    c->reference_comm = in.pod<int>();
-    c->summaries = std::make_shared<const RunSummaries>(get_summaries(in));
-    c->steps = in.pods<Step>();
-    c->findings.resize(in.pod<std::uint64_t>());
-    for (auto& f : c->findings) {
-      f.kind = in.str(), f.severity = in.str(), f.summary = in.str(), f.suggestion = in.str();
-      f.start_ns = in.pod<std::int64_t>(), f.end_ns = in.pod<std::int64_t>(), f.cost_ns = in.pod<std::int64_t>();
-      f.world_ranks = in.pods<int>();
-      f.evidence = kNoInstance;  // a collective id of the whole-run model: not one of a window's
-    }
-    c->statistics = in.pods<StatisticsRow>();
-    c->warnings = in.strs();
-    c->dir = in.str();
+    contents_fields(in, *c);
+    for (auto& f : c->findings) f.evidence = kNoInstance;  // a collective id of the whole-run model, not a window's
     w->contents_ = std::move(c);
 
     // The index, from the trailer.
