@@ -481,10 +481,12 @@ void MainWindow::requestVisibleWindow() {
 void MainWindow::showWindow(std::shared_ptr<const RunData> window) {
   if (!run_ || !run_->windowed || window->windowed != run_->windowed) return;  // another run was opened since
   const bool other_window = run_ != window;
+  auto shown = std::move(run_);
   run_ = std::move(window);
   if (other_window) {
     timeline_->setRun(run_, true);
     details_->setRun(run_);
+    window_loader_->retire(std::move(shown));  // the views hold it no longer
     if (timeline_->selectedCollective() != kNoInstance) details_->showCollective(timeline_->selectedCollective());
   }
   if (pending_instance_ != kNoInstance)

@@ -623,7 +623,8 @@ void RunWindowLoader::startNext() {
   if (!has_pending_ || !run_) return;
   has_pending_ = false;
   in_flight_ = pending_;
-  worker_ = std::thread([this, run = run_, window = in_flight_] {
+  worker_ = std::thread([this, run = run_, window = in_flight_, retired = std::move(retired_)]() mutable {
+    retired.clear();
     std::shared_ptr<const RunData> data;
     QString error;
     try {
@@ -641,6 +642,7 @@ void RunWindowLoader::startNext() {
       startNext();
     }, Qt::QueuedConnection);
   });
+  retired_.clear();  // moved into the worker
 }
 
 }  // namespace collscope::gui

@@ -86,6 +86,9 @@ class RunWindowLoader : public QObject {
   ~RunWindowLoader() override;
   void setRun(std::shared_ptr<const WindowedRun> run);  // null: none (pending requests are dropped)
   void request(const RunWindow& window);
+  // A window no longer shown: freed on the worker thread with the next load, not on the GUI thread (a window
+  // holds every rank's metadata: freeing it takes milliseconds at thousands of ranks).
+  void retire(std::shared_ptr<const RunData> window) { retired_.push_back(std::move(window)); }
   bool busy() const { return worker_.joinable(); }
   // The window being loaded, else the last one requested.
   const RunWindow& requested() const { return in_flight_; }
@@ -101,6 +104,7 @@ class RunWindowLoader : public QObject {
   RunWindow in_flight_;
   bool has_pending_ = false;
   RunWindow pending_;
+  std::vector<std::shared_ptr<const RunData>> retired_;
 };
 
 }  // namespace collscope::gui
