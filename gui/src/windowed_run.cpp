@@ -2,7 +2,8 @@
 //
 // File layout (native byte order: a cache is read on the machine that wrote it, and one of another format version
 // or byte order is ignored and rewritten):
-//   header    magic, format version, buckets per rank, the rank files' fingerprint, duration and bucket width (ns)
+//   header    magic, format version, struct layout, buckets per rank, the rank files' fingerprint, duration and
+//             bucket width (ns)
 //   contents  length-prefixed: the run without its events, clocks, instances, summaries, steps, findings, ...
 //   tables    per rank and kind with events: kBuckets + 2 row offsets (bucket b holds the rows starting in it,
 //             the last range the rows longer than a bucket), then the rows (run/'s structs, with their index in
@@ -36,7 +37,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'c', 's', 'v', 'i', 'e', 'w', '\0', '\1'};
-constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::uint32_t kFormatVersion = 1;  // raise it when the layout below changes
 // Time buckets per rank over the run: a window reads whole buckets, so a window of a tenth of the run reads at most
 // 2/256 of the run more than it needs; the bucket tables cost 1 KiB per rank and kind.
 constexpr std::uint32_t kBuckets = 256;
@@ -55,6 +56,18 @@ struct StoredCollective {
   std::uint32_t index = 0;
   std::uint32_t has_nonblocking = 0;
 };
+
+// The sizes of the structs the cache stores as bytes (run/'s rows, the summaries' rows): a cache written by a
+// collscope whose structs differ is ignored, not misread.
+std::uint64_t struct_layout() {
+  std::uint64_t h = 0;
+  for (const std::size_t size :
+       {sizeof(StoredCollective), sizeof(Stored<run::NvtxRange>), sizeof(Stored<run::GpuActivity>),
+        sizeof(Stored<run::PointToPointCall>), sizeof(run::InstanceSummary), sizeof(run::CallInFlight),
+        sizeof(store::BufferRow), sizeof(LensRow), sizeof(Step), sizeof(StatisticsRow)})
+    h = h * 1000003 + size;
+  return h;
+}
 
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
@@ -406,6 +419,7 @@ void write_view_cache(const RunData& analyzed, const std::string& path) {
     Writer w(tmp);
     w.bytes(kMagic, sizeof kMagic);
     w.pod(kFormatVersion);
+    w.pod(struct_layout());
     w.pod(kBuckets);
     w.pod(run_fingerprint(analyzed.dir));
     w.pod(duration);
@@ -501,8 +515,11 @@ std::shared_ptr<const WindowedRun> WindowedRun::open(const std::string& run_dir,
       pread_exact(fd, &v, sizeof v, at, cache_path);
       at += sizeof v;
     };
-    read(magic), read(version), read(buckets), read(fingerprint), read(w->duration_ns_), read(w->bucket_ns_);
-    if (std::memcmp(magic, kMagic, sizeof magic) != 0 || version != kFormatVersion || buckets != kBuckets) return nullptr;
+    std::uint64_t layout = 0;
+    read(magic), read(version), read(layout), read(buckets), read(fingerprint), read(w->duration_ns_), read(w->bucket_ns_);
+    if (std::memcmp(magic, kMagic, sizeof magic) != 0 || version != kFormatVersion || layout != struct_layout() ||
+        buckets != kBuckets)
+      return nullptr;
     if (fingerprint != run_fingerprint(run_dir)) return nullptr;  // the run changed since
     std::uint64_t contents_size = 0;
     read(contents_size);
