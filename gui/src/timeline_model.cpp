@@ -62,7 +62,8 @@ TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlig
     : run_(std::move(run)), clocks_(std::move(clocks)), matched_(std::move(matched)) {
   build();
   duration_ns_ = std::max(duration_ns_, run_duration_ns);
-  messages_ = std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_);
+  messages_ = run_duration_ns > 0 ? std::make_shared<const MessageIndex>()
+                                  : std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_);
 }
 
 TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks)
