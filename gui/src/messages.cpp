@@ -10,14 +10,24 @@ namespace collscope::gui {
 MessageIndex::MessageIndex(std::shared_ptr<const run::Run> run, const run::ClockAlignment& clocks,
                            std::vector<std::size_t> first_call)
     : run_(std::move(run)), first_call_(std::move(first_call)) {
+  matched_ = run::match_messages(*run_);
+  waits_ = run::measure_point_to_point_waits(*run_, clocks, matched_);
+  build(clocks);
+}
+
+MessageIndex::MessageIndex(std::shared_ptr<const run::Run> run, const run::ClockAlignment& clocks,
+                           std::vector<std::size_t> first_call, run::MatchedMessages matched,
+                           run::PointToPointWaits waits)
+    : run_(std::move(run)), first_call_(std::move(first_call)), matched_(std::move(matched)), waits_(std::move(waits)) {
+  build(clocks);
+}
+
+void MessageIndex::build(const run::ClockAlignment& clocks) {
   const auto& ranks = run_->ranks;
   shift_.resize(ranks.size());
   for (std::size_t r = 0; r < ranks.size(); ++r) shift_[r] = clocks.offset_ns[r] - clocks.origin_ns;
-  matched_ = run::match_messages(*run_);
-  waits_ = run::measure_point_to_point_waits(*run_, clocks, matched_);
   std::sort(waits_.waits.begin(), waits_.waits.end(),
             [](const run::MessageWait& a, const run::MessageWait& b) { return a.message < b.message; });
-
   const std::size_t n = matched_.messages.size();
   // Lines by their earlier end, with the prefix maximum of the later one.
   std::vector<std::pair<std::int64_t, std::int64_t>> ends(n);

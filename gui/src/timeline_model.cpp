@@ -57,13 +57,19 @@ std::size_t key_index(const std::vector<std::int64_t>& keys, std::int64_t k) {
 
 }  // namespace
 
-TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched,
-                             std::int64_t run_duration_ns)
+TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched)
     : run_(std::move(run)), clocks_(std::move(clocks)), matched_(std::move(matched)) {
   build();
-  duration_ns_ = std::max(duration_ns_, run_duration_ns);
-  messages_ = run_duration_ns > 0 ? std::make_shared<const MessageIndex>()
-                                  : std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_);
+  messages_ = std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_);
+}
+
+TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched,
+                             WholeRun whole)
+    : run_(std::move(run)), clocks_(std::move(clocks)), matched_(std::move(matched)) {
+  build();
+  duration_ns_ = std::max(duration_ns_, whole.duration_ns);
+  messages_ = std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_, std::move(whole.messages),
+                                                   std::move(whole.waits));
 }
 
 TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks)

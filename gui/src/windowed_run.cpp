@@ -64,7 +64,8 @@ std::uint64_t struct_layout() {
   for (const std::size_t size :
        {sizeof(StoredCollective), sizeof(Stored<run::NvtxRange>), sizeof(Stored<run::GpuActivity>),
         sizeof(Stored<run::PointToPointCall>), sizeof(run::InstanceSummary), sizeof(run::CallInFlight),
-        sizeof(store::BufferRow), sizeof(LensRow), sizeof(Step), sizeof(StatisticsRow)})
+        sizeof(store::BufferRow), sizeof(LensRow), sizeof(Step), sizeof(StatisticsRow), sizeof(run::MatchedMessage),
+        sizeof(run::MessageWait)})
     h = h * 1000003 + size;
   return h;
 }
@@ -362,6 +363,8 @@ struct WindowedRun::Contents {  // the overview
   std::vector<StatisticsRow> statistics;
   std::vector<std::string> warnings;
   std::string dir;
+  run::MatchedMessages messages;  // point-to-point, in the whole run's calls
+  run::PointToPointWaits waits;   // MessageWait::message indexes `messages`
 };
 
 namespace {
@@ -381,6 +384,42 @@ void contents_fields(Io& io, C& c) {
   io(c.steps);
   each(io, c.findings);
   io(c.statistics, c.warnings, c.dir);
+  io(c.messages.messages, c.messages.unmatched_sends, c.messages.unmatched_receives, c.messages.unknown_source);
+  io(c.waits.waits, c.waits.messages, c.waits.unmatched_sends, c.waits.unmatched_receives, c.waits.unknown_source);
+}
+
+}  // namespace
+
+namespace {
+
+// The run's messages (and their waits) whose two calls a window holds, in the window's calls. `loaded[r]`: the
+// run's index of each of rank r's calls in the window, ascending (the window keeps run/'s order).
+std::pair<run::MatchedMessages, run::PointToPointWaits> messages_within(
+    const run::MatchedMessages& all, const run::PointToPointWaits& all_waits,
+    const std::vector<std::vector<std::uint32_t>>& loaded) {
+  auto in_window = [&](std::int32_t rank, std::int32_t call) -> std::int32_t {
+    const auto& v = loaded[static_cast<std::size_t>(rank)];
+    const auto it = std::lower_bound(v.begin(), v.end(), static_cast<std::uint32_t>(call));
+    return it != v.end() && *it == static_cast<std::uint32_t>(call) ? static_cast<std::int32_t>(it - v.begin()) : -1;
+  };
+  run::MatchedMessages out;
+  std::vector<std::int32_t> renumbered(all.messages.size(), -1);  // the run's message index -> the window's
+  for (std::size_t k = 0; k < all.messages.size(); ++k) {
+    const auto& m = all.messages[k];
+    if (loaded[static_cast<std::size_t>(m.send_rank)].empty() || loaded[static_cast<std::size_t>(m.recv_rank)].empty()) continue;
+    const auto send = in_window(m.send_rank, m.send_call), recv = in_window(m.recv_rank, m.recv_call);
+    if (send < 0 || recv < 0) continue;
+    renumbered[k] = static_cast<std::int32_t>(out.messages.size());
+    out.messages.push_back({.send_rank = m.send_rank, .send_call = send, .recv_rank = m.recv_rank, .recv_call = recv});
+  }
+  run::PointToPointWaits waits;
+  waits.messages = static_cast<std::int64_t>(out.messages.size());
+  for (auto w : all_waits.waits)
+    if (renumbered[static_cast<std::size_t>(w.message)] >= 0) {
+      w.message = renumbered[static_cast<std::size_t>(w.message)];
+      waits.waits.push_back(w);
+    }
+  return {std::move(out), std::move(waits)};
 }
 
 }  // namespace
@@ -448,7 +487,9 @@ void write_view_cache(const RunData& analyzed, const std::string& path) {
                                          .findings = analyzed.findings,
                                          .statistics = analyzed.statistics,
                                          .warnings = analyzed.warnings,
-                                         .dir = analyzed.dir};
+                                         .dir = analyzed.dir,
+                                         .messages = m.messages().matched(),
+                                         .waits = m.messages().waits()};
     Blob b;
     contents_fields(b, contents);
     w.pod<std::uint64_t>(b.data.size());
@@ -577,6 +618,7 @@ std::shared_ptr<const RunData> WindowedRun::load(const RunWindow& requested) con
   matched.comm_first = c.comm_first;
   matched.reference_comm = c.reference_comm;
   matched.call_index.assign(run->ranks.size(), std::vector<std::vector<std::int32_t>>(run->communicators.size()));
+  std::vector<std::vector<std::uint32_t>> p2p_index(run->ranks.size());  // per rank: each loaded call's index in the run
   for (int r = window.rank_begin; r < window.rank_end; ++r) {
     auto& t = run->ranks[static_cast<std::size_t>(r)];
     const auto& tables = table_offset_[static_cast<std::size_t>(r)];
@@ -601,11 +643,19 @@ std::shared_ptr<const RunData> WindowedRun::load(const RunWindow& requested) con
     };
     rows_of(t.nvtx_ranges, tables[1]);
     rows_of(t.gpu_activities, tables[2]);
-    rows_of(t.point_to_point, tables[3]);
+    for (const auto& s : read_table<Stored<run::PointToPointCall>>(
+             fd_, path_, tables[3], shift, bucket_ns_, t0, t1,
+             [](const Stored<run::PointToPointCall>& s) -> const auto& { return s.row; })) {
+      t.point_to_point.push_back(s.row);
+      p2p_index[static_cast<std::size_t>(r)].push_back(s.index);
+    }
   }
   auto out = std::make_shared<RunData>();
   out->dir = c.dir;
-  out->timeline = std::make_shared<const TimelineModel>(run, c.clocks, std::move(matched), duration_ns_);
+  auto [messages, waits] = messages_within(c.messages, c.waits, p2p_index);
+  out->timeline = std::make_shared<const TimelineModel>(
+      run, c.clocks, std::move(matched),
+      TimelineModel::WholeRun{.duration_ns = duration_ns_, .messages = std::move(messages), .waits = std::move(waits)});
   out->steps = c.steps;
   out->findings = c.findings;
   out->statistics = c.statistics;
