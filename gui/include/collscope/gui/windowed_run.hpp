@@ -26,9 +26,10 @@ namespace collscope::gui {
 
 struct WindowedRunPolicy {
   // Events (collectives, NVTX ranges, GPU activities, point-to-point calls) from which a run is viewed through its
-  // cache. At 2 M events the whole-run load's first paint passes 1 s on the project's 2-core VMs
-  // (docs/performance.md, viewer_bench), and the model holds ~100 B/event. COLLSCOPE_VIEW_WINDOWED_MIN_EVENTS
-  // overrides it (tests open small runs windowed).
+  // cache. Around 2 M events the whole-run viewer's first timeline frame nears 1 s and its heat map and lens (which
+  // wait for the analysis) take 2 s on the project's 2-core VMs (viewer_bench, 2.25 M events: 0.5-0.85 s and
+  // 1.7-2.1 s idle; docs/performance.md), and it holds ~110 B/event; below, a cache would cost disk for little.
+  // COLLSCOPE_VIEW_WINDOWED_MIN_EVENTS overrides it (tests open small runs windowed).
   std::int64_t min_events = 2'000'000;
   // Events one window may hold: the visible range and ranks, with margins while they fit. A window of 300 k events
   // loads in ~0.1 s and its lanes hold ~6 MB. COLLSCOPE_VIEW_WINDOW_EVENTS overrides it.
