@@ -487,6 +487,10 @@ void MainWindow::showWindow(std::shared_ptr<const RunData> window) {
     timeline_->setRun(run_, true);
     details_->setRun(run_);
     window_loader_->retire(std::move(shown));  // the views hold it no longer
+    if (query_) {  // hits are collective ids: the new window's own
+      results_ = find_all(*query_, run_->model());
+      current_hit_ = -1;
+    }
     if (timeline_->selectedCollective() != kNoInstance) details_->showCollective(timeline_->selectedCollective());
   }
   if (pending_instance_ != kNoInstance)
