@@ -451,6 +451,12 @@ void write_view_cache(const RunData& analyzed, const std::string& path) {
   if (!analyzed.summaries) throw Error(fmt::format("{}: no summaries to cache for {}", path, analyzed.dir));
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
+  // The events take ~80 B each (docs/performance.md): a cache that would fill more than half the free space is
+  // not written (the run is then read whole at every opening, as a small one).
+  const double needed_bytes = 100.0 * double(m.event_count()) + 64e6;
+  if (const auto space = fs::space(fs::path(path).parent_path(), ec); !ec && double(space.available) < 2 * needed_bytes)
+    throw Error(fmt::format("{}: view cache not written: it would take ~{:.0f} MB of the {:.0f} MB free", path,
+                            needed_bytes / 1e6, double(space.available) / 1e6));
   const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
   const std::int64_t duration = std::max<std::int64_t>(m.duration_ns(), 1);
   const std::int64_t bucket_ns = std::max<std::int64_t>(1, (duration + kBuckets - 1) / kBuckets);
