@@ -446,6 +446,7 @@ void MainWindow::requestVisibleWindow() {
   if (first == last) return;
   const RunWindow visible{.rank_begin = first,
                           .rank_end = last,
+                          .pinned_ranks = timeline_->pinnedRanks(),
                           .start_ns = std::max<std::int64_t>(0, timeline_->visibleStart()),
                           .end_ns = std::min(timeline_->visibleEnd(), windowed.duration_ns())};
   // Margins for the next scroll: the visible ranks and range again on each side, less while the budget says no.
@@ -454,6 +455,7 @@ void MainWindow::requestVisibleWindow() {
     const auto pad = static_cast<std::int64_t>(double(visible.end_ns - visible.start_ns) * margin);
     return RunWindow{.rank_begin = std::max(0, first - ranks),
                      .rank_end = std::min(windowed.rank_count(), last + ranks),
+                     .pinned_ranks = visible.pinned_ranks,
                      .start_ns = std::max<std::int64_t>(0, visible.start_ns - pad),
                      .end_ns = std::min(windowed.duration_ns(), visible.end_ns + pad)};
   };

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 namespace collscope::gui {
 
@@ -36,12 +37,21 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
 
 void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
   const bool same_model = run_ && run && run_->timeline == run->timeline;
-  // Another window of the same windowed run: the same ranks and hosts, other events (and ids). The selected
-  // collective is found again by its rank, communicator and seq when the new window holds it.
+  // Another window of the same windowed run: the same ranks and hosts, other events (and ids, and lanes). The
+  // selected collective is found again by its rank, communicator and seq when the new window holds it, pinned
+  // lanes by their rank, kind and key.
   const bool same_run = same_model || (run_ && run && run_->windowed && run_->windowed == run->windowed);
   std::optional<std::pair<int, run::CollectiveCall>> selected_call;
-  if (!same_model && same_run && keep_range && selected_ != kNoInstance)
-    selected_call.emplace(run_->model().rank_of_collective(selected_), run_->model().call(selected_));
+  std::vector<std::tuple<int, LaneKind, std::int64_t>> pinned;
+  if (!same_model && same_run && keep_range) {
+    if (selected_ != kNoInstance)
+      selected_call.emplace(run_->model().rank_of_collective(selected_), run_->model().call(selected_));
+    for (std::size_t l = 0; l < lane_pinned_.size(); ++l)
+      if (lane_pinned_[l]) {
+        const auto& lane = run_->model().lanes()[l];
+        pinned.emplace_back(lane.rank_index, lane.kind, lane.key);
+      }
+  }
   if (!same_model && same_run && keep_range) {
     selected_ = hovered_ = selected_p2p_ = kNoInstance;
     selected_messages_.clear();
@@ -95,6 +105,10 @@ void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
       rank_collapsed_.assign(ranks, 0);
     }
     if (!same_model) lane_pinned_.assign(m.lanes().size(), 0);
+    for (std::size_t l = 0; l < m.lanes().size() && !pinned.empty(); ++l)
+      if (std::find(pinned.begin(), pinned.end(), std::tuple{m.lanes()[l].rank_index, m.lanes()[l].kind, m.lanes()[l].key}) !=
+          pinned.end())
+        lane_pinned_[l] = 1;
     if (selected_call)
       for (const auto id : m.members_of(selected_call->second.comm, selected_call->second.seq))
         if (m.rank_of_collective(id) == selected_call->first) selected_ = id;
@@ -210,11 +224,22 @@ std::pair<int, int> TimelineView::visibleRanks() const {
   return first < 0 ? std::pair{0, 0} : std::pair{first, last + 1};
 }
 
+std::vector<int> TimelineView::pinnedRanks() const {
+  std::vector<int> out;
+  if (!run_) return out;
+  for (std::size_t l = 0; l < lane_pinned_.size(); ++l)
+    if (lane_pinned_[l]) out.push_back(run_->model().lanes()[l].rank_index);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 bool TimelineView::visibleEventsLoaded() const {
   if (!run_ || !run_->windowed) return true;
   const auto [first, last] = visibleRanks();
   return first == last || run_->window.contains({.rank_begin = first,
                                                  .rank_end = last,
+                                                 .pinned_ranks = pinnedRanks(),
                                                  .start_ns = std::max<std::int64_t>(0, visibleStart()),
                                                  .end_ns = std::min(visibleEnd(), run_->model().duration_ns())});
 }

@@ -608,8 +608,8 @@ std::int64_t WindowedRun::estimated_events(const RunWindow& window) const {
   const double fraction =
       std::min(1.0, double(window.end_ns - window.start_ns) / double(std::max<std::int64_t>(duration_ns_, 1)));
   std::int64_t events = 0;
-  for (int r = std::max(0, window.rank_begin); r < std::min(window.rank_end, rank_count()); ++r)
-    events += events_per_rank_[static_cast<std::size_t>(r)];
+  for (const int r : window.ranks())
+    if (r >= 0 && r < rank_count()) events += events_per_rank_[static_cast<std::size_t>(r)];
   return static_cast<std::int64_t>(double(events) * fraction);
 }
 
@@ -625,7 +625,8 @@ std::shared_ptr<const RunData> WindowedRun::load(const RunWindow& requested) con
   matched.reference_comm = c.reference_comm;
   matched.call_index.assign(run->ranks.size(), std::vector<std::vector<std::int32_t>>(run->communicators.size()));
   std::vector<std::vector<std::uint32_t>> p2p_index(run->ranks.size());  // per rank: each loaded call's index in the run
-  for (int r = window.rank_begin; r < window.rank_end; ++r) {
+  std::erase_if(window.pinned_ranks, [&](int r) { return r < 0 || r >= rank_count(); });
+  for (const int r : window.ranks()) {
     auto& t = run->ranks[static_cast<std::size_t>(r)];
     const auto& tables = table_offset_[static_cast<std::size_t>(r)];
     const std::int64_t shift = c.clocks.offset_ns[static_cast<std::size_t>(r)] - c.clocks.origin_ns;

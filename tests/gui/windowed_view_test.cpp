@@ -96,14 +96,21 @@ class WindowedViewTest : public QObject {
     const auto [first, last] = t->visibleRanks();
     const auto& w = window.run()->window;
     const auto loaded = window.run()->model().event_count();
-    QCOMPARE(loaded, count_in(full_->model(), w.rank_begin, w.rank_end, w.start_ns, w.end_ns));
+    std::size_t in_window = 0, pinned_around = 0;
+    for (const int r : w.ranks()) in_window += count_in(full_->model(), r, r + 1, w.start_ns, w.end_ns);
+    QCOMPARE(loaded, in_window);
     QVERIFY(w.rank_begin <= first && last <= w.rank_end);
+    for (const int r : t->pinnedRanks()) QVERIFY(w.holds_rank(r));
     QVERIFY(w.start_ns <= std::max<std::int64_t>(0, t->visibleStart()));
     QVERIFY(w.end_ns >= std::min(t->visibleEnd(), full_->model().duration_ns()));
     const std::int64_t width = t->visibleEnd() - t->visibleStart();
     const auto around = count_in(full_->model(), first - (last - first), last + (last - first),
                                  t->visibleStart() - width, t->visibleEnd() + width);
-    const auto bound = std::max<std::size_t>(4 * around, kWindowEvents / 4) * 5 / 4;  // 5/4: the estimate's error
+    for (const int r : t->pinnedRanks())
+      if (r < first - (last - first) || r >= last + (last - first))
+        pinned_around += count_in(full_->model(), r, r + 1, t->visibleStart() - width, t->visibleEnd() + width);
+    // 5/4: the estimate's error (it spreads each rank's events evenly over the run)
+    const auto bound = std::max<std::size_t>(4 * (around + pinned_around), kWindowEvents / 4) * 5 / 4;
     QVERIFY2(loaded <= bound, qPrintable(QString("%1 events loaded, %2 around the view; window ranks %3-%4 %5-%6 ns, view ranks %7-%8 %9-%10 ns")
                                              .arg(loaded).arg(around).arg(w.rank_begin).arg(w.rank_end).arg(w.start_ns).arg(w.end_ns)
                                              .arg(first).arg(last).arg(t->visibleStart()).arg(t->visibleEnd())));
@@ -198,6 +205,11 @@ class WindowedViewTest : public QObject {
       QVERIFY2(a == b, "the windowed timeline draws what the whole-run timeline draws");
     }
 
+    // A pinned lane stays pinned in the windows that follow (its position differs in each).
+    const auto& first_lane = window.run()->model().lanes().front();
+    const auto pinned = std::tuple{first_lane.rank_index, first_lane.kind, first_lane.key};
+    timeline->setLanePinned(0, true);
+
     // Down the ranks, page by page, panning as well: every window stays bounded and draws the same events.
     std::size_t most = 0;
     for (int page = 0; page < 12; ++page) {
@@ -208,6 +220,12 @@ class WindowedViewTest : public QObject {
       checkBounded(window);
       checkSameEvents(window);
       most = std::max(most, window.run()->model().event_count());
+      const auto& lanes = window.run()->model().lanes();
+      const auto it = std::find_if(lanes.begin(), lanes.end(), [&](const Lane& l) {
+        return std::tuple{l.rank_index, l.kind, l.key} == pinned;
+      });
+      QVERIFY(it != lanes.end());  // the window holds the pinned lane's rank, wherever the view is
+      QVERIFY(timeline->lanePinned(static_cast<int>(it - lanes.begin())));
     }
     QVERIFY(timeline->visibleRanks().first > kRanks / 4);  // it did scroll down the ranks
     qInfo("at most %zu of %zu events loaded", most, full_->model().event_count());

@@ -92,6 +92,8 @@ class TimelineView : public QWidget {
 
   // Rank indices [first, last) with a row (summary strip or lane) in the scrolled area on screen; {0, 0} when none.
   std::pair<int, int> visibleRanks() const;
+  // Rank indices with a pinned lane, ascending.
+  std::vector<int> pinnedRanks() const;
   // A windowed run (RunData::windowed): whether the events on screen are all loaded (the visible ranks and range
   // inside RunData::window); the legend says when they are not.
   bool visibleEventsLoaded() const;
