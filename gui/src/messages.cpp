@@ -17,12 +17,16 @@ MessageIndex::MessageIndex(std::shared_ptr<const run::Run> run, const run::Clock
 
 MessageIndex::MessageIndex(std::shared_ptr<const run::Run> run, const run::ClockAlignment& clocks,
                            std::vector<std::size_t> first_call, run::MatchedMessages matched,
-                           run::PointToPointWaits waits)
-    : run_(std::move(run)), first_call_(std::move(first_call)), matched_(std::move(matched)), waits_(std::move(waits)) {
-  build(clocks);
+                           run::PointToPointWaits waits, std::vector<MatrixCell> whole_run_matrix)
+    : run_(std::move(run)),
+      first_call_(std::move(first_call)),
+      matched_(std::move(matched)),
+      waits_(std::move(waits)),
+      matrix_(std::move(whole_run_matrix)) {
+  build(clocks, false);
 }
 
-void MessageIndex::build(const run::ClockAlignment& clocks) {
+void MessageIndex::build(const run::ClockAlignment& clocks, bool with_matrix) {
   const auto& ranks = run_->ranks;
   shift_.resize(ranks.size());
   for (std::size_t r = 0; r < ranks.size(); ++r) shift_[r] = clocks.offset_ns[r] - clocks.origin_ns;
@@ -60,6 +64,7 @@ void MessageIndex::build(const run::ClockAlignment& clocks) {
                    [&](std::uint32_t a, std::uint32_t b) { return recv_id(msgs[a]) < recv_id(msgs[b]); });
 
   // The matrix: one cell per (sender, receiver) pair that exchanged messages.
+  if (!with_matrix) return;
   std::vector<std::uint32_t> by_pair(n);
   std::iota(by_pair.begin(), by_pair.end(), 0u);
   auto pair_of = [&](std::uint32_t m) {

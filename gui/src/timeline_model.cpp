@@ -69,7 +69,7 @@ TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlig
   build();
   duration_ns_ = std::max(duration_ns_, whole.duration_ns);
   messages_ = std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_, std::move(whole.messages),
-                                                   std::move(whole.waits));
+                                                   std::move(whole.waits), std::move(whole.matrix));
 }
 
 TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks)

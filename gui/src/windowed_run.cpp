@@ -65,7 +65,7 @@ std::uint64_t struct_layout() {
        {sizeof(StoredCollective), sizeof(Stored<run::NvtxRange>), sizeof(Stored<run::GpuActivity>),
         sizeof(Stored<run::PointToPointCall>), sizeof(run::InstanceSummary), sizeof(run::CallInFlight),
         sizeof(store::BufferRow), sizeof(LensRow), sizeof(Step), sizeof(StatisticsRow), sizeof(run::MatchedMessage),
-        sizeof(run::MessageWait)})
+        sizeof(run::MessageWait), sizeof(MatrixCell)})
     h = h * 1000003 + size;
   return h;
 }
@@ -365,6 +365,7 @@ struct WindowedRun::Contents {  // the overview
   std::string dir;
   run::MatchedMessages messages;  // point-to-point, in the whole run's calls
   run::PointToPointWaits waits;   // MessageWait::message indexes `messages`
+  std::vector<MatrixCell> matrix;
 };
 
 namespace {
@@ -386,6 +387,7 @@ void contents_fields(Io& io, C& c) {
   io(c.statistics, c.warnings, c.dir);
   io(c.messages.messages, c.messages.unmatched_sends, c.messages.unmatched_receives, c.messages.unknown_source);
   io(c.waits.waits, c.waits.messages, c.waits.unmatched_sends, c.waits.unmatched_receives, c.waits.unknown_source);
+  io(c.matrix);
 }
 
 }  // namespace
@@ -412,8 +414,11 @@ std::pair<run::MatchedMessages, run::PointToPointWaits> messages_within(
     renumbered[k] = static_cast<std::int32_t>(out.messages.size());
     out.messages.push_back({.send_rank = m.send_rank, .send_call = send, .recv_rank = m.recv_rank, .recv_call = recv});
   }
-  run::PointToPointWaits waits;
-  waits.messages = static_cast<std::int64_t>(out.messages.size());
+  // The counts are the run's (the Messages panel says them), the waits the window's.
+  run::PointToPointWaits waits{.messages = all_waits.messages,
+                               .unmatched_sends = all_waits.unmatched_sends,
+                               .unmatched_receives = all_waits.unmatched_receives,
+                               .unknown_source = all_waits.unknown_source};
   for (auto w : all_waits.waits)
     if (renumbered[static_cast<std::size_t>(w.message)] >= 0) {
       w.message = renumbered[static_cast<std::size_t>(w.message)];
@@ -495,7 +500,8 @@ void write_view_cache(const RunData& analyzed, const std::string& path) {
                                          .warnings = analyzed.warnings,
                                          .dir = analyzed.dir,
                                          .messages = m.messages().matched(),
-                                         .waits = m.messages().waits()};
+                                         .waits = m.messages().waits(),
+                                         .matrix = m.messages().matrix()};
     Blob b;
     contents_fields(b, contents);
     w.pod<std::uint64_t>(b.data.size());
@@ -662,7 +668,8 @@ std::shared_ptr<const RunData> WindowedRun::load(const RunWindow& requested) con
   auto [messages, waits] = messages_within(c.messages, c.waits, p2p_index);
   out->timeline = std::make_shared<const TimelineModel>(
       run, c.clocks, std::move(matched),
-      TimelineModel::WholeRun{.duration_ns = duration_ns_, .messages = std::move(messages), .waits = std::move(waits)});
+      TimelineModel::WholeRun{
+          .duration_ns = duration_ns_, .messages = std::move(messages), .waits = std::move(waits), .matrix = c.matrix});
   out->steps = c.steps;
   out->findings = c.findings;
   out->statistics = c.statistics;

@@ -303,6 +303,17 @@ class WindowedViewTest : public QObject {
     QVERIFY(!window_lines.empty() && window_lines.size() < wm.messages().size());
     QVERIFY(window_lines == lines(wm, true));
     QVERIFY(std::any_of(window_lines.begin(), window_lines.end(), [](const Line& l) { return std::get<4>(l) >= 0; }));
+
+    // The communication matrix is the whole run's, from the first frame on (the overview).
+    auto cells = [](const TimelineModel& model) {
+      std::vector<std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> out;
+      for (const auto& c : model.messages().matrix()) out.emplace_back(c.sender, c.receiver, c.messages, c.bytes, c.time_ns, c.wait_ns);
+      return out;
+    };
+    QVERIFY(!cells(wm).empty());
+    QVERIFY(cells(windowed->overview()->model()) == cells(wm));
+    QVERIFY(cells(m) == cells(wm));
+    QCOMPARE(windowed->overview()->model().messages().waits().messages, wm.messages().waits().messages);
   }
 
   // A rank file changed since (a run traced again, or still being written): the cache is ignored, the run read whole.
