@@ -114,13 +114,15 @@ int on_disk_views(const std::string& dir, int ranks, int steps) {
       QElapsedTimer t;
       t.start();
       fs::remove_all(dir);
-      const auto rows = testing::write_synthetic_run(dir, {.ranks = ranks,
-                                                           .steps = steps,
-                                                           .allreduces_per_step = 1,
-                                                           .allreduce_bytes = 64 << 20,
-                                                           .compute_ms = 8,
-                                                           .slow_rank = 7,
-                                                           .slow_ms = 2});
+      testing::SyntheticRunSpec spec;
+      spec.ranks = ranks;
+      spec.steps = steps;
+      spec.allreduces_per_step = 1;
+      spec.allreduce_bytes = 64 << 20;
+      spec.compute_ms = 8;
+      spec.slow_rank = 7;  // 2 ms late in every step
+      spec.slow_ms = 2;
+      const auto rows = testing::write_synthetic_run(dir, spec);
       fmt::print("generated {}: {} ranks x {} steps, {} collectives + as many NVTX step ranges, in {:.1f} s\n", dir,
                  ranks, steps, rows, t.nsecsElapsed() / 1e9);
       std::fflush(stdout);

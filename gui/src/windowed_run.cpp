@@ -415,7 +415,8 @@ std::pair<run::MatchedMessages, run::PointToPointWaits> messages_within(
     out.messages.push_back({.send_rank = m.send_rank, .send_call = send, .recv_rank = m.recv_rank, .recv_call = recv});
   }
   // The counts are the run's (the Messages panel says them), the waits the window's.
-  run::PointToPointWaits waits{.messages = all_waits.messages,
+  run::PointToPointWaits waits{.waits = {},
+                               .messages = all_waits.messages,
                                .unmatched_sends = all_waits.unmatched_sends,
                                .unmatched_receives = all_waits.unmatched_receives,
                                .unknown_source = all_waits.unknown_source};

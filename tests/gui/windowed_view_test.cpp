@@ -135,11 +135,13 @@ class WindowedViewTest : public QObject {
     dir_ = fs::temp_directory_path() / fmt::format("collscope-windowed-view-{}", ::getpid());
     cache_dir_ = dir_ / "cache";
     fs::remove_all(dir_);
-    collscope::testing::write_synthetic_run((dir_ / "run").string(), {.ranks = kRanks,
-                                                                       .steps = kSteps,
-                                                                       .allreduces_per_step = 2,
-                                                                       .slow_rank = 5,
-                                                                       .slow_ms = 2});
+    collscope::testing::SyntheticRunSpec spec;
+    spec.ranks = kRanks;
+    spec.steps = kSteps;
+    spec.allreduces_per_step = 2;
+    spec.slow_rank = 5;
+    spec.slow_ms = 2;
+    collscope::testing::write_synthetic_run((dir_ / "run").string(), spec);
     qputenv("COLLSCOPE_VIEW_CACHE_DIR", cache_dir_.string().c_str());
     qputenv("COLLSCOPE_VIEW_WINDOWED_MIN_EVENTS", "1");
     qputenv("COLLSCOPE_VIEW_WINDOW_EVENTS", QByteArray::number(static_cast<qlonglong>(kWindowEvents)));
@@ -274,7 +276,7 @@ class WindowedViewTest : public QObject {
     std::sort(sends.begin(), sends.end());
     QVERIFY(sends.size() >= 10);
     const std::int64_t t0 = sends[sends.size() * 2 / 5], t1 = sends[sends.size() * 3 / 5];
-    const auto window = windowed->load({.rank_begin = 1, .rank_end = ranks, .start_ns = t0, .end_ns = t1});
+    const auto window = windowed->load({.rank_begin = 1, .rank_end = ranks, .pinned_ranks = {}, .start_ns = t0, .end_ns = t1});
     const auto& m = window->model();
     QVERIFY(m.point_to_point_count() > 0 && m.event_count() < wm.event_count());
     const auto in_view = events_in_view(m, 1, ranks, t0, t1);
