@@ -4,6 +4,8 @@
 // the heat map's and lens's frames again without it (every cell, every rank's arrival) as the baseline measured
 // in the same run. Peak RSS is printed at the end (the whole process: run, model, summaries, views).
 //   rank_views_bench [--ranks N] [--steps N]     (RANK_VIEWS_BENCH_VERBOSE=1: every frame)
+//   rank_views_bench --on-disk DIR [--ranks N] [--steps N]: the same views on a run written to DIR (generated once),
+//     opened whole and windowed (on_disk_views.cpp)
 #include <collscope/gui/rank_views.hpp>
 #include <collscope/gui/run_summaries.hpp>
 #include <collscope/gui/timeline_view.hpp>
@@ -80,14 +82,21 @@ void print(const std::string& what, const Frames& f) {
 
 }  // namespace
 
+namespace collscope::gui::bench {
+int on_disk_views(const std::string& dir, int ranks, int steps);  // on_disk_views.cpp
+}
+
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-  QApplication app(argc, argv);
   int ranks = 4096, steps = 1000;
+  std::string on_disk;
   for (int i = 1; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--ranks")) ranks = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--on-disk")) on_disk = argv[++i];
   }
+  if (!on_disk.empty()) return on_disk_views(on_disk, ranks, steps);
+  QApplication app(argc, argv);
   QElapsedTimer t;
   t.start();
   const auto run = make_run(ranks, steps);

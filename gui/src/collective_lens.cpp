@@ -228,7 +228,8 @@ void CollectiveLens::mouseReleaseEvent(QMouseEvent* e) {
       emit collectiveActivated(id);
       return;
     }
-  if (!members.empty()) emit collectiveActivated(members.front());
+  if (run_->windowed) emit instanceActivated(row.instance, row.last_rank);
+  else if (!members.empty()) emit collectiveActivated(members.front());
 }
 
 void CollectiveLens::mouseDoubleClickEvent(QMouseEvent*) {

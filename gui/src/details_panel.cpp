@@ -156,7 +156,16 @@ void DetailsPanel::showCollective(std::uint32_t event) {
     first_arrival = std::min(first_arrival, me.start_ns);
     if (me.start_ns > last_arrival) last_arrival = me.start_ns, last_rank = me.rank_index;
   }
-  add("ranks in call", fmt::format("{} of {}", members.size(), comm.size));
+  std::string ranks_in_call = fmt::format("{} of {}", members.size(), comm.size);
+  if (run_->windowed && e.instance != kNoInstance) {
+    // A window holds the calls of its ranks only: the arrivals are the instance's, over the whole run.
+    const auto& inst = m.matched().instances[e.instance];
+    first_arrival = m.run_time(inst.first_arrival_ns);
+    last_arrival = m.run_time(inst.last_arrival_ns);
+    last_rank = run_->run().rank_index(inst.last_arriver);
+    ranks_in_call = fmt::format("{} of {} ({} loaded, listed below)", inst.ranks, comm.size, members.size());
+  }
+  add("ranks in call", ranks_in_call);
   // Wait: from this rank's arrival to the last rank's. After it: the rest of this rank's call once every rank had
   // arrived (the transfer, its completion, and any time the rank was descheduled), never a negative time.
   add("wait", format_duration(double(std::max<std::int64_t>(0, last_arrival - e.start_ns))),

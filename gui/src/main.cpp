@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string_view>
+#include <utility>
 
 using collscope::gui::kNoInstance;
 using collscope::gui::MainWindow;
@@ -140,13 +141,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "collscope-view: %s\n", qPrintable(message));
   });
   if (!shot.isEmpty()) {
-    QObject::connect(&window, &MainWindow::loadFinished, [&] {
-      frame_interesting_part(window, parser.value(view));
+    auto grab = [&] {
       // Let the layout settle and paint before grabbing.
       QTimer::singleShot(300, [&] {
         const bool saved = window.grab().save(shot, "PNG");
         if (!saved) std::fprintf(stderr, "collscope-view: %s: cannot write the screenshot\n", qPrintable(shot));
         QApplication::exit(saved && !failed ? 0 : 2);  // 2: an input or output error, as everywhere
+      });
+    };
+    QObject::connect(&window, &MainWindow::loadFinished, [&] {
+      frame_interesting_part(window, parser.value(view));
+      if (!window.run() || !window.run()->windowed) return grab();
+      // A large run read a window at a time: the events in view first (the collective to select among them), or
+      // after 10 s whatever is there (a view past the window budget loads none).
+      static bool grabbing = false;
+      auto when_loaded = [&] {
+        if (grabbing || window.loadingWindow() || !window.timeline()->visibleEventsLoaded()) return;
+        grabbing = true;
+        frame_interesting_part(window, parser.value(view));
+        grab();
+      };
+      QObject::connect(&window, &MainWindow::windowLoaded, when_loaded);
+      when_loaded();  // the window shown may hold the view already
+      QTimer::singleShot(10000, [&] {
+        if (!std::exchange(grabbing, true)) grab();
       });
     });
   }

@@ -6,6 +6,7 @@
 #include <collscope/gui/run_data_loader.hpp>
 #include <collscope/gui/study_view.hpp>
 #include <collscope/gui/timeline_view.hpp>
+#include <collscope/gui/windowed_run.hpp>
 
 #include <QAction>
 #include <QApplication>
@@ -32,6 +33,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace collscope::gui {
@@ -193,7 +195,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(loader_, &RunLoadJob::finished, this, [this] {
     progress_->hide();
-    if (run_)
+    if (run_ && run_->windowed)
+      statusBar()->showMessage(QString::fromStdString(fmt::format(
+          "{}: {} ranks, {} events, shown a window at a time from the view cache {}", run_->dir,
+          run_->run().ranks.size(), run_->windowed->event_count(), run_->windowed->cache_path())));
+    else if (run_)
       statusBar()->showMessage(QString::fromStdString(fmt::format(
           "{}: {} ranks, {} collectives, {} GPU activities, {} NVTX ranges{}", run_->dir, run_->run().ranks.size(),
           run_->model().collective_count(), run_->model().span_count(LaneKind::GpuStream),
@@ -202,6 +208,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       statusBar()->clearMessage();  // not "Loading …" under the error banner
     emit loadFinished();
   });
+
+  window_loader_ = new RunWindowLoader(this);
+  connect(window_loader_, &RunWindowLoader::loaded, this, &MainWindow::showWindow);
+  connect(window_loader_, &RunWindowLoader::failed, this, [this](const QString& message) { showMessage(message, true); });
+  connect(timeline_, &TimelineView::visibleRangeChanged, this, &MainWindow::requestVisibleWindow);
+  connect(timeline_, &TimelineView::rowsScrolled, this, &MainWindow::requestVisibleWindow);
 
   connect(timeline_, &TimelineView::collectiveSelected, details_, &DetailsPanel::showCollective);
   connect(timeline_, &TimelineView::pointToPointSelected, details_, &DetailsPanel::showPointToPoint);
@@ -250,8 +262,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(rank_views_, &RankViews::stepActivated, this, [this](int rank_index, std::int64_t start, std::int64_t end) {
     timeline_->setHighlightedRanks({rank_index});
+    if (run_ && run_->windowed) timeline_->revealRank(rank_index);  // its row, so that its events load
     const double pad = std::max<double>(double(end - start), 1000) * 0.02;
     timeline_->jumpTo(double(start) - pad, double(end) + pad);
+  });
+  connect(rank_views_, &RankViews::instanceActivated, this, [this](std::uint32_t instance, int rank_index) {
+    // A windowed run: the instance's time on the last arriver's row; its call is selected once its window loads.
+    if (!run_ || instance >= run_->model().matched().instances.size()) return;
+    const auto& inst = run_->model().matched().instances[instance];
+    const auto& m = run_->model();
+    const double first = double(m.run_time(inst.first_arrival_ns)), end = double(m.run_time(inst.last_completion_ns));
+    const double pad = std::max(end - first, 1000.0) * 0.5;
+    pending_instance_ = instance;
+    pending_rank_ = rank_index;
+    timeline_->setHighlightedRanks({rank_index});
+    timeline_->revealRank(rank_index);
+    timeline_->jumpTo(first - pad, end + pad);
+    showWindow(run_);  // selects it at once when the shown window holds it
   });
   connect(rank_views_, &RankViews::collectiveActivated, this, [this](std::uint32_t id) {
     timeline_->selectCollective(id);
@@ -375,6 +402,7 @@ void MainWindow::openRun(const QString& path) {
 void MainWindow::showRun(std::shared_ptr<const RunData> run, bool keep_range) {
   const auto selected = timeline_->selectedCollective();
   const auto ranks = timeline_->highlightedRanks();
+  pending_instance_ = kNoInstance;
   run_ = std::move(run);
   timeline_->setRun(run_, keep_range);
   details_->setRun(run_);
@@ -404,7 +432,80 @@ void MainWindow::showRun(std::shared_ptr<const RunData> run, bool keep_range) {
     showMessage({}, false);
   }
   if (!search_->hasFocus()) timeline_->setFocus(Qt::OtherFocusReason);
+  window_loader_->setRun(run_->windowed);
   emit runLoaded();
+  requestVisibleWindow();
+}
+
+bool MainWindow::loadingWindow() const { return window_loader_->busy(); }
+
+void MainWindow::requestVisibleWindow() {
+  if (!run_ || !run_->windowed) return;
+  const auto& windowed = *run_->windowed;
+  const auto [first, last] = timeline_->visibleRanks();
+  if (first == last) return;
+  const RunWindow visible{.rank_begin = first,
+                          .rank_end = last,
+                          .pinned_ranks = timeline_->pinnedRanks(),
+                          .start_ns = std::max<std::int64_t>(0, timeline_->visibleStart()),
+                          .end_ns = std::min(timeline_->visibleEnd(), windowed.duration_ns())};
+  // Margins for the next scroll: the visible ranks and range again on each side, less while the budget says no.
+  auto around = [&](double margin) {
+    const int ranks = static_cast<int>(std::ceil((last - first) * margin));
+    const auto pad = static_cast<std::int64_t>(double(visible.end_ns - visible.start_ns) * margin);
+    return RunWindow{.rank_begin = std::max(0, first - ranks),
+                     .rank_end = std::min(windowed.rank_count(), last + ranks),
+                     .pinned_ranks = visible.pinned_ranks,
+                     .start_ns = std::max<std::int64_t>(0, visible.start_ns - pad),
+                     .end_ns = std::min(windowed.duration_ns(), visible.end_ns + pad)};
+  };
+  const auto budget = windowed_run_policy().window_events;
+  // A window that holds the view is kept unless the view shrank well inside it (zoomed in): then the memory goes
+  // back to what the view needs.
+  const auto kept = [&](const RunWindow& w) {
+    return w.contains(visible) && windowed.estimated_events(w) <= std::max(budget / 4, 4 * windowed.estimated_events(around(1.0)));
+  };
+  if (kept(run_->window) || (window_loader_->busy() && kept(window_loader_->requested()))) return;
+  if (const auto in_view = windowed.estimated_events(visible); in_view > budget) {
+    timeline_->setUnloadedNote(tr("zoom in to load events (%1 in view)").arg(in_view));
+    return;
+  }
+  RunWindow wanted = visible;
+  for (const double margin : {1.0, 0.5, 0.25, 0.1})
+    if (const auto w = around(margin); windowed.estimated_events(w) <= budget) {
+      wanted = w;
+      break;
+    }
+  timeline_->setUnloadedNote(tr("loading events…"));
+  window_loader_->request(wanted);
+}
+
+void MainWindow::showWindow(std::shared_ptr<const RunData> window) {
+  if (!run_ || !run_->windowed || window->windowed != run_->windowed) return;  // another run was opened since
+  const bool other_window = run_ != window;
+  auto shown = std::move(run_);
+  run_ = std::move(window);
+  if (other_window) {
+    timeline_->setRun(run_, true);
+    details_->setRun(run_);
+    window_loader_->retire(std::move(shown));  // the views hold it no longer
+    if (query_) {  // hits are collective ids: the new window's own
+      results_ = find_all(*query_, run_->model());
+      current_hit_ = -1;
+    }
+    if (timeline_->selectedCollective() != kNoInstance) details_->showCollective(timeline_->selectedCollective());
+  }
+  if (pending_instance_ != kNoInstance)
+    for (const auto id : run_->model().instance_members(pending_instance_))
+      if (run_->model().rank_of_collective(id) == pending_rank_) {
+        pending_instance_ = kNoInstance;
+        timeline_->selectCollective(id);
+        details_->showCollective(id);
+        break;
+      }
+  if (!other_window) return;
+  emit windowLoaded();
+  requestVisibleWindow();  // the view may have moved on while it loaded
 }
 
 QString MainWindow::message() const { return banner_->isHidden() ? QString() : banner_->text(); }

@@ -10,14 +10,28 @@ namespace collscope::gui {
 MessageIndex::MessageIndex(std::shared_ptr<const run::Run> run, const run::ClockAlignment& clocks,
                            std::vector<std::size_t> first_call)
     : run_(std::move(run)), first_call_(std::move(first_call)) {
+  matched_ = run::match_messages(*run_);
+  waits_ = run::measure_point_to_point_waits(*run_, clocks, matched_);
+  build(clocks);
+}
+
+MessageIndex::MessageIndex(std::shared_ptr<const run::Run> run, const run::ClockAlignment& clocks,
+                           std::vector<std::size_t> first_call, run::MatchedMessages matched,
+                           run::PointToPointWaits waits, std::vector<MatrixCell> whole_run_matrix)
+    : run_(std::move(run)),
+      first_call_(std::move(first_call)),
+      matched_(std::move(matched)),
+      waits_(std::move(waits)),
+      matrix_(std::move(whole_run_matrix)) {
+  build(clocks, false);
+}
+
+void MessageIndex::build(const run::ClockAlignment& clocks, bool with_matrix) {
   const auto& ranks = run_->ranks;
   shift_.resize(ranks.size());
   for (std::size_t r = 0; r < ranks.size(); ++r) shift_[r] = clocks.offset_ns[r] - clocks.origin_ns;
-  matched_ = run::match_messages(*run_);
-  waits_ = run::measure_point_to_point_waits(*run_, clocks, matched_);
   std::sort(waits_.waits.begin(), waits_.waits.end(),
             [](const run::MessageWait& a, const run::MessageWait& b) { return a.message < b.message; });
-
   const std::size_t n = matched_.messages.size();
   // Lines by their earlier end, with the prefix maximum of the later one.
   std::vector<std::pair<std::int64_t, std::int64_t>> ends(n);
@@ -50,6 +64,7 @@ MessageIndex::MessageIndex(std::shared_ptr<const run::Run> run, const run::Clock
                    [&](std::uint32_t a, std::uint32_t b) { return recv_id(msgs[a]) < recv_id(msgs[b]); });
 
   // The matrix: one cell per (sender, receiver) pair that exchanged messages.
+  if (!with_matrix) return;
   std::vector<std::uint32_t> by_pair(n);
   std::iota(by_pair.begin(), by_pair.end(), 0u);
   auto pair_of = [&](std::uint32_t m) {

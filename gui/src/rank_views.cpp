@@ -28,6 +28,7 @@ RankViews::RankViews(QWidget* parent) : QWidget(parent) {
     emit stepActivated(rank, h.step_start_ns[step], h.step_start_ns[step + 1]);
   });
   connect(lens_, &CollectiveLens::collectiveActivated, this, &RankViews::collectiveActivated);
+  connect(lens_, &CollectiveLens::instanceActivated, this, &RankViews::instanceActivated);
   setRun(nullptr);
 }
 

@@ -1,6 +1,7 @@
 // Loads a run for the viewer through collscope::run (no SQL and no matching of its own here): the run read once,
 // its clocks aligned and its collectives matched by run/, then the lanes built over it (timeline_model.cpp).
 #include <collscope/gui/run_data_loader.hpp>
+#include <collscope/gui/windowed_run.hpp>
 
 #include <collscope/run/clock_alignment.hpp>
 #include <collscope/run/run.hpp>
@@ -106,6 +107,19 @@ void RunLoadJob::start(const QString& dir) {
       relay->post([text = QString::fromStdString(message)](RunLoadJob* job) { emit job->failed(text); });
     };
     try {
+      // A large run with a view cache: its overview at once, its events a window at a time (windowed_run.hpp).
+      const auto policy = windowed_run_policy();
+      const auto cache = view_cache_path(path);
+      if (auto windowed = WindowedRun::open(path, cache); windowed && windowed->event_count() >= policy.min_events) {
+        auto overview = windowed->overview();
+        relay->post([overview](RunLoadJob* job) { emit job->loaded(overview); });
+        relay->post([](RunLoadJob* job) {
+          job->running_ = false;
+          emit job->finished();
+        });
+        --active_loads;
+        return;
+      }
       auto timeline = load_timeline(path, progress_fn);
       relay->post([timeline](RunLoadJob* job) { emit job->loaded(timeline); });
       {
@@ -113,6 +127,13 @@ void RunLoadJob::start(const QString& dir) {
         try {
           auto analyzed = analyze_loaded_run(*timeline);
           relay->post([analyzed](RunLoadJob* job) { emit job->loaded(analyzed); });
+          if (static_cast<std::int64_t>(analyzed->model().event_count()) >= policy.min_events) {
+            try {  // the next opening reads it a window at a time
+              write_view_cache(*analyzed, cache);
+            } catch (const std::exception& e) {
+              fmt::print(stderr, "collscope-view: {}\n", e.what());  // this opening is complete without it
+            }
+          }
           // Loading and analysis free most of what they allocated on this thread and the reader threads, but
           // glibc keeps freed pages in those threads' arenas: 13 B/event of RSS at 2.25 M events (viewer_bench,
           // docs/performance.md). Give them back; the run's own arrays stay.

@@ -63,6 +63,15 @@ TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlig
   messages_ = std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_);
 }
 
+TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched,
+                             WholeRun whole)
+    : run_(std::move(run)), clocks_(std::move(clocks)), matched_(std::move(matched)) {
+  build();
+  duration_ns_ = std::max(duration_ns_, whole.duration_ns);
+  messages_ = std::make_shared<const MessageIndex>(run_, clocks_, p2p_first_, std::move(whole.messages),
+                                                   std::move(whole.waits), std::move(whole.matrix));
+}
+
 TimelineModel::TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks)
     : run_(std::move(run)), clocks_(std::move(clocks)) {
   // Matching (one thread, ~0.1 s per million calls) and the lanes (ranks in parallel) need only the run and its

@@ -95,6 +95,8 @@ void TimelineView::paintLegend(QPainter& p) {
     p.fillRect(r, QColor(200, 30, 30));
     p.fillRect(r, QBrush(QColor(255, 255, 255, 110), Qt::BDiagPattern));
   });
+  if (!visibleEventsLoaded() && !unloaded_note_.isEmpty())
+    item(unloaded_note_, [&](QRect r) { p.fillRect(r, QColor(200, 200, 200)); });
   item(tr("rank late"), [&](QRect r) { p.fillRect(r, kLateColor); });
   item(tr("rank waited"), [&](QRect r) { p.fillRect(r, kWaitColor); });
   item(tr("search match"), [&](QRect r) {

@@ -6,9 +6,11 @@
 #include "timeline_layout.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 namespace collscope::gui {
 
@@ -35,8 +37,27 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
 
 void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
   const bool same_model = run_ && run && run_->timeline == run->timeline;
+  // Another window of the same windowed run: the same ranks and hosts, other events (and ids, and lanes). The
+  // selected collective is found again by its rank, communicator and seq when the new window holds it, pinned
+  // lanes by their rank, kind and key.
+  const bool same_run = same_model || (run_ && run && run_->windowed && run_->windowed == run->windowed);
+  std::optional<std::pair<int, run::CollectiveCall>> selected_call;
+  std::vector<std::tuple<int, LaneKind, std::int64_t>> pinned;
+  if (!same_model && same_run && keep_range) {
+    if (selected_ != kNoInstance)
+      selected_call.emplace(run_->model().rank_of_collective(selected_), run_->model().call(selected_));
+    for (std::size_t l = 0; l < lane_pinned_.size(); ++l)
+      if (lane_pinned_[l]) {
+        const auto& lane = run_->model().lanes()[l];
+        pinned.emplace_back(lane.rank_index, lane.kind, lane.key);
+      }
+  }
+  if (!same_model && same_run && keep_range) {
+    selected_ = hovered_ = selected_p2p_ = kNoInstance;
+    selected_messages_.clear();
+  }
   run_ = std::move(run);
-  if (!same_model || !keep_range) {
+  if (!same_run || !keep_range) {
     selected_ = kNoInstance;
     selected_p2p_ = kNoInstance;
     selected_messages_.clear();
@@ -79,11 +100,18 @@ void TimelineView::setRun(std::shared_ptr<const RunData> run, bool keep_range) {
     for (int o = 0; o < store::kOpCount; ++o)
       if (seen[o]) ops_present_.push_back(static_cast<store::Op>(o));
     for (std::size_t l = 0; l < m.lanes().size(); ++l) rank_lanes_[m.lanes()[l].rank_index].push_back(static_cast<int>(l));
-    if (!same_model) {
+    if (!same_run) {
       host_collapsed_.assign(host_ranks_.size(), 0);
       rank_collapsed_.assign(ranks, 0);
-      lane_pinned_.assign(m.lanes().size(), 0);
     }
+    if (!same_model) lane_pinned_.assign(m.lanes().size(), 0);
+    for (std::size_t l = 0; l < m.lanes().size() && !pinned.empty(); ++l)
+      if (std::find(pinned.begin(), pinned.end(), std::tuple{m.lanes()[l].rank_index, m.lanes()[l].kind, m.lanes()[l].key}) !=
+          pinned.end())
+        lane_pinned_[l] = 1;
+    if (selected_call)
+      for (const auto id : m.members_of(selected_call->second.comm, selected_call->second.seq))
+        if (m.rank_of_collective(id) == selected_call->first) selected_ = id;
   }
   layoutRows();
   if (!keep_range) {
@@ -171,6 +199,49 @@ void TimelineView::layoutRows() {
 void TimelineView::clampVerticalScroll() {
   const int room = plotBottom() - scrolledTop();
   scroll_y_ = std::clamp(scroll_y_, 0, std::max(0, content_height_ - room));
+  if (scroll_y_ != announced_scroll_y_) {
+    announced_scroll_y_ = scroll_y_;
+    emit rowsScrolled();
+  }
+}
+
+std::pair<int, int> TimelineView::visibleRanks() const {
+  if (!run_) return {0, 0};
+  const int room = plotBottom() - scrolledTop();
+  int first = -1, last = -1;
+  auto begin = std::find_if(rows_.begin(), rows_.end(), [](const Row& r) { return !r.pinned; });
+  auto it = std::upper_bound(begin, rows_.end(), scroll_y_, [](int v, const Row& r) { return v < r.top; });
+  if (it != begin) --it;
+  const auto& lanes = run_->model().lanes();
+  for (; it != rows_.end() && it->top < scroll_y_ + room; ++it) {
+    const int rank = it->kind == RowKind::Rank ? it->index
+                     : it->kind == RowKind::Lane ? lanes[static_cast<std::size_t>(it->index)].rank_index
+                                                 : -1;
+    if (rank < 0) continue;
+    first = first < 0 ? rank : std::min(first, rank);
+    last = std::max(last, rank);
+  }
+  return first < 0 ? std::pair{0, 0} : std::pair{first, last + 1};
+}
+
+std::vector<int> TimelineView::pinnedRanks() const {
+  std::vector<int> out;
+  if (!run_) return out;
+  for (std::size_t l = 0; l < lane_pinned_.size(); ++l)
+    if (lane_pinned_[l]) out.push_back(run_->model().lanes()[l].rank_index);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool TimelineView::visibleEventsLoaded() const {
+  if (!run_ || !run_->windowed) return true;
+  const auto [first, last] = visibleRanks();
+  return first == last || run_->window.contains({.rank_begin = first,
+                                                 .rank_end = last,
+                                                 .pinned_ranks = pinnedRanks(),
+                                                 .start_ns = std::max<std::int64_t>(0, visibleStart()),
+                                                 .end_ns = std::min(visibleEnd(), run_->model().duration_ns())});
 }
 
 int TimelineView::laneCount() const { return run_ ? static_cast<int>(run_->model().lanes().size()) : 0; }
@@ -376,6 +447,22 @@ void TimelineView::revealLane(int r, int lane) {
     if (row.top < scroll_y_ || row.top + row.height > scroll_y_ + room) scroll_y_ = row.top - room / 3;
     clampVerticalScroll();
   }
+}
+
+void TimelineView::revealRank(int r) {
+  if (!run_ || r < 0 || r >= static_cast<int>(rank_row_.size())) return;
+  const auto& host_of = run_->model().clocks().host_of_rank;
+  const int h = r < static_cast<int>(host_of.size()) ? host_of[r] : 0;
+  if (host_collapsed_[h]) {
+    host_collapsed_[h] = 0;
+    layoutRows();
+  }
+  if (rank_row_[r] < 0) return;
+  const int room = plotBottom() - scrolledTop();
+  const auto& row = rows_[rank_row_[r]];
+  if (row.top < scroll_y_ || row.top + row.height > scroll_y_ + room) scroll_y_ = row.top - room / 3;
+  clampVerticalScroll();
+  update();
 }
 
 void TimelineView::clearSelection() {

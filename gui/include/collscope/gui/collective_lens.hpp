@@ -32,6 +32,9 @@ class CollectiveLens : public QWidget {
 
  signals:
   void collectiveActivated(std::uint32_t id);  // the last arriver's call of the clicked row
+  // The same where that call is not loaded (a windowed run, windowed_run.hpp): the instance and the last
+  // arriver's rank index.
+  void instanceActivated(std::uint32_t instance, int rank_index);
 
  protected:
   void paintEvent(QPaintEvent*) override;

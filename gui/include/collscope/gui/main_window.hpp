@@ -59,11 +59,14 @@ class MainWindow : public QMainWindow {
   class QDockWidget* communicationDock() const { return communication_dock_; }
   QDialog* helpDialog() const { return help_; }
   const RunData* run() const { return run_.get(); }
+  // A windowed run: whether a window of events is being loaded.
+  bool loadingWindow() const;
   // The message shown above the timeline (errors, partial runs); empty when none.
   QString message() const;
 
  signals:
   void runLoaded();
+  void windowLoaded();  // a windowed run's events of the visible ranks and range (windowed_run.hpp) are shown
   void loadFailed(const QString& message);
   void loadFinished();
 
@@ -79,7 +82,11 @@ class MainWindow : public QMainWindow {
   bool find(const QString& query, int direction);
   void showHit(const SearchHit& hit);
   void updateHistoryActions();
-  void showStepInView();  // the step field follows the view: the step at its centre
+  void showStepInView();
+  // A windowed run: loads the events of the visible ranks and range (with margins) unless the shown window holds
+  // them, in the background; showWindow shows them.
+  void requestVisibleWindow();
+  void showWindow(std::shared_ptr<const RunData> window);  // the step field follows the view: the step at its centre
 
   std::shared_ptr<const RunData> run_;
   TimelineView* timeline_;
@@ -94,7 +101,11 @@ class MainWindow : public QMainWindow {
   class QDockWidget* details_dock_;
   class QDockWidget* findings_dock_;
   bool docks_sized_ = false;
+  // A windowed run: the lens's instance (and the rank whose call to select) waiting for its window.
+  std::uint32_t pending_instance_ = kNoInstance;
+  int pending_rank_ = -1;
   RunLoadJob* loader_;
+  class RunWindowLoader* window_loader_;
   QLabel* banner_;
   QLabel* hover_label_;
   QProgressBar* progress_;

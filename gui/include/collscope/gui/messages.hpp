@@ -50,6 +50,11 @@ class MessageIndex {
   // `first_call[r]`: the point-to-point id of rank r's first call (TimelineModel's numbering), r = 0..ranks.
   MessageIndex(std::shared_ptr<const run::Run> run, const run::ClockAlignment& clocks,
                std::vector<std::size_t> first_call);
+  // Over messages matched (and waits measured) on a whole run, given in `run`'s calls: a window of that run
+  // (windowed_run.hpp), where matching its calls anew would pair the wrong ones. The matrix is the whole run's.
+  MessageIndex(std::shared_ptr<const run::Run> run, const run::ClockAlignment& clocks,
+               std::vector<std::size_t> first_call, run::MatchedMessages matched, run::PointToPointWaits waits,
+               std::vector<MatrixCell> whole_run_matrix);
 
   std::size_t size() const { return matched_.messages.size(); }
   Message message(std::uint32_t m) const;
@@ -79,6 +84,8 @@ class MessageIndex {
   std::size_t memory_bytes() const;
 
  private:
+  // The lines, the call lookups and (unless given) the matrix over matched_ and waits_.
+  void build(const run::ClockAlignment& clocks, bool with_matrix = true);
   std::uint32_t send_id(const run::MatchedMessage& m) const {
     return static_cast<std::uint32_t>(first_call_[m.send_rank] + m.send_call);
   }

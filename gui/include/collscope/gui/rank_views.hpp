@@ -26,6 +26,7 @@ class RankViews : public QWidget {
  signals:
   void stepActivated(int rank_index, std::int64_t start_ns, std::int64_t end_ns);
   void collectiveActivated(std::uint32_t id);
+  void instanceActivated(std::uint32_t instance, int rank_index);  // CollectiveLens::instanceActivated
 
  private:
   std::shared_ptr<const RunData> run_;

@@ -6,6 +6,7 @@
 #include <collscope/gui/timeline_model.hpp>
 #include <collscope/run/format.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -42,6 +43,34 @@ struct StatisticsRow {
   double busbw_gbps = 0;      // median bus bandwidth (nccl-tests definition), GB/s
 };
 
+class WindowedRun;
+
+// A window of a large run (windowed_run.hpp): ranks [rank_begin, rank_end) (indices into Run::ranks) and the ranks
+// of lanes pinned above them, over run time [start_ns, end_ns]. Empty (no ranks) in the overview.
+struct RunWindow {
+  int rank_begin = 0, rank_end = 0;
+  std::vector<int> pinned_ranks;  // ascending; those outside [rank_begin, rank_end) are loaded too
+  std::int64_t start_ns = 0, end_ns = 0;
+  bool empty() const { return rank_end <= rank_begin; }
+  bool holds_rank(int r) const {
+    return (rank_begin <= r && r < rank_end) || std::binary_search(pinned_ranks.begin(), pinned_ranks.end(), r);
+  }
+  bool contains(const RunWindow& o) const {
+    return !empty() && rank_begin <= o.rank_begin && o.rank_end <= rank_end && start_ns <= o.start_ns &&
+           o.end_ns <= end_ns && std::all_of(o.pinned_ranks.begin(), o.pinned_ranks.end(), [&](int r) { return holds_rank(r); });
+  }
+  // The ranks it loads, ascending.
+  std::vector<int> ranks() const {
+    std::vector<int> out;
+    for (const int r : pinned_ranks)
+      if (r < rank_begin) out.push_back(r);
+    for (int r = rank_begin; r < rank_end; ++r) out.push_back(r);
+    for (const int r : pinned_ranks)
+      if (r >= rank_end) out.push_back(r);
+    return out;
+  }
+};
+
 struct RunData {
   std::string dir;
   std::shared_ptr<const TimelineModel> timeline;
@@ -53,6 +82,11 @@ struct RunData {
   // Lateness and wait per rank over time and per step, the lens rows, counter tracks (after the steps are known;
   // null in the first view).
   std::shared_ptr<const RunSummaries> summaries;
+  // Set when the run is read a window at a time: the timeline's run holds every rank but only the events of
+  // `window`; the summaries, steps, findings and statistics are the whole run's. Finding::evidence is kNoInstance
+  // there (collective ids are the window's).
+  std::shared_ptr<const WindowedRun> windowed;
+  RunWindow window;
 
   const TimelineModel& model() const { return *timeline; }
   const run::Run& run() const { return timeline->run(); }

@@ -73,7 +73,18 @@ class TimelineModel {
  public:
   // Builds the lanes (ranks in parallel). Lanes are grouped by host (clocks.hosts order), then world rank, then
   // collectives, NVTX depth and GPU stream. Throws collscope::InputError past 65535 lanes or 2^32 events.
+  // What a model over a window of a longer run (windowed_run.hpp) takes from the whole run: its duration, its
+  // messages in the window's calls (matching the window's calls anew would pair the k-th send of the window, not
+  // of the run), and its communication matrix.
+  struct WholeRun {
+    std::int64_t duration_ns = 0;
+    run::MatchedMessages messages;
+    run::PointToPointWaits waits;
+    std::vector<MatrixCell> matrix;
+  };
   TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched);
+  TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks, run::MatchedRun matched,
+                WholeRun whole);
   // The same, matching the collectives (run::CollectiveMatcher) on another thread while the lanes are laid out.
   TimelineModel(std::shared_ptr<const run::Run> run, run::ClockAlignment clocks);
 

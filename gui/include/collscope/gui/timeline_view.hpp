@@ -90,6 +90,19 @@ class TimelineView : public QWidget {
   // main window calls it for the keys it takes for the whole window.
   bool handleKey(int key, Qt::KeyboardModifiers modifiers);
 
+  // Rank indices [first, last) with a row (summary strip or lane) in the scrolled area on screen; {0, 0} when none.
+  std::pair<int, int> visibleRanks() const;
+  // Rank indices with a pinned lane, ascending.
+  std::vector<int> pinnedRanks() const;
+  // A windowed run (RunData::windowed): whether the events on screen are all loaded (the visible ranks and range
+  // inside RunData::window); the legend says when they are not.
+  bool visibleEventsLoaded() const;
+  // What the legend says meanwhile ("loading events…", "zoom in to load events").
+  void setUnloadedNote(const QString& note) { unloaded_note_ = note, update(); }
+
+  // Scrolls a rank's row into view (its host expanded).
+  void revealRank(int rank_index);
+
   int laneCount() const;
   int visibleLaneCount() const;  // lanes not hidden by a collapsed host or rank
   // Screen position of a collective's centre (for tests and "reveal"); null when not visible.
@@ -130,6 +143,7 @@ class TimelineView : public QWidget {
   void collectiveHovered(std::uint32_t event);
   void pointToPointSelected(std::uint32_t call);  // kNoInstance when a selection was cleared
   void visibleRangeChanged(std::int64_t start_ns, std::int64_t end_ns);
+  void rowsScrolled();  // the scrolled rows moved (wheel, drag, keys, a reveal)
   void rangeSelected(std::int64_t start_ns, std::int64_t end_ns);  // also (0, 0) when cleared
   void historyChanged();
   void helpRequested();
@@ -202,6 +216,8 @@ class TimelineView : public QWidget {
   int pinned_height_ = 0;            // px below the header
   int content_height_ = 0;           // px of the scrolled rows
   int scroll_y_ = 0;
+  int announced_scroll_y_ = 0;
+  QString unloaded_note_;       // the scroll rowsScrolled() last announced
   std::uint32_t selected_ = kNoInstance;
   std::uint32_t hovered_ = kNoInstance;
   std::uint32_t selected_p2p_ = kNoInstance;
