@@ -136,6 +136,45 @@ std::string rank_table(const Analysis& a) {
   return out;
 }
 
+// Where each rank's step time goes (run::RankTimeBreakdown): HTA's temporal breakdown and overlap, per rank, ms per
+// measured step. "" without measured steps.
+std::string time_breakdown_table(const Analysis& a) {
+  const auto& breakdown = a.steps.rank_breakdown;
+  if (breakdown.empty() || a.steps.measured_steps() == 0) return "";
+  const bool any_compute =
+      std::any_of(breakdown.begin(), breakdown.end(), [](const auto& b) { return b.compute_recorded; });
+  std::string out =
+      "\n" +
+      wrap_text(fmt::format("time per step by rank, ms (mean over {} measured steps): {}in collectives{}; other: "
+                            "{} (who waits for whom: the table above)",
+                            a.steps.measured_steps(), any_compute ? "compute (GPU kernels but NCCL's); " : "",
+                            any_compute ? ", of it hidden by kernels" : "",
+                            any_compute ? "idle or work on a CPU" : "the rest of the step (compute on CPUs, idle)"),
+                kTextWidth, 2) +
+      "\n";
+  // Without kernels the compute and hidden columns would only say "-": left out.
+  const std::string row = any_compute ? "  {:>4}  {:>9}  {:>9}  {:>11}  {:>12}  {:>9}\n"
+                                      : "  {:>4}  {:>9}  {:>11}  {:>9}\n";
+  const auto ms = [](double ns) { return fmt::format("{:.2f}", ns / 1e6); };
+  if (any_compute)
+    out += fmt::format(fmt::runtime(row), "rank", "step", "compute", "collectives", "hidden (%)", "other");
+  else
+    out += fmt::format(fmt::runtime(row), "rank", "step", "collectives", "other");
+  for (std::size_t r = 0; r < breakdown.size() && r < a.run.ranks.size(); ++r) {
+    const auto& b = breakdown[r];
+    const int rank = a.run.ranks[r].world_rank;
+    if (!any_compute) {
+      out += fmt::format(fmt::runtime(row), rank, ms(b.step_ns), ms(b.comm_ns), ms(b.other_ns));
+      continue;
+    }
+    const std::string compute = b.compute_recorded ? ms(b.compute_ns) : "-";
+    const std::string hidden =
+        b.comm_ns > 0 ? fmt::format("{:.2f} ({:>3.0f})", b.overlap_ns / 1e6, 100 * b.overlap_ns / b.comm_ns) : "-";
+    out += fmt::format(fmt::runtime(row), rank, ms(b.step_ns), compute, ms(b.comm_ns), hidden, ms(b.other_ns));
+  }
+  return out;
+}
+
 // Messages by size and the busiest pairs, as sent (run/point_to_point.hpp).
 std::string point_to_point_tables(const run::PointToPointSummary& p) {
   if (p.empty()) return "";
@@ -190,6 +229,7 @@ std::string text_report(const Analysis& a) {
   out += "\n" + wrap_text("per rank: lateness and wait " + a.lateness.basis, kTextWidth, 10) + "\n";
   out += rank_table(a);
   out += clock_line(a) + "\n";
+  out += time_breakdown_table(a);
   auto sizes = a.op_sizes;
   std::sort(sizes.begin(), sizes.end(), [](const auto& x, const auto& y) { return x.total_duration_ns > y.total_duration_ns; });
   if (!sizes.empty()) {
@@ -237,6 +277,14 @@ nlohmann::json json_report(const Analysis& a) {
                      {"wait_ns", a.lateness.total_wait_ns[r]}});
     const run::PointToPointRank none{};
     const auto& p = r < a.point_to_point.ranks.size() ? a.point_to_point.ranks[r] : none;
+    if (r < a.steps.rank_breakdown.size() && a.steps.measured_steps() > 0) {
+      const auto& b = a.steps.rank_breakdown[r];
+      ranks.back()["time_per_step"] = {{"step_ns", b.step_ns},
+                                       {"compute_ns", b.compute_recorded ? json(b.compute_ns) : json(nullptr)},
+                                       {"collectives_ns", b.comm_ns},
+                                       {"hidden_by_compute_ns", b.overlap_ns},
+                                       {"other_ns", b.other_ns}};
+    }
     ranks.back().update({{"p2p_calls", p.calls},
                          {"p2p_ns", p.time_ns},
                          {"p2p_wait_ns", p.wait_ns},

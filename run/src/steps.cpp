@@ -144,6 +144,8 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     st.end_ns = INT64_MIN;
   }
   std::vector<double> comm(steps * nranks, 0), exposed(steps * nranks, 0);
+  std::vector<double> compute_in_step(steps * nranks, 0), comm_overlap(steps * nranks, 0);
+  std::vector<bool> compute_recorded(nranks, false);
   for (std::size_t r = 0; r < nranks; ++r) {
     const auto& rank = run.ranks[r];
     const auto& w = windows[r];
@@ -175,6 +177,22 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       if (!merged.empty() && c.start_ns <= merged.back().end_ns) merged.back().end_ns = std::max(merged.back().end_ns, c.end_ns);
       else merged.push_back(c);
     }
+    // The breakdown's compute is GPU kernels alone: an NVTX phase on a CPU holds whatever its thread did, waits
+    // included (a Horovod job's optimizer range holds its wait for the allreduces), so it is not compute.
+    std::vector<Window> kernels;
+    for (const auto& g : rank.gpu_activities) {
+      if (g.kind != store::GpuActivityKind::Kernel || run.strings[g.name].find("nccl") != std::string::npos) continue;
+      if (!kernels.empty() && g.start_ns <= kernels.back().end_ns) kernels.back().end_ns = std::max(kernels.back().end_ns, g.end_ns);
+      else kernels.push_back({g.start_ns, g.end_ns});
+    }
+    compute_recorded[r] = !kernels.empty();
+    auto time_in_kernels = [&](std::int64_t a, std::int64_t b) {
+      std::int64_t total = 0;
+      auto it = std::lower_bound(kernels.begin(), kernels.end(), a, [](const Window& x, std::int64_t v) { return x.end_ns < v; });
+      for (; it != kernels.end() && it->start_ns < b; ++it) total += std::max<std::int64_t>(0, std::min(b, it->end_ns) - std::max(a, it->start_ns));
+      return total;
+    };
+    for (std::size_t k = 0; k < steps; ++k) compute_in_step[k * nranks + r] = double(time_in_kernels(w[k].start_ns, w[k].end_ns));
     auto overlap_with_compute = [&](std::int64_t a, std::int64_t b) {
       std::int64_t total = 0;
       auto it = std::lower_bound(merged.begin(), merged.end(), a, [](const Window& x, std::int64_t v) { return x.end_ns < v; });
@@ -212,6 +230,7 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       out.steps[k].rank_wait_ns[r] += static_cast<double>(wait);
       if (b <= a) continue;
       comm[k * nranks + r] += static_cast<double>(b - a);
+      comm_overlap[k * nranks + r] += static_cast<double>(time_in_kernels(a, b));
       // Exposed: the transfer part of the call (after the last arrival) that no compute overlaps. Waiting is
       // counted on its own, whether or not compute ran meanwhile.
       const std::int64_t transfer_a = std::max(a, p_start + wait);
@@ -243,6 +262,19 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     durations.push_back(st.duration_ns);
   }
   const double measured = static_cast<double>(steps - first);
+  out.rank_breakdown.assign(nranks, {});
+  for (std::size_t r = 0; r < nranks; ++r) {
+    auto& b = out.rank_breakdown[r];
+    b.compute_recorded = compute_recorded[r];
+    for (std::size_t k = first; k < steps; ++k) {
+      const std::size_t i = k * nranks + r;
+      b.step_ns += out.steps[k].rank_duration_ns[r] / measured;
+      b.compute_ns += compute_in_step[i] / measured;
+      b.comm_ns += comm[i] / measured;
+      b.overlap_ns += comm_overlap[i] / measured;
+    }
+    b.other_ns = std::max(0.0, b.step_ns - (b.compute_ns + b.comm_ns - b.overlap_ns));
+  }
   out.mean_step_ns = sum_step / measured;
   out.median_step_ns = median_of(durations);
   out.mean_comm_ns = sum_comm / measured;

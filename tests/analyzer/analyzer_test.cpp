@@ -2,10 +2,12 @@
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
+#include <collscope/testing/lockstep_run.hpp>
 #include <collscope/testing/synthetic_run.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -549,4 +551,51 @@ TEST(Compare, SameSettingsNoRegressionSlowdownRegression) {
   EXPECT_GT(reg.metrics.at(0).change, 0.1);
   const auto xml = comparison_junit(reg);
   EXPECT_NE(xml.find("<failure"), std::string::npos);
+}
+
+TEST(Analyzer, TimePerStepByRankOnALockstepRunWithKernels) {
+  // The lockstep run's exact times: each step 2 ms of compute holding 4 kernels of 0.45 ms (one NCCL's, which is
+  // communication, not compute), then 4 collectives; rank 2 arrives 1 ms late at the first, so the others spend
+  // 1 ms + 0.2 ms in it and 0.2 ms in each other one, rank 2 0.2 ms in each. No kernel runs beside a collective.
+  auto dir = temp_dir("breakdown");
+  collscope::testing::LockstepSpec spec;
+  spec.steps = 12;
+  collscope::testing::write_lockstep_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  ASSERT_EQ(a.steps.rank_breakdown.size(), 3u);
+  const double step = double(collscope::testing::step_ns(spec)), kernels = 3 * 450'000.0;
+  for (int r = 0; r < 3; ++r) {
+    const auto& b = a.steps.rank_breakdown[r];
+    const double comm = r == spec.late_rank ? 4 * 200'000.0 : 1'000'000.0 + 4 * 200'000.0;
+    EXPECT_TRUE(b.compute_recorded);
+    EXPECT_NEAR(b.step_ns, step, 1) << r;
+    EXPECT_NEAR(b.compute_ns, kernels, 1) << r;
+    EXPECT_NEAR(b.comm_ns, comm, 1) << r;
+    EXPECT_NEAR(b.overlap_ns, 0, 1) << r;
+    EXPECT_NEAR(b.other_ns, step - kernels - comm, 1) << r;
+  }
+  const std::string text = text_report(a);
+  EXPECT_NE(text.find("time per step by rank"), std::string::npos) << text;
+  EXPECT_NE(text.find(fmt::format("     2       {:.2f}       {:.2f}         0.80", step / 1e6, kernels / 1e6)),
+            std::string::npos)
+      << text;
+  const auto j = json_report(a);
+  EXPECT_NEAR(j["ranks"][0]["time_per_step"]["collectives_ns"].get<double>(), 1'800'000.0, 1);
+  EXPECT_NEAR(j["ranks"][0]["time_per_step"]["compute_ns"].get<double>(), kernels, 1);
+}
+
+TEST(Analyzer, TimePerStepWithoutKernelsHasNoComputeColumn) {
+  // A CPU job: its NVTX phases hold waits too, so no compute is claimed; other is the rest of the step.
+  auto dir = temp_dir("breakdown-cpu");
+  collscope::testing::LockstepSpec spec;
+  spec.steps = 12;
+  spec.kernels_per_step = 0;
+  collscope::testing::write_lockstep_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  ASSERT_EQ(a.steps.rank_breakdown.size(), 3u);
+  EXPECT_FALSE(a.steps.rank_breakdown[0].compute_recorded);
+  EXPECT_NEAR(a.steps.rank_breakdown[0].other_ns, double(collscope::testing::step_ns(spec)) - 1'800'000.0, 1);
+  const std::string text = text_report(a);
+  EXPECT_NE(text.find("  rank       step  collectives      other"), std::string::npos) << text;
+  EXPECT_TRUE(json_report(a)["ranks"][0]["time_per_step"]["compute_ns"].is_null());
 }

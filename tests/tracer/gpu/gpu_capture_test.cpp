@@ -437,7 +437,11 @@ TEST(GpuCapture, CudaJobWithoutDeviceRunsUnchangedAndNotesItOnce) {
   TraceReader reader((dir / "rank-00000.sqlite").string());
   const auto note = reader.meta_value("gpu_capture");
   ASSERT_TRUE(note) << "no gpu_capture meta line";
-  if (plain.out.find("devices 0") != std::string::npos) {  // the machine really has no GPU
+  // The writer starts GPU capture at its first drain while the job runs; it runs when a core is idle, so on a
+  // loaded machine this short job can end first, which the note then says (once in ten clean-clone suite runs
+  // under load).
+  const bool ended_first = note->find("ended before the tracer's writer started GPU capture") != std::string::npos;
+  if (plain.out.find("devices 0") != std::string::npos && !ended_first) {  // the machine really has no GPU
     EXPECT_TRUE(note->find("no CUDA driver") != std::string::npos || note->find("no CUDA device") != std::string::npos)
         << *note;
   }

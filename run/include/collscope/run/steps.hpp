@@ -53,6 +53,19 @@ struct Step {
   std::vector<std::int64_t> rank_start_ns;  // per rank index: its step window, aligned
 };
 
+// Where one rank's step time goes, mean over the measured steps, ns (HTA's temporal breakdown, from the trace):
+//   compute      GPU kernels that are not NCCL's inside the rank's step window (their union); 0 with
+//                compute_recorded false when the rank recorded none (a CPU job: its compute is inside other_ns;
+//                NVTX phases do not count, as they hold their thread's waits too);
+//   comm         inside collectives (the union of calls; a non-blocking one by its time in MPI): Step::comm_ns;
+//   overlap      of comm, the time kernels ran beside it (communication hidden by compute);
+//   other        the step less compute ∪ comm: idle, or work on a CPU.
+// step = compute + comm − overlap + other. (Who waits for whom is run/lateness.hpp's, not a part of this.)
+struct RankTimeBreakdown {
+  double step_ns = 0, compute_ns = 0, comm_ns = 0, overlap_ns = 0, other_ns = 0;
+  bool compute_recorded = false;
+};
+
 // How the steps were found.
 enum class StepMethod {
   None,
@@ -88,6 +101,7 @@ struct StepSummary {
   // is unknown.
   double throughput_samples_per_s = 0;
   bool cpu_compute_ranges = false;      // NVTX compute ranges (not GPU kernels) hid communication
+  std::vector<RankTimeBreakdown> rank_breakdown;  // per rank index, over the measured steps; empty without them
 
   int measured_steps() const { return std::max(0, static_cast<int>(steps.size()) - warmup_steps); }
   // Index of the step whose window [start_ns, end_ns) holds aligned time t, or -1 (before, between or after steps).

@@ -316,6 +316,14 @@ void on_drain(WriterContext& ctx) {
   if (!s.tried && g_phase.load(std::memory_order_relaxed) == kRunning && process_has_cuda()) ensure_cupti();
   {
     std::lock_guard lock(s.mutex);
+    // A job that ended before the writer's first drain saw CUDA in it: the writer runs in the idle scheduling
+    // class, so with every core busy a short job can end first. Said, rather than no note at all; CUPTI is not
+    // started at exit.
+    if (!s.tried && g_phase.load(std::memory_order_relaxed) == kStopped && process_has_cuda()) {
+      s.tried = true;
+      set_note("CUDA in the process, but it ended before the tracer's writer started GPU capture (the writer runs "
+               "when a core is idle, and none was): no GPU activity");
+    }
     if (s.note_dirty) {
       ctx.writer.set_meta("gpu_capture", s.note);
       s.note_dirty = false;
