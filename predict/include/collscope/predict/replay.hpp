@@ -18,12 +18,12 @@ namespace collscope::predict {
 
 // What to change. An unset field keeps the run's own value (run/job_settings.hpp).
 struct Change {
-  std::optional<std::int64_t> fusion_threshold_bytes;  // HOROVOD_FUSION_THRESHOLD (bytes; 0 = no fusion)
-  std::optional<double> cycle_time_ms;                 // HOROVOD_CYCLE_TIME (ms)
-  std::optional<int> backward_passes_per_step;         // gradient accumulation: passes per reduction (>= 1)
-  std::optional<double> bucket_cap_mb;                 // PyTorch DDP's bucket_cap_mb (MB)
+  std::optional<std::int64_t> fusion_threshold_bytes{};  // HOROVOD_FUSION_THRESHOLD (bytes; 0 = no fusion)
+  std::optional<double> cycle_time_ms{};                 // HOROVOD_CYCLE_TIME (ms)
+  std::optional<int> backward_passes_per_step{};         // gradient accumulation: passes per reduction (>= 1)
+  std::optional<double> bucket_cap_mb{};                 // PyTorch DDP's bucket_cap_mb (MB)
   bool fp16_compression = false;                       // gradients sent as fp16: bytes halved
-  std::optional<std::int64_t> batch_size;              // samples per rank per pass
+  std::optional<std::int64_t> batch_size{};              // samples per rank per pass
   bool balanced = false;  // every rank computes as fast as the fastest in each phase: a straggler's true cost
   bool async = false;     // no rank waits for another: an upper bound on what removing waits can give
   bool empty() const;
