@@ -45,6 +45,34 @@ std::vector<Window> cpu_compute_windows(const StepNames& step_names, const RankT
   return out;
 }
 
+// GPU compute of `rank`: its kernels that are not NCCL's (NCCL's kernels are its communication).
+std::vector<Window> gpu_kernel_windows(const Run& run, const RankTrace& rank) {
+  std::vector<Window> out;
+  for (const auto& g : rank.gpu_activities)
+    if (g.kind == store::GpuActivityKind::Kernel && run.strings[g.name].find("nccl") == std::string::npos)
+      out.push_back({g.start_ns, g.end_ns});
+  return out;
+}
+
+// The union of `windows`: sorted by start, overlapping ones merged.
+std::vector<Window> union_of(std::vector<Window> windows) {
+  std::sort(windows.begin(), windows.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  std::vector<Window> merged;
+  for (const auto& c : windows) {
+    if (!merged.empty() && c.start_ns <= merged.back().end_ns) merged.back().end_ns = std::max(merged.back().end_ns, c.end_ns);
+    else merged.push_back(c);
+  }
+  return merged;
+}
+
+// Time of [a, b) inside the union `merged` (union_of), ns.
+std::int64_t time_inside(const std::vector<Window>& merged, std::int64_t a, std::int64_t b) {
+  std::int64_t total = 0;
+  auto it = std::lower_bound(merged.begin(), merged.end(), a, [](const Window& x, std::int64_t v) { return x.end_ns < v; });
+  for (; it != merged.end() && it->start_ns < b; ++it) total += std::max<std::int64_t>(0, std::min(b, it->end_ns) - std::max(a, it->start_ns));
+  return total;
+}
+
 // Per rank index, the step windows from NVTX step ranges.
 std::vector<std::vector<Window>> nvtx_windows(const Run& run, const StepNames& step_names) {
   std::vector<std::vector<Window>> out(run.ranks.size());
@@ -160,45 +188,18 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
     // (other than steps) of threads that make no collectives, as a Horovod-style job's forward/backward on the
     // main thread while a background thread communicates. Ranges on a thread that makes collectives do not
     // count: a blocking call inside one is not hidden by it.
-    std::vector<Window> compute;
-    for (const auto& g : rank.gpu_activities) {
-      if (g.kind != store::GpuActivityKind::Kernel) continue;
-      const auto& name = run.strings[g.name];
-      if (name.find("nccl") != std::string::npos) continue;
-      compute.push_back({g.start_ns, g.end_ns});
-    }
-    for (const auto& w : cpu_compute_windows(step_names, rank)) {
-      compute.push_back(w);
-      out.cpu_compute_ranges = true;
-    }
-    std::sort(compute.begin(), compute.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-    std::vector<Window> merged;
-    for (const auto& c : compute) {
-      if (!merged.empty() && c.start_ns <= merged.back().end_ns) merged.back().end_ns = std::max(merged.back().end_ns, c.end_ns);
-      else merged.push_back(c);
-    }
+    std::vector<Window> compute = gpu_kernel_windows(run, rank);
     // The breakdown's compute is GPU kernels alone: an NVTX phase on a CPU holds whatever its thread did, waits
     // included (a Horovod job's optimizer range holds its wait for the allreduces), so it is not compute.
-    std::vector<Window> kernels;
-    for (const auto& g : rank.gpu_activities) {
-      if (g.kind != store::GpuActivityKind::Kernel || run.strings[g.name].find("nccl") != std::string::npos) continue;
-      if (!kernels.empty() && g.start_ns <= kernels.back().end_ns) kernels.back().end_ns = std::max(kernels.back().end_ns, g.end_ns);
-      else kernels.push_back({g.start_ns, g.end_ns});
-    }
+    const std::vector<Window> kernels = union_of(compute);
     compute_recorded[r] = !kernels.empty();
-    auto time_in_kernels = [&](std::int64_t a, std::int64_t b) {
-      std::int64_t total = 0;
-      auto it = std::lower_bound(kernels.begin(), kernels.end(), a, [](const Window& x, std::int64_t v) { return x.end_ns < v; });
-      for (; it != kernels.end() && it->start_ns < b; ++it) total += std::max<std::int64_t>(0, std::min(b, it->end_ns) - std::max(a, it->start_ns));
-      return total;
-    };
-    for (std::size_t k = 0; k < steps; ++k) compute_in_step[k * nranks + r] = double(time_in_kernels(w[k].start_ns, w[k].end_ns));
-    auto overlap_with_compute = [&](std::int64_t a, std::int64_t b) {
-      std::int64_t total = 0;
-      auto it = std::lower_bound(merged.begin(), merged.end(), a, [](const Window& x, std::int64_t v) { return x.end_ns < v; });
-      for (; it != merged.end() && it->start_ns < b; ++it) total += std::max<std::int64_t>(0, std::min(b, it->end_ns) - std::max(a, it->start_ns));
-      return total;
-    };
+    for (std::size_t k = 0; k < steps; ++k)
+      compute_in_step[k * nranks + r] = double(time_inside(kernels, w[k].start_ns, w[k].end_ns));
+    for (const auto& range : cpu_compute_windows(step_names, rank)) {
+      compute.push_back(range);
+      out.cpu_compute_ranges = true;
+    }
+    const std::vector<Window> merged = union_of(std::move(compute));
     // Time inside MPI (run/wait_states.hpp): a blocking collective's span; a non-blocking one's posting call and
     // its completion calls, the rest of its span being the rank's own work.
     const auto pieces = mpi_pieces(rank, false);
@@ -230,12 +231,12 @@ StepSummary StepDetector::detect(const Run& run, const ClockAlignment& clocks, c
       out.steps[k].rank_wait_ns[r] += static_cast<double>(wait);
       if (b <= a) continue;
       comm[k * nranks + r] += static_cast<double>(b - a);
-      comm_overlap[k * nranks + r] += static_cast<double>(time_in_kernels(a, b));
+      comm_overlap[k * nranks + r] += static_cast<double>(time_inside(kernels, a, b));
       // Exposed: the transfer part of the call (after the last arrival) that no compute overlaps. Waiting is
       // counted on its own, whether or not compute ran meanwhile.
       const std::int64_t transfer_a = std::max(a, p_start + wait);
       if (b > transfer_a)
-        exposed[k * nranks + r] += static_cast<double>(std::max<std::int64_t>(0, b - transfer_a - overlap_with_compute(transfer_a, b)));
+        exposed[k * nranks + r] += static_cast<double>(std::max<std::int64_t>(0, b - transfer_a - time_inside(merged, transfer_a, b)));
     }
   }
   double sum_step = 0, sum_comm = 0, sum_exposed = 0, sum_wait = 0;
