@@ -18,6 +18,7 @@
 #include <set>
 
 #include "../common/run_process.hpp"
+#include "../common/run_queue.hpp"
 #include "../common/sanitized.hpp"
 
 namespace fs = std::filesystem;
@@ -179,7 +180,8 @@ TEST(Preload, ThreeRanksRecordExactlyTheCallsMade) {
     // Durations agree with the program's own timing of each world allreduce: the tracer's window lies inside the
     // program's, and within 5 % plus 2 us of clock reads of it. With 3 ranks on 2 cores a rank is now and then
     // preempted between the two clock reads of one call (seen: 1 run in 15, one call 170 us longer), so 8 of
-    // the 10 calls must agree; a systematic error would fail them all.
+    // the 10 calls must agree, or the gaps of those that do not must lie within the time the rank's threads
+    // waited for a CPU (its cpu_samples' run-queue delay): a systematic error would fail them all on a quiet host.
     std::smatch m;
     const std::regex line("mpi_probe rank " + std::to_string(rank) + ": iterations 10 .*allreduce_world_ns ([0-9,]+)");
     ASSERT_TRUE(std::regex_search(r.out, m, line)) << r.out;
@@ -191,18 +193,23 @@ TEST(Preload, ThreeRanksRecordExactlyTheCallsMade) {
       if (c.op == Op::Allreduce) traced.push_back(static_cast<double>(c.end_ns - c.start_ns));
     ASSERT_EQ(traced.size(), own.size());
     int agreeing = 0;
-    double worst_ns = 0;
+    double worst_ns = 0, disagreeing_gaps_ns = 0;
     for (std::size_t i = 0; i < own.size(); ++i) {
       EXPECT_LE(traced[i], own[i]) << "rank " << rank << " call " << i;  // inside the program's window
-      agreeing += std::abs(traced[i] - own[i]) <= own[i] * 0.05 + 2000;
+      const bool agrees = std::abs(traced[i] - own[i]) <= own[i] * 0.05 + 2000;
+      agreeing += agrees;
+      if (!agrees) disagreeing_gaps_ns += own[i] - traced[i];
       worst_ns = std::max(worst_ns, own[i] - traced[i]);
     }
-    std::printf("rank %d: %d of %zu allreduces within 5 %% + 2 us of the program's timing; largest gap %.0f ns\n", rank,
-                agreeing, own.size(), worst_ns);
+    const auto runq_ns = double(collscope::testing::run_queue_ns(TraceReader((dir / rank_file_name(rank)).string())));
+    std::printf("rank %d: %d of %zu allreduces within 5 %% + 2 us of the program's timing; largest gap %.0f ns; "
+                "run-queue delay %.0f ns\n", rank, agreeing, own.size(), worst_ns, runq_ns);
     // A checking build's instrumentation between the program's clock reads and the tracer's makes the gap uneven
     // (seen: 7 of 10 under ASan); there only the window containment above is asserted.
     if (!kSanitizedBuild) {
-      EXPECT_GE(agreeing, 8) << "rank " << rank;
+      EXPECT_TRUE(agreeing >= 8 || disagreeing_gaps_ns <= runq_ns)
+          << "rank " << rank << ": " << agreeing << " of 10 agree; the others' gaps " << disagreeing_gaps_ns
+          << " ns, run-queue delay " << runq_ns << " ns";
     }
   }
 }

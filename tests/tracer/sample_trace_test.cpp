@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "../common/run_process.hpp"
+#include "../common/run_queue.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::store;
@@ -84,13 +85,21 @@ TEST(SampleTrace, TraceHoldsExactlyWhatTheTrainerDid) {
     EXPECT_EQ(traced_calls, expected_calls) << "rank " << rank;
     for (auto& [op, b] : report.at("collective_bytes").items())
       EXPECT_EQ(totals[op].bytes, b.get<std::int64_t>()) << op << " rank " << rank;
-    // Durations: the trainer times each call from outside, the tracer from inside; totals within 5 %.
+    // Durations: the trainer times each call from outside, the tracer from inside, on the same clock: each traced
+    // interval lies within the trainer's, so the traced total is at most the trainer's. What the trainer sees
+    // beyond it is the tracer's own code around each call and any time the thread spent waiting for a CPU between
+    // the two timestamps: within 5 % on an idle machine, but a loaded host can preempt a thread there for a
+    // whole timeslice. So the excess is bounded by 5 %, or by 20 us per call plus the rank's run-queue delay over
+    // the run (its threads' scheduler counters, recorded in the trace's cpu_samples), whichever is larger.
+    const double runq_ms = double(collscope::testing::run_queue_ns(reader)) / 1e6;
     for (auto& [op, ms] : report.at("collective_ms").items()) {
       const double own = ms.get<double>();
+      const auto calls = static_cast<double>(totals[op].calls);
+      std::printf("rank %d %s: traced %.3f ms, the trainer's own %.3f ms (%+.2f %%), run-queue delay %.3f ms\n", rank,
+                  op.c_str(), totals[op].ms, own, 100 * (totals[op].ms - own) / own, runq_ms);
+      EXPECT_LE(totals[op].ms, own + calls * 1e-3) << op << " rank " << rank;  // nested, 1 us per call for rounding
       if (own < 5.0) continue;  // a few tiny calls: relative error is meaningless
-      std::printf("rank %d %s: traced %.3f ms, the trainer's own %.3f ms (%+.2f %%)\n", rank, op.c_str(), totals[op].ms,
-                  own, 100 * (totals[op].ms - own) / own);
-      EXPECT_NEAR(totals[op].ms, own, own * 0.05) << op << " rank " << rank;
+      EXPECT_LE(own - totals[op].ms, std::max(own * 0.05, calls * 0.020 + runq_ms)) << op << " rank " << rank;
     }
     // Communicators: world, the trainer's own duplicate (horovod), and the process set from MPI_Comm_split.
     std::map<std::string, std::int64_t> calls_by_comm;

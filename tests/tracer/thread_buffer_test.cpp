@@ -112,7 +112,10 @@ TEST(ThreadBuffer, CallInFlightSnapshotIsOneCallWhole) {
         torn.fetch_add(1, std::memory_order_relaxed);
     }
   });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  // The writer sees a call in flight only when it runs while the caller is inside one: on a loaded 2-core host
+  // the two threads can share one CPU for seconds, so the loop goes on until 2000 snapshots were taken, with a
+  // deadline (60 s) that only a writer never scheduled at all reaches.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (std::int64_t i = 1; i <= 200000 || (seen.load() < 2000 && std::chrono::steady_clock::now() < deadline); ++i) {
     ring.enter_call(static_cast<std::uint64_t>(i + 1), static_cast<std::uint32_t>(i % 1000), 1,
                     static_cast<std::int32_t>(i % 5), i, i, 2 * i, static_cast<std::uint32_t>(i % 7), 0);

@@ -31,11 +31,25 @@ bool detect_invariant_tsc() {
 
 void TickConverter::calibrate() {
   if (!g_use_tsc) return;
-  // Bracket the clock read with two tick reads and take the midpoint: removes most of the read's own cost.
-  const std::uint64_t a = ticks();
-  const std::int64_t ns = monotonic_ns();
-  const std::uint64_t b = ticks();
-  add_pair(a + (b - a) / 2, ns);
+  // Bracket the clock read with two tick reads and take the midpoint: removes most of the read's own cost. The
+  // writer runs in the lowest scheduling class, so on a busy node it can be preempted between the reads, and
+  // the midpoint of a bracket a timeslice wide is off by milliseconds: every event converted near that pair
+  // would move by as much (a call's duration, its order against another rank's). So take the narrowest of a few
+  // brackets, and keep it only when it is about as narrow as the narrowest seen (a clean read is ~30-60 ns).
+  std::uint64_t best_mid = 0, best_width = ~std::uint64_t{0};
+  std::int64_t best_ns = 0;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const std::uint64_t a = ticks();
+    const std::int64_t ns = monotonic_ns();
+    const std::uint64_t b = ticks();
+    if (b - a < best_width) best_width = b - a, best_mid = a + (b - a) / 2, best_ns = ns;
+    if (best_width <= 2 * narrowest_bracket_ticks_) break;
+  }
+  narrowest_bracket_ticks_ = std::min(narrowest_bracket_ticks_, best_width);
+  // A bracket this wide (over ~5 us at 2-4 GHz, against tens of ns) was preempted: skip it; the next drain
+  // calibrates again. The first pair anchors the conversion, so it is kept whatever its width.
+  if (!pairs_.empty() && best_width > 8 * narrowest_bracket_ticks_ + 16'000) return;
+  add_pair(best_mid, best_ns);
 }
 
 void TickConverter::add_pair(std::uint64_t ticks, std::int64_t ns) {
