@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../common/hung_job.hpp"
 #include "test_support.hpp"
 #include <iostream>
 
@@ -136,15 +137,16 @@ TEST_F(RealRuns, MismatchNamesSkippingRank) {
 
 TEST_F(RealRuns, DeadlockFromCallsInFlightNamesTheOddRank) {
   // mpi_probe: at iteration 3 rank 1 waits in a barrier on a dup of the world communicator that nobody else
-  // calls, while ranks 0 and 2 wait in the world allreduce; `timeout` kills the job. No NVTX: only the calls in
-  // flight at the kill can tell who waits where.
+  // calls, while ranks 0 and 2 wait in the world allreduce; SIGTERM ends the job once each rank's file shows where it
+  // hangs (tests/common/hung_job.hpp). No NVTX: only the calls in flight at the kill can tell who waits where.
   if (!fs::exists(fs::path(bin_dir()) / "mpi_probe")) GTEST_SKIP() << "mpi_probe not built";
   const auto dir = run_root() / "deadlock";
   fs::create_directories(dir);
-  shell(fmt::format("COLLSCOPE_HANG_MS=200 timeout -s TERM 4 {0}/collscope trace -o {1} -- mpirun -np 3 "
-                          "--oversubscribe --mca btl self,vader {0}/mpi_probe --iterations 6 --hang-rank 1 "
-                          "--hang-iteration 3 > {1}/job.log 2>&1",
-                          bin_dir(), dir.string()));
+  const auto job = collscope::testing::run_until_every_rank_hangs(
+      {bin_dir() + "/collscope", "trace", "-o", dir.string(), "--", "mpirun", "-np", "3", "--oversubscribe", "--mca",
+       "btl", "self,vader", bin_dir() + "/mpi_probe", "--iterations", "6", "--hang-rank", "1", "--hang-iteration", "3"},
+      {{"COLLSCOPE_HANG_MS", "200"}}, dir, 3, collscope::testing::at_mpi_probe_hang);
+  ASSERT_FALSE(job.timed_out) << job.out << job.err;
   const Analysis a = analyze_run(dir.string());
   ASSERT_FALSE(a.findings.empty());
   const Finding& f = a.findings.front();
