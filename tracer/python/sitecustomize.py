@@ -220,22 +220,27 @@ def _collscope_annotate():
         # id(process group) -> (handle, the group's world ranks); handle 0: not ours to record. No reference to the
         # group itself: its lifetime (its threads, joined when it is freed) stays the job's.
         groups = {}
-        # DDP's buckets, with COLLSCOPE_DDP_HOOK=1: (id(group), bucket index) -> (work, tensor, future) of the
-        # bucket's latest allreduce, kept until its next one so that they are released on the training thread
-        # (see allreduce_hook below).
+        # DDP's buckets (the comm hook, with COLLSCOPE_DDP_HOOK=1): (id(group), bucket index) -> (work, tensor,
+        # future) of the bucket's latest allreduce, kept until its next one so that they are released on the training
+        # thread (see allreduce_hook below), and at the end kept for good (release_live).
         live = {}
 
         def release_live(group_id=None):
-            """Waits for and drops the kept bucket allreduces (of one group, or all) on this thread, before their
-            group is destroyed or the interpreter finalises: otherwise the group's destructor, run on this thread
-            holding the GIL, joins a gloo worker that releases the last reference to one of them and needs the
-            GIL (a hang at exit: 3 of 90 spawn-started runs calling destroy_process_group, 1 of 55 aborted)."""
+            """Waits for the kept bucket allreduces (of one group, or all) and then keeps their work, tensor and
+            future for the rest of the process, before their group is destroyed or the interpreter finalises.
+            Dropping them here made the gloo worker that ran the work hold the last reference to the bucket's
+            tensor, which Python has seen: freeing it needs the GIL, and the worker waited for it forever while this
+            thread, holding it, joined that worker in the group's destructor (~Reducer -> ~ProcessGroupGloo ->
+            join; gdb stacks of a hung rank, docs/gpu-capture.md: 2 of 8 runs at load 6, 3 of 90 before). Kept,
+            the tensor is never freed by a worker, whatever the scheduling. The cost: the last step's bucket views
+            (storage DDP's reducer holds anyway) stay until exit, once per destroyed group."""
             for key in [k for k in live if group_id is None or k[0] == group_id]:
-                work, _tensor, _future = live.pop(key)
+                entry = live.pop(key)
                 try:
-                    work.wait()
+                    entry[0].wait()
                 except Exception:
                     pass
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(entry))  # never freed: see above
 
         atexit.register(release_live)
         recorded = [False]  # some group is ours to record: until then (NCCL/MPI-only jobs) calls pass straight on
@@ -501,9 +506,9 @@ def _collscope_annotate():
                     if getattr(self, "_collscope_user_hook", False) is False and getattr(self, "reducer", None) is not None:
                         group = getattr(self, "process_group", None)
                         handle = groups.get(id(group if group is not None else dist.group.WORLD), (0,))[0]
-                        # Opt-in (COLLSCOPE_DDP_HOOK=1): a Python comm hook in DDP's reducer made 1 in 10 runs of a
-                        # spawn-started DDP job lose a worker at exit under load (a Python object released by a
-                        # backend thread while the interpreter shuts down); without it, 0 in 18.
+                        # Opt-in (COLLSCOPE_DDP_HOOK=1) until its cost to the job is measured on a quiet machine;
+                        # its exit hang (a gloo worker freeing a tensor Python had seen, which needs the GIL, while
+                        # the main thread joined it) is gone: release_live.
                         if handle and os.environ.get("COLLSCOPE_DDP_HOOK", "0") == "1":
                             register_hook(self, group, allreduce_hook)
                 except Exception as e:
