@@ -15,6 +15,7 @@
 # Usage: torch_distributed_test.py COLLSCOPE SCRATCH_DIR   (exit 77: torch is not installed)
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -164,7 +165,16 @@ run, slow = run_job("slow", "--steps", "12", "--slow-rank", "1", "--slow-ms", "3
 check(all(r[0] == 0 for r in slow), "slow: both ranks exit 0")
 report, text = analyze(run)
 stragglers = [f for f in report.get("findings", []) if f["kind"] == "straggler"]
-check(len(stragglers) == 1 and stragglers[0]["ranks"] == [1], "slow: rank 1 named the straggler\n" + text)
+# A straggler is named only past the sign test (p <= 0.01) and above the steps' own noise. On a loaded host (load 8:
+# rank 1 latest in 10 of 12 steps, its lateness varying by 17 ms) the 30 ms can sink into that noise; the report
+# must then still say which rank, and why: the within-noise note on rank 1, off a CPU, with noise of at least a
+# third of the sleep. On a quiet host the noise is far below that, so the straggler must be named.
+noise_note = next((n for n in report.get("notes", []) if n.startswith("the ranks differ within noise: rank 1 ")), None)
+noise_ms = float(re.search(r"varies by ([0-9.]+) ms", noise_note).group(1)) if noise_note and "varies by" in noise_note else 0.0
+check((len(stragglers) == 1 and stragglers[0]["ranks"] == [1]) or
+      (not stragglers and noise_note is not None and "off a CPU" in noise_note and noise_ms >= 10.0),
+      "slow: rank 1 named the straggler (or, in noise of >= 10 ms a step, the within-noise note on rank 1, off a CPU)\n"
+      + text)
 if stragglers:
     late = stragglers[0]["evidence"]["lateness_per_step_ns"]
     # The sleep is 30 ms off a CPU in every step, which the cause measures whatever the load: the off-CPU excess
