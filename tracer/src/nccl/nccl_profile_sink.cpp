@@ -203,7 +203,7 @@ void on_collective(const Event& e, std::int64_t row_id, WriterContext&) {
 // after kPendingDrains they are counted as unmatched.
 void on_drain(WriterContext& ctx) {
   Sink& s = sink();
-  const bool final_drain = g_phase.load(std::memory_order_relaxed) == kStopped;
+  const bool final_drain = ctx.final_drain;
   std::erase_if(s.pending, [&](PendingCollective& p) {
     if (try_write(p.record, ctx)) return s.meta_dirty = true;
     if (++p.drains < kPendingDrains && !final_drain) return false;

@@ -46,6 +46,11 @@ void warn_once(std::string_view what);
 struct WriterContext {
   store::TraceWriter& writer;
   const TickConverter& clock;
+  // True only in the last drain, the one runtime_stop makes after the writer thread has ended: nothing is recorded
+  // after it. Not the phase: runtime_stop sets kStopped before it joins the writer thread, whose drain under way
+  // (an idle-class thread preempted mid-drain, for as long as the job ran on) would otherwise take itself for the
+  // last one and close what was still open (NVTX ranges closed as never ended: 1 traced trainer run in 20 at load 8).
+  bool final_drain = false;
   std::int64_t store_string(std::uint32_t pool_id);  // runtime pool id -> strings.id in the file
   // Saves a record: into its kind's event batch while batches are on (the default), else as its row
   // (COLLSCOPE_EVENT_BATCHES=0). Returns the row's id, which is final at once either way.

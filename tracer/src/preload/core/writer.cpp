@@ -50,6 +50,7 @@ class Writer {
   // COLLSCOPE_WRITER_HOLD=1: the writer thread never drains (a stand-in for one that gets no CPU); job threads then
   // flush when the cap is reached, and the final drain at exit writes the rest. For tests.
   bool hold = false;
+  bool final_drain = false;  // set by runtime_stop for its drain after the writer thread ended (guarded by drain_mutex)
   std::vector<store::TracerFlushRow> flushes;  // written at the next drain (guarded by drain_mutex)
   std::uint64_t flush_count = 0;
   std::int64_t flush_ns = 0;  // job time spent in tracer flushes, all threads
@@ -411,7 +412,7 @@ void Writer::drain_locked() {
   }
   try {
     file->begin();
-    WriterContext ctx{*file, clock};
+    WriterContext ctx{*file, clock, final_drain};
     for (auto& [k, v] : meta) file->set_meta(k, v);
     std::uint64_t dropped = 0;
     for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
@@ -554,6 +555,7 @@ void runtime_stop() {
   std::unique_lock drain_lock(w.drain_mutex);
   DrainScope scope;
   const std::int64_t cpu0 = thread_cpu_ns();
+  w.final_drain = true;
   w.drain_locked();  // whatever arrived after the writer's last pass
   const std::int64_t cpu1 = thread_cpu_ns();
   w.cpu_ns += cpu1 - cpu0;

@@ -319,7 +319,7 @@ void on_drain(WriterContext& ctx) {
     // A job that ended before the writer's first drain saw CUDA in it: the writer runs in the idle scheduling
     // class, so with every core busy a short job can end first. Said, rather than no note at all; CUPTI is not
     // started at exit.
-    if (!s.tried && g_phase.load(std::memory_order_relaxed) == kStopped && process_has_cuda()) {
+    if (!s.tried && ctx.final_drain && process_has_cuda()) {
       s.tried = true;
       set_note("CUDA in the process, but it ended before the tracer's writer started GPU capture (the writer runs "
                "when a core is idle, and none was): no GPU activity");
@@ -330,7 +330,7 @@ void on_drain(WriterContext& ctx) {
     }
   }
   if (!g_active.load(std::memory_order_acquire)) return;
-  const bool stopping = g_phase.load(std::memory_order_relaxed) == kStopped;
+  const bool stopping = ctx.final_drain;
   const std::int64_t now = monotonic_ns();
   if (stopping || now - s.last_flush_ns > kFlushEveryNs) {
     s.api.ActivityFlushAll(stopping ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);

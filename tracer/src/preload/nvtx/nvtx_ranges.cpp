@@ -186,7 +186,7 @@ class NvtxRangeWriter {
       ctx.writer.set_meta("nvtx_unbalanced_pops", std::to_string(unbalanced));
       written_unbalanced_ = unbalanced;
     }
-    if (g_phase.load(std::memory_order_relaxed) != kStopped) return;
+    if (!ctx.final_drain) return;
     for (auto& [key, stack] : stacks_)
       for (const auto& r : stack) ctx.add(r);
     stacks_.clear();
