@@ -10,10 +10,10 @@
 #include <signal.h>
 
 #include <chrono>
-#include <optional>
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,7 +52,7 @@ inline bool at_mpi_probe_hang(int rank, const std::vector<store::CallInFlightRow
   return false;
 }
 
-// Runs `argv` (a `collscope trace -o dir -- ...` of a job that hangs) with `env` added; SIGTERM to its process group
+// Runs `argv` (a `collscope trace -o dir -- ...` of a job that hangs) with `env` (as run_process takes it); SIGTERM to its process group
 // once every rank's file in `dir` shows its hang, or at `ceiling_s` (then timed_out). Waits for it to end (SIGKILL
 // 30 s after the SIGTERM if it has not).
 inline ProcessResult run_until_every_rank_hangs(const std::vector<std::string>& argv,
@@ -60,12 +60,8 @@ inline ProcessResult run_until_every_rank_hangs(const std::vector<std::string>& 
                                                 const std::filesystem::path& dir, int ranks, const HangTest& hung = {},
                                                 double ceiling_s = 120.0) {
   using clock = std::chrono::steady_clock;
-  process::Command command(argv);
-  for (const auto& [k, v] : env) command.set_env(k, v);
-  command.out = process::Redirect::capture();
-  command.err = process::Redirect::capture();
   ProcessResult r;
-  auto job = process::Process::start(command);
+  auto job = process::Process::start(captured_command(argv, env));
   const auto ceiling = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(ceiling_s));
   std::optional<clock::time_point> signalled;
   for (;;) {

@@ -19,10 +19,10 @@ struct ProcessResult {
   std::string err;
 };
 
-// An empty value in `env` removes the variable.
-inline ProcessResult run_process(const std::vector<std::string>& argv,
-                                 const std::vector<std::pair<std::string, std::string>>& env = {},
-                                 double timeout_s = 120.0) {
+// `argv` with `env` applied over the test's environment (an empty value removes the variable), its stdout and
+// stderr captured.
+inline process::Command captured_command(const std::vector<std::string>& argv,
+                                         const std::vector<std::pair<std::string, std::string>>& env) {
   process::Command command(argv);
   for (const auto& [k, v] : env) {
     if (v.empty()) command.unset_env(k);
@@ -30,6 +30,14 @@ inline ProcessResult run_process(const std::vector<std::string>& argv,
   }
   command.out = process::Redirect::capture();
   command.err = process::Redirect::capture();
+  return command;
+}
+
+// An empty value in `env` removes the variable.
+inline ProcessResult run_process(const std::vector<std::string>& argv,
+                                 const std::vector<std::pair<std::string, std::string>>& env = {},
+                                 double timeout_s = 120.0) {
+  const process::Command command = captured_command(argv, env);
   ProcessResult r;
   try {
     const auto result = process::run(command, process::Seconds(timeout_s));

@@ -368,14 +368,15 @@ std::vector<HungRank> nonblocking_deadlock(const std::string& name, std::vector<
   std::vector<HungRank> out;
   for (int rank : {0, 2}) {
     const auto v = load(dir / rank_file_name(rank));
-    const auto in_flight = TraceReader((dir / rank_file_name(rank)).string()).calls_in_flight();
+    const TraceReader reader((dir / rank_file_name(rank)).string());
+    const auto in_flight = reader.calls_in_flight();
     EXPECT_EQ(in_flight.size(), 1u) << "rank " << rank;
     if (in_flight.size() != 1) continue;
     EXPECT_EQ(in_flight[0].op, Op::Iallreduce);
     EXPECT_EQ(in_flight[0].comm, v.comm_named("MPI_COMM_WORLD").id);
     EXPECT_EQ(in_flight[0].seq, 12);
     EXPECT_EQ(in_flight[0].bytes, 4096);
-    out.push_back({in_flight[0], v, collscope::testing::run_queue_ns(TraceReader((dir / rank_file_name(rank)).string()))});
+    out.push_back({in_flight[0], v, collscope::testing::run_queue_ns(reader)});
   }
   const auto rank1 = TraceReader((dir / rank_file_name(1)).string()).calls_in_flight();
   EXPECT_TRUE(!rank1.empty() && rank1[0].op == Op::Barrier);

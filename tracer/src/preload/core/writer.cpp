@@ -50,7 +50,6 @@ class Writer {
   // COLLSCOPE_WRITER_HOLD=1: the writer thread never drains (a stand-in for one that gets no CPU); job threads then
   // flush when the cap is reached, and the final drain at exit writes the rest. For tests.
   bool hold = false;
-  bool final_drain = false;  // set by runtime_stop for its drain after the writer thread ended (guarded by drain_mutex)
   std::vector<store::TracerFlushRow> flushes;  // written at the next drain (guarded by drain_mutex)
   std::uint64_t flush_count = 0;
   std::int64_t flush_ns = 0;  // job time spent in tracer flushes, all threads
@@ -167,7 +166,8 @@ class Writer {
 
   void run();
   void drain();         // takes drain_mutex
-  void drain_locked();  // the caller holds drain_mutex
+  // The caller holds drain_mutex. final_drain: runtime_stop's drain after the writer thread ended (WriterContext).
+  void drain_locked(bool final_drain = false);
   void handle(const Event& e, WriterContext& ctx);
   template <typename Record>
   void flush_batch(EventBatchBuilder<Record>& batch, std::int64_t thread);
@@ -398,7 +398,7 @@ void Writer::drain() {
   drain_locked();
 }
 
-void Writer::drain_locked() {
+void Writer::drain_locked(bool final_drain) {
   clock.calibrate();
   std::vector<std::pair<std::string, std::string>> meta;
   {
@@ -555,8 +555,7 @@ void runtime_stop() {
   std::unique_lock drain_lock(w.drain_mutex);
   DrainScope scope;
   const std::int64_t cpu0 = thread_cpu_ns();
-  w.final_drain = true;
-  w.drain_locked();  // whatever arrived after the writer's last pass
+  w.drain_locked(/*final_drain=*/true);  // whatever arrived after the writer's last pass
   const std::int64_t cpu1 = thread_cpu_ns();
   w.cpu_ns += cpu1 - cpu0;
   if (w.file && !w.failed) {
