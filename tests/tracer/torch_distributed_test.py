@@ -401,7 +401,10 @@ trainer_step_ms("--steps", "12", traced_as="accumulation")
 report, text = analyze(os.path.join(scratch, "accumulation"))
 advice = [f for f in report.get("findings", []) if is_accumulation_advice(f)]
 share = least_exposed_ddp_comm_ns(os.path.join(scratch, "accumulation")) / report["summary"]["median_step_ns"]
-threads_advice = any("set_num_threads" in f.get("suggestion", "") for f in report.get("findings", []))
+# The product's own rule (analyzer/src/detectors/ddp_knobs.cpp): no accumulation advice beside the threads advice,
+# the finding whose advice is torch.set_num_threads itself. A straggler waiting for a CPU also names
+# torch.set_num_threads among the placement checks, and does not suppress it (load 8: both given, share 77 %).
+threads_advice = any(f.get("suggestion", "").startswith("torch.set_num_threads") for f in report.get("findings", []))
 print("accumulation: DDP's allreduces after backward %.0f %% of the step" % (100 * share))
 check(len(advice) == (1 if share >= 0.3 and not threads_advice else 0),
       "accumulation: the no_sync advice given exactly when its premise holds (%.0f %% of the step)\n%s"
