@@ -157,10 +157,12 @@ int run_torch_import(const ImportArgs& args) {
   for (const auto& p : counts.problems) std::fprintf(stderr, "collscope import: %s\n", p.c_str());
   std::fprintf(stderr,
                "collscope import: torch.profiler (%s): %lld of %lld ranks, %lld process groups, %lld collectives "
-               "(%lld sized from record_param_comms, %lld without their work span), %lld steps, %lld phase ranges -> %s\n",
+               "(%lld sized from record_param_comms%s, %lld without their work span), %lld steps, %lld phase ranges -> %s\n",
                counts.shape.c_str(), static_cast<long long>(counts.ranks), static_cast<long long>(counts.world_size),
                static_cast<long long>(counts.communicators), static_cast<long long>(counts.collectives),
-               static_cast<long long>(counts.with_sizes), static_cast<long long>(counts.without_work),
+               static_cast<long long>(counts.with_sizes),
+               counts.with_shapes ? fmt::format(", {} from input shapes", counts.with_shapes).c_str() : "",
+               static_cast<long long>(counts.without_work),
                static_cast<long long>(counts.steps), static_cast<long long>(counts.phases), args.run_dir.c_str());
   return 0;
 }

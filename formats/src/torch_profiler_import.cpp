@@ -46,7 +46,9 @@ std::optional<store::Op> op_of(std::string name) {
       {"gather", store::Op::Gather},                {"scatter", store::Op::Scatter},
       {"reducescatter", store::Op::ReduceScatter},  {"reducescatterbase", store::Op::ReduceScatter},
       {"reducescattertensor", store::Op::ReduceScatter}, {"reducescattertensorcoalesced", store::Op::ReduceScatter},
-      {"alltoall", store::Op::Alltoall},            {"alltoallbase", store::Op::Alltoall},
+      // torch's all_to_all takes a tensor per peer, all_to_all_single (alltoall_base) split sizes: counts may differ
+      // per rank, as MPI_Alltoallv's do (matching compares op and type only, not counts).
+      {"alltoall", store::Op::Alltoallv},           {"alltoallbase", store::Op::Alltoallv},
       {"alltoallv", store::Op::Alltoallv},          {"barrier", store::Op::Barrier},
       {"send", store::Op::Send},                    {"recv", store::Op::Recv},
       {"recvanysource", store::Op::Recv}};
@@ -68,6 +70,20 @@ std::int64_t element_size(const std::string& dtype) {
   return 0;
 }
 
+// The C++ type names the profiler writes in an op's "Input type" ("float", "c10::BFloat16", "long int") as c10's
+// ScalarType names, the ones record_param_comms writes; a name already in that form is kept.
+std::string scalar_type_name(std::string type) {
+  if (type.starts_with("c10::")) type = type.substr(5);
+  static const std::map<std::string, std::string> names = {
+      {"float", "Float"},          {"double", "Double"},         {"long", "Long"},   {"long int", "Long"},
+      {"int64_t", "Long"},         {"long long", "Long"},        {"int", "Int"},     {"short", "Short"},
+      {"short int", "Short"},      {"signed char", "Char"},      {"unsigned char", "Byte"},
+      {"bool", "Bool"},            {"complex<float>", "ComplexFloat"}, {"complex<double>", "ComplexDouble"},
+      {"complex<c10::Half>", "ComplexHalf"}};
+  if (auto it = names.find(type); it != names.end()) return it->second;
+  return type;
+}
+
 // One c10d call on the calling thread.
 struct Call {
   store::Op op = store::Op::Unknown;
@@ -82,17 +98,23 @@ struct Call {
   std::string dtype;
   std::optional<std::int64_t> seq;
   std::optional<std::int32_t> peer;
-  bool sized = false;
+  bool sized = false;         // from record_param_comms' metadata
+  bool shape_sized = false;   // from the input shapes of the op or of its backend span (torch without that metadata)
   // Filled when paired.
   std::optional<std::int64_t> work_end_ns;
   std::optional<std::pair<std::int64_t, std::int64_t>> gpu_ns;
 };
 
-// A backend's work: gloo:* on a worker thread, or an NCCL kernel.
+// A backend's span: gloo:* on a worker thread (the work), an NCCL kernel (the GPU work), or nccl:* on the calling
+// thread (the enqueue: no work, but its input's shape where the call has none).
 struct Work {
+  enum Kind { Worker, Kernel, Enqueue };
   store::Op op = store::Op::Unknown;
   std::int64_t start_ns = 0, end_ns = 0;
-  bool kernel = false;
+  Kind kind = Worker;
+  std::string thread;
+  std::int64_t elements = -1;  // of its input tensor, from "Input Dims"; -1 unknown
+  std::string dtype;
 };
 
 struct RankTrace {
@@ -136,6 +158,26 @@ std::optional<std::int64_t> integer_of(const json& v) {
     }
   }
   return std::nullopt;
+}
+
+// Elements and ScalarType of an op's `index`-th input from the profiler's "Input Dims" and "Input type" (recorded
+// with record_shapes=True): [[8192, 384], ...] -> 3145728; nullopt when that input is no tensor with a shape.
+std::optional<std::pair<std::int64_t, std::string>> input_shape(const json* args, std::size_t index) {
+  if (!args || !args->contains("Input Dims") || !args->contains("Input type")) return std::nullopt;
+  const json &dims = (*args)["Input Dims"], &types = (*args)["Input type"];
+  if (!dims.is_array() || !types.is_array() || dims.size() <= index || types.size() <= index) return std::nullopt;
+  const json& d = dims[index];
+  if (!d.is_array() || d.empty() || !types[index].is_string()) return std::nullopt;
+  const std::string type = types[index].get<std::string>();
+  if (type.empty() || type == "TensorList" || type == "Scalar") return std::nullopt;
+  std::int64_t elements = 1;
+  for (const auto& n : d) {
+    const auto v = integer_of(n);
+    if (!v || *v < 0) return std::nullopt;
+    elements = *v == 0 ? 0 : std::min<std::int64_t>(elements * *v, run::PhysicalLimits::kMaxCallCount + 1);
+  }
+  if (elements > run::PhysicalLimits::kMaxCallCount) return std::nullopt;
+  return std::pair{elements, scalar_type_name(type)};
 }
 
 // "[0, 1, 2, 3]" -> ranks; "[0, 1, ..., 63]" (record_param_comms cuts lists past 30 ranks): `cut`.
@@ -205,6 +247,7 @@ RankTrace read_trace(const std::string& path) {
     const bool param_comms = name == "record_param_comms";
     const bool c10d = name.starts_with("c10d::");
     const bool gloo = name.starts_with("gloo:");
+    const bool enqueue = name.starts_with("nccl:");
     const bool step = name.starts_with("ProfilerStep#");
     const int phase = name == "DistributedDataParallel.forward"                      ? 1
                       : name.starts_with("autograd::engine::evaluate_function: ")    ? 2
@@ -213,7 +256,7 @@ RankTrace read_trace(const std::string& path) {
     const json* args = e.contains("args") && e["args"].is_object() ? &e["args"] : nullptr;
     const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
     const bool kernel = cat == "kernel" && args && (args->contains("Collective name") || name.starts_with("nccl"));
-    if (!param_comms && !c10d && !gloo && !step && !kernel && !phase) return;
+    if (!param_comms && !c10d && !gloo && !enqueue && !step && !kernel && !phase) return;
     if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("dur") || !e["dur"].is_number())
       throw InputError(fmt::format("{}: event {} ({}) has no numeric ts and dur", path, t.events, name));
     const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
@@ -235,20 +278,23 @@ RankTrace read_trace(const std::string& path) {
       }
       return;
     }
-    if (gloo || kernel) {
+    if (gloo || enqueue || kernel) {
       std::optional<store::Op> op;
       if (args && args->contains("Collective name")) op = op_of(text_of((*args)["Collective name"]));
-      if (!op && gloo) op = op_of(name);
+      if (!op && !kernel) op = op_of(name);
       if (!op && kernel) {
         for (const auto& [word, o] : {std::pair{"AllReduce", store::Op::Allreduce}, {"AllGather", store::Op::Allgather},
                                       {"ReduceScatter", store::Op::ReduceScatter}, {"Broadcast", store::Op::Bcast},
                                       {"Reduce", store::Op::Reduce}, {"SendRecv", store::Op::Send}})
-          if (name.find(word) != std::string::npos) {
+          if (name.find(word) != std::string::npos) {  // SendRecv: also all_to_all's (pair_work)
             op = o;
             break;
           }
       }
-      if (op) t.work.push_back({*op, start, end, kernel});
+      if (!op) return;
+      Work w{*op, start, end, kernel ? Work::Kernel : enqueue ? Work::Enqueue : Work::Worker, thread_of(e), -1, ""};
+      if (auto shape = input_shape(args, 0); shape && !kernel) std::tie(w.elements, w.dtype) = *shape;
+      t.work.push_back(std::move(w));
       return;
     }
     Call c;
@@ -259,6 +305,18 @@ RankTrace read_trace(const std::string& path) {
       auto op = op_of(name);
       if (!op) return;  // c10d::monitored_barrier_ etc.
       c.op = *op;
+      // The ops that take (output, input) tensors give both sizes in their shapes; the others take tensor lists,
+      // whose shapes the profiler does not record (their backend span has them).
+      std::string bare = name.substr(6);
+      std::erase(bare, '_');
+      if (bare == "allgatherbase" || bare == "reducescatterbase" || bare == "alltoallbase" ||
+          bare == "allgatherintotensorcoalesced" || bare == "reducescattertensorcoalesced") {
+        const auto out = input_shape(args, 0), in = input_shape(args, 1);
+        if (out && in) {
+          c.out_nelems = out->first, c.in_nelems = in->first, c.dtype = in->second;
+          c.shape_sized = true;
+        }
+      }
       t.c10d_calls.push_back(std::move(c));
       return;
     }
@@ -290,13 +348,15 @@ RankTrace read_trace(const std::string& path) {
 
   // Events are the objects of the root array (the autograd profiler), or of the root object's "traceEvents" array
   // (Kineto); the rest of the root object (distributedInfo, baseTimeNanoseconds) stays in the parsed document.
+  // Keys after "traceEvents" are the root object's again: Kineto writes its log lines after it ("INFO": [strings]).
   int event_depth = -1;
-  bool in_trace_events = false;
+  bool in_trace_events = false, events_ended = false;
   auto on_parse = [&](int depth, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::array_start && depth == 0 && event_depth < 0) event_depth = 1;
     if (event == json::parse_event_t::key && depth == 1 && event_depth < 0) in_trace_events = parsed == "traceEvents";
     if (event == json::parse_event_t::array_start && depth == 1 && in_trace_events && event_depth < 0) event_depth = 2;
-    if (depth != event_depth) return true;
+    if (event == json::parse_event_t::array_end && depth == event_depth - 1) events_ended = true;
+    if (depth != event_depth || events_ended) return true;
     if (event == json::parse_event_t::value)
       throw InputError(fmt::format("{}: an element of its trace events is not an event object", path));
     if (event == json::parse_event_t::object_end) {
@@ -346,6 +406,21 @@ RankTrace read_trace(const std::string& path) {
   }
   if (!t.param_comms.empty()) t.kineto = true;
   if (t.first_ns > t.last_ns) t.first_ns = t.last_ns = 0;  // nothing timed
+  // Older Kineto writes ts as microseconds since 1970 (1.68e15 in 2023): as ns that is past the 2^60 ns a rank
+  // file's monotonic clock may reach. Times then count from the trace's first whole second, which becomes the
+  // CLOCK_REALTIME of time 0.
+  if (t.epoch_ts && !t.base_ns && t.first_ns > 0) {
+    const std::int64_t origin = t.first_ns / 1'000'000'000 * 1'000'000'000;
+    auto shift = [origin](std::int64_t& ns) { ns -= origin; };
+    for (auto* calls : {&t.param_comms, &t.c10d_calls})
+      for (auto& c : *calls) shift(c.start_ns), shift(c.end_ns);
+    for (auto& w : t.work) shift(w.start_ns), shift(w.end_ns);
+    for (auto& [n, step] : t.steps) shift(std::get<0>(step)), shift(std::get<1>(step));
+    for (auto* spans : {&t.forward, &t.backward, &t.optimizer})
+      for (auto& [a, b] : *spans) shift(a), shift(b);
+    shift(t.first_ns), shift(t.last_ns);
+    t.base_ns = origin;
+  }
   return t;
 }
 
@@ -364,12 +439,17 @@ std::uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-// Pairs each call with its work, in order per operation: the k-th gloo:all_reduce a rank ran is its k-th
-// allreduce. Work that started before the call (by more than a millisecond: clocks of two threads) is skipped.
-std::int64_t pair_work(std::vector<Call>& calls, const std::vector<Work>& work, bool kernels) {
+// Pairs each call with its backend's spans of one kind, in order per operation: the k-th gloo:all_reduce a rank ran
+// is its k-th allreduce. A span that started before the call (by more than a millisecond: clocks of two threads) is
+// skipped. A worker span or a kernel ends the call's work (a kernel is also its GPU span); either, or the enqueue span, sizes a call
+// that has no size from its input's shape. NCCL runs all_to_all as SendRecv kernels: those serve the rank's
+// alltoall calls when it makes no send or receive calls.
+std::int64_t pair_work(std::vector<Call>& calls, const std::vector<Work>& work, Work::Kind kind) {
+  const bool point_to_point = std::any_of(calls.begin(), calls.end(), [](const Call& c) { return is_point_to_point(c.op); });
   std::map<store::Op, std::vector<const Work*>> by_op;
   for (const auto& w : work)
-    if (w.kernel == kernels) by_op[w.op].push_back(&w);
+    if (w.kind == kind)
+      by_op[kind == Work::Kernel && w.op == store::Op::Send && !point_to_point ? store::Op::Alltoallv : w.op].push_back(&w);
   for (auto& [op, list] : by_op)
     std::stable_sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
   std::map<store::Op, std::size_t> next;
@@ -381,8 +461,14 @@ std::int64_t pair_work(std::vector<Call>& calls, const std::vector<Work>& work, 
     while (j < it->second.size() && it->second[j]->start_ns + 1'000'000 < c.start_ns) ++j;
     if (j >= it->second.size()) continue;
     const Work* w = it->second[j++];
-    if (kernels) c.gpu_ns = {w->start_ns, w->end_ns};
-    else c.work_end_ns = std::max(c.end_ns, w->end_ns);
+    if (kind == Work::Kernel) c.gpu_ns = {w->start_ns, w->end_ns};
+    // The call lasts until its work ends, on gloo's worker or in NCCL's kernel (Kineto puts kernels on the CPU
+    // clock), as a traced call does: the transfer time is then the shortest of the members' calls.
+    if (kind != Work::Enqueue) c.work_end_ns = std::max(c.end_ns, w->end_ns);
+    if (!c.sized && !c.shape_sized && w->elements >= 0) {
+      c.in_nelems = w->elements, c.dtype = w->dtype;
+      c.shape_sized = true;
+    }
     ++paired;
   }
   return paired;
@@ -460,6 +546,13 @@ TorchProfilerImportCounts import_torch_profiler(const std::vector<std::string>& 
     auto& t = traces[i];
     auto& c = calls[i];
     c = t.param_comms.empty() ? std::move(t.c10d_calls) : std::move(t.param_comms);
+    if (c.empty())  // a trace with the backend's spans only (gloo:* with no c10d op recorded): each is its own call
+      for (const auto& w : t.work)
+        if (w.kind == Work::Worker) {
+          Call x;
+          x.op = w.op, x.thread = w.thread, x.start_ns = w.start_ns, x.end_ns = w.end_ns;
+          c.push_back(std::move(x));
+        }
     std::stable_sort(c.begin(), c.end(), [](const Call& a, const Call& b) { return a.start_ns < b.start_ns; });
     // record_param_comms nested in another of the same call (one per layer of c10d on some versions): the outer one.
     std::vector<Call> kept;
@@ -471,11 +564,28 @@ TorchProfilerImportCounts import_torch_profiler(const std::vector<std::string>& 
       kept.push_back(std::move(x));
     }
     c = std::move(kept);
-    const std::int64_t gloo_paired = pair_work(c, t.work, false);
-    pair_work(c, t.work, true);
+    const std::int64_t gloo_paired = pair_work(c, t.work, Work::Worker);
+    pair_work(c, t.work, Work::Kernel);
+    pair_work(c, t.work, Work::Enqueue);
+    // NCCL's calls return once the work is queued: without its kernel in the trace (no GPU activity recorded, or a
+    // sampled trace) a call's span is not its transfer, and bytes over it would be a bandwidth nobody measured.
+    // Such calls keep their times and lose their size.
+    const bool queued = t.backend == "nccl" || std::any_of(t.work.begin(), t.work.end(), [](const Work& w) { return w.kind == Work::Kernel; });
+    std::int64_t unsized = 0;
+    for (auto& x : c)
+      if (queued && !x.gpu_ns && !x.work_end_ns && (x.sized || x.shape_sized)) {
+        x.in_nelems = x.out_nelems = -1;
+        x.sized = x.shape_sized = false;
+        ++unsized;
+      }
+    if (unsized)
+      counts.problems.push_back(fmt::format("{}: {} NCCL calls have no kernel in the trace; imported without their size "
+                                            "(their span is the enqueue, not the transfer)",
+                                            t.path, unsized));
     for (auto& x : c) {
       if (!x.work_end_ns && !x.gpu_ns && x.op != store::Op::Send && x.op != store::Op::Recv) ++counts.without_work;
       if (x.sized) ++counts.with_sizes;
+      if (x.shape_sized) ++counts.with_shapes;
     }
     if (backend_name.empty()) backend_name = t.backend;
     if (backend_name.empty() && gloo_paired > 0) backend_name = "gloo";
@@ -624,7 +734,11 @@ TorchProfilerImportCounts import_torch_profiler(const std::vector<std::string>& 
       counter = row.seq + 1;
       row.op = x.op;
       const std::int64_t size = element_size(x.dtype);
-      const std::int64_t in = std::max<std::int64_t>(0, x.in_nelems), out = std::max<std::int64_t>(0, x.out_nelems);
+      const std::int64_t in = std::max<std::int64_t>(0, x.in_nelems);
+      // An allgather sized from its input's shape only: it gathers that from every member.
+      const std::int64_t out = x.out_nelems >= 0 || x.op != store::Op::Allgather
+                                   ? std::max<std::int64_t>(0, x.out_nelems)
+                                   : in * static_cast<std::int64_t>(g.members.size());
       const bool by_input = x.op == store::Op::Allreduce || x.op == store::Op::Bcast || x.op == store::Op::Reduce || p2p;
       row.count = in;
       row.bytes = (by_input ? in : std::max(in, out)) * size;

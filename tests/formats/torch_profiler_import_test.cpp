@@ -100,6 +100,68 @@ std::string kineto_trace(int rank, int steps, double late_us, int seq_base) {
   return root.dump(1);
 }
 
+
+// A trace in the shape of torch 2.0-2.2's Kineto (as in HTA's test data, recorded with record_shapes=True):
+// timestamps in microseconds since 1970 and no baseTimeNanoseconds, record_param_comms without the c10d
+// metadata, sizes only in the ops' "Input Dims" / "Input type" (C++ type names), Kineto's log lines after the events
+// ("INFO"). Per step one allreduce (c10d::allreduce_ takes a tensor list: its size is on gloo:all_reduce) of 1024
+// floats and one _allgather_base_ of 2048 -> 4096 bf16 elements; `late_us` delays this rank's calls. `gloo_only`:
+// the backend's spans alone, no c10d op (a profiler that records only those).
+std::string torch20_trace(int rank, int steps, double late_us, bool gloo_only) {
+  using nlohmann::json;
+  json events = json::array();
+  auto x = [&](const std::string& name, const std::string& cat, double ts, double dur, int tid, json args) {
+    events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 7000 + rank}, {"tid", tid}, {"ts", ts},
+                      {"dur", dur}, {"args", std::move(args)}});
+  };
+  const double base = 1'682'725'898'079'291.0;  // 2023-04-29, microseconds since 1970
+  for (int s = 0; s < steps; ++s) {
+    const double t0 = base + s * 10000, call = t0 + 2000 + late_us, latest = t0 + 2000 + 3000;
+    x("ProfilerStep#" + std::to_string(551 + s), "user_annotation", t0, 9000, 1, json::object());
+    x("DistributedDataParallel.forward", "user_annotation", t0 + 100, 1000, 1, json::object());
+    x("autograd::engine::evaluate_function: AddmmBackward0", "cpu_op", call - 500, 400, 1, json::object());
+    x("Optimizer.step#SGD.step", "user_annotation", latest + 1000, 500, 1, json::object());
+    if (!gloo_only) {
+      x("c10d::allreduce_", "cpu_op", call, 50, 1,
+        {{"Input Dims", {json::array(), json::array(), json::array(), json::array()}},
+         {"Input type", {"TensorList", "", "", "Scalar"}}});
+      x("record_param_comms", "cpu_op", call + 1, 40, 1, {{"External id", 313}});
+      x("c10d::_allgather_base_", "cpu_op", call + 300, 50, 1,
+        {{"Input Dims", {{4096}, {2048}, json::array()}}, {"Input type", {"c10::BFloat16", "c10::BFloat16", ""}}});
+    }
+    x("gloo:all_reduce", "user_annotation", call + 5, latest + 200 - (call + 5), 7,
+      {{"Input Dims", {{1024}}}, {"Input type", {"float"}}});
+    x("gloo:all_gather", "user_annotation", call + 305, latest + 500 - (call + 305), 7,
+      {{"Input Dims", {{2048}}}, {"Input type", {"c10::BFloat16"}}});
+  }
+  json root = {{"schemaVersion", 1},
+               {"deviceProperties", json::array()},
+               {"distributedInfo", {{"backend", "gloo"}, {"rank", rank}, {"world_size", 2}}},
+               {"traceEvents", events},
+               {"INFO", {"INFO:2024-07-15 10:52:38 1074:1074 CuptiActivityProfiler.cpp:914] a log line"}},
+               {"traceName", fmt::format("rank-{}.pt.trace.json", rank)},
+               {"displayTimeUnit", "ms"}};
+  return root.dump(1);
+}
+
+// An NCCL job's trace without GPU activity: record_param_comms with the metadata, no kernels.
+std::string nccl_without_kernels(int rank, int steps) {
+  using nlohmann::json;
+  json events = json::array();
+  for (int s = 0; s < steps; ++s) {
+    const double t0 = 1000 + s * 10000;
+    events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#" + std::to_string(s)}, {"pid", 1},
+                      {"tid", 1}, {"ts", t0}, {"dur", 9000}, {"args", json::object()}});
+    events.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", "record_param_comms"}, {"pid", 1}, {"tid", 1}, {"ts", t0 + 2000},
+                      {"dur", 20}, {"args", {{"Collective name", "allreduce"}, {"dtype", "Float"}, {"In msg nelems", 1 << 20},
+                                             {"Out msg nelems", 1 << 20}, {"Group size", 2}, {"Process Group Name", "0"},
+                                             {"Process Group Ranks", "[0, 1]"}, {"Seq", s}}}});
+  }
+  return json({{"schemaVersion", 1}, {"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", 2}}},
+               {"traceEvents", events}, {"baseTimeNanoseconds", 1'764'900'000'000'000'000LL}})
+      .dump();
+}
+
 }  // namespace
 
 TEST(TorchProfilerImport, StragglerRunNamesRankOneAtThirtyMsPerStep) {
@@ -216,4 +278,53 @@ TEST(TorchProfilerImport, BadFilesAreOneLineNamingTheFileExitTwo) {
   // Two files of one rank.
   EXPECT_EQ(run_collscope(dir, "import rank-0.json rank-0.json -o run"), 2);
   EXPECT_NE(read_file(dir / "err.txt").find("rank-0.json: rank 0 again"), std::string::npos) << read_file(dir / "err.txt");
+}
+
+// torch 2.0-2.2's shape: sizes and types from the ops' input shapes, epoch timestamps kept in range (the straggler's
+// 3 ms a step survives), the log lines after the events read past; a trace of gloo's spans alone imports as well.
+TEST(TorchProfilerImport, Torch20TracesSizedFromInputShapes) {
+  for (const bool gloo_only : {false, true}) {
+    const fs::path dir = fresh(gloo_only ? "torch20-gloo-only" : "torch20");
+    std::ofstream(dir / "rank-0.pt.trace.json") << torch20_trace(0, 8, 0, gloo_only);
+    std::ofstream(dir / "rank-1.pt.trace.json") << torch20_trace(1, 8, 3000, gloo_only);
+    ASSERT_EQ(run_collscope(dir, "import rank-0.pt.trace.json rank-1.pt.trace.json -o run"), 0) << read_file(dir / "err.txt");
+    const std::string err = read_file(dir / "err.txt");
+    EXPECT_NE(err.find("2 of 2 ranks, 1 process groups, 32 collectives (0 sized from record_param_comms, 32 from input "
+                       "shapes, 0 without their work span), 8 steps"),
+              std::string::npos) << err;
+    for (int r = 0; r < 2; ++r) {
+      const fs::path out = dir / fmt::format("rows-{}.txt", r);
+      ASSERT_EQ(collscope::test::shell("sqlite3 -separator ' ' " +
+                                       shell_quote((dir / "run" / fmt::format("rank-{:05}.sqlite", r)).string()) +
+                                       " \"SELECT c.op, count(*), min(c.bytes), max(c.bytes), s.value FROM collectives c "
+                                       "JOIN strings s ON s.id = c.datatype GROUP BY c.op ORDER BY c.op\" > " +
+                                       shell_quote(out.string())),
+                0);
+      EXPECT_EQ(read_file(out), "1 8 4096 4096 Float\n5 8 8192 8192 BFloat16\n") << (gloo_only ? "gloo only" : "c10d");
+    }
+    ASSERT_EQ(run_collscope(dir, "analyze run --format json"), 0) << read_file(dir / "err.txt");
+    const auto report = nlohmann::json::parse(read_file(dir / "out.txt"));
+    EXPECT_EQ(report["summary"]["steps"], 8);
+    const auto* f = straggler(report);
+    ASSERT_NE(f, nullptr) << report["findings"].dump(1);
+    EXPECT_EQ((*f)["ranks"], nlohmann::json::array({1}));
+    EXPECT_NEAR((*f)["evidence"]["lateness_per_step_ns"].get<double>() / 1e6, 3.0, 0.6) << (*f)["title"];
+  }
+}
+
+// NCCL calls return once queued: without their kernels their span is no transfer, so they carry no size (no
+// bandwidth from it) and the import says so, naming the file.
+TEST(TorchProfilerImport, NcclCallsWithoutKernelsCarryNoSize) {
+  const fs::path dir = fresh("nccl-no-kernels");
+  std::ofstream(dir / "rank-0.json") << nccl_without_kernels(0, 6);
+  std::ofstream(dir / "rank-1.json") << nccl_without_kernels(1, 6);
+  ASSERT_EQ(run_collscope(dir, "import rank-0.json rank-1.json -o run"), 0) << read_file(dir / "err.txt");
+  const std::string err = read_file(dir / "err.txt");
+  EXPECT_NE(err.find("rank-0.json: 6 NCCL calls have no kernel in the trace; imported without their size"), std::string::npos) << err;
+  EXPECT_NE(err.find("12 collectives (0 sized from record_param_comms, 12 without their work span)"), std::string::npos) << err;
+  const fs::path out = dir / "bytes.txt";
+  ASSERT_EQ(collscope::test::shell("sqlite3 " + shell_quote((dir / "run" / "rank-00000.sqlite").string()) +
+                                   " 'SELECT count(*), max(bytes) FROM collectives' > " + shell_quote(out.string())),
+            0);
+  EXPECT_EQ(read_file(out), "6|0\n");
 }

@@ -343,7 +343,8 @@ def _collscope_annotate():
             "all_gather": (b"allgather", "tensor_list", None), "all_gather_into_tensor": (b"allgather", "output_tensor", None),
             "_all_gather_base": (b"allgather", "output_tensor", None), "reduce_scatter": (b"reduce_scatter", "input_list", None),
             "reduce_scatter_tensor": (b"reduce_scatter", "input", None), "_reduce_scatter_base": (b"reduce_scatter", "input", None),
-            "all_to_all": (b"alltoall", "input_tensor_list", None), "all_to_all_single": (b"alltoall", "input", None),
+            # a tensor per peer / split sizes: counts may differ per rank, as MPI_Alltoallv's
+            "all_to_all": (b"alltoallv", "input_tensor_list", None), "all_to_all_single": (b"alltoallv", "input", None),
             "barrier": (b"barrier", None, None), "monitored_barrier": (b"barrier", None, None),
             "reduce": (b"reduce", "tensor", "dst"), "gather": (b"gather", "tensor", "dst"),
             "scatter": (b"scatter", "tensor", "src"), "send": (b"send", "tensor", "dst"), "recv": (b"recv", "tensor", "src"),

@@ -29,6 +29,7 @@ struct TorchProfilerImportCounts {
   std::int64_t communicators = 0;   // process groups
   std::int64_t collectives = 0;     // rows, all ranks
   std::int64_t with_sizes = 0;      // rows sized from record_param_comms args (0 for the autograd shape)
+  std::int64_t with_shapes = 0;     // rows sized from the input shapes of the c10d op or its gloo:*/nccl:* span
   std::int64_t without_work = 0;    // calls whose gloo:*/kernel span was not found: they end with the call
   std::int64_t steps = 0;           // ProfilerStep#N ranges (most on any rank)
   std::int64_t phases = 0;          // forward / backward / optimizer ranges inside them, all ranks
