@@ -110,7 +110,14 @@ trial: {timeout_s: 20, confirm_top: 1, confirm_repeats: 1, early_stopping: false
   while (std::chrono::steady_clock::now() < deadline && !second_running) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (!fs::exists(dir / "s.sqlite")) continue;
-    const auto t = Study::open((dir / "s.sqlite").string()).trials();
+    // The tuner may be creating the file: until its schema is written it is "not a collscope study file" (seen
+    // once at load 5): read it again at the next poll.
+    std::vector<TrialRecord> t;
+    try {
+      t = Study::open((dir / "s.sqlite").string()).trials();
+    } catch (const std::exception&) {
+      continue;
+    }
     second_running = t.size() >= 2 && t[1].status == TrialStatus::Running && t[1].pgid > 0;
   }
   ASSERT_TRUE(second_running) << read(dir / "tune1.log");

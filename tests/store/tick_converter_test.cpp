@@ -47,6 +47,7 @@ TEST(TickConverter, SameAnswerInAnyOrderAndOnTheClock) {
   struct Sample {
     std::uint64_t ticks;
     std::int64_t ns;
+    std::uint64_t bracket = 0;  // ticks between the reads around the clock read: its own uncertainty
   };
   std::vector<Sample> samples;
   for (int i = 0; i < 12; ++i) {  // calibration pairs ~2 ms apart, samples between them
@@ -55,7 +56,7 @@ TEST(TickConverter, SameAnswerInAnyOrderAndOnTheClock) {
       const std::uint64_t a = ticks();
       const std::int64_t ns = monotonic_ns();
       const std::uint64_t b = ticks();
-      samples.push_back({a + (b - a) / 2, ns});
+      samples.push_back({a + (b - a) / 2, ns, b - a});
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -73,6 +74,9 @@ TEST(TickConverter, SameAnswerInAnyOrderAndOnTheClock) {
     std::shuffle(order.begin(), order.end(), rng);
     for (std::size_t i : order) ASSERT_EQ(clock.to_ns(samples[i].ticks), in_order[i]) << "sample " << i;
   }
+  // Within 20 us, beyond what the sample's own read was preempted for (its bracket, at most 1 ns a tick on any
+  // clock this runs on). A preempted anchor moved every sample after it by its error (20.5 us at load 5) before
+  // calibrate() replaced it.
   for (std::size_t i = 0; i + 2 < samples.size(); ++i)
-    EXPECT_NEAR(double(in_order[i]), double(samples[i].ns), 20'000.0) << "sample " << i;  // within 20 us
+    EXPECT_NEAR(double(in_order[i]), double(samples[i].ns), 20'000.0 + double(samples[i].bracket)) << "sample " << i;
 }

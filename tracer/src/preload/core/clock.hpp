@@ -55,6 +55,7 @@ class TickConverter {
   std::vector<Pair> pairs_;
   double fallback_ns_per_tick_ = 1.0;
   std::uint64_t narrowest_bracket_ticks_ = ~std::uint64_t{0} / 16;  // the narrowest clock read calibrate() has seen
+  std::uint64_t anchor_width_ = 0;  // the bracket of the first pair calibrate() kept (ticks)
   // The segment the last conversion used: events come in time order, so most conversions reuse it.
   mutable std::size_t segment_ = 0;  // 0: none
   mutable std::uint64_t segment_from_ = 0, segment_to_ = 0;  // ticks it covers, [from, to)
