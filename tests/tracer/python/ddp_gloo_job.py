@@ -6,7 +6,8 @@ way torchrun starts ranks (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the env
                   [--accumulate K] [--bucket-cap-mb MB] [--find-unused] [--threads 1] [--layers 4 --width 256]
 
 --slow-rank sleeps MS ms in each step's forward on rank R (an input pipeline that stalls); --explicit makes, after
-training, 3 all_reduce, 2 broadcast, 1 all_gather and 1 barrier on the default group and 2 async all_reduce;
+training, 3 all_reduce, 2 broadcast, 1 all_gather, 1 all_to_all_single with uneven splits (rank r sends r + 1
+floats to each rank) and 1 barrier on the default group and 2 async all_reduce;
 --second-group makes a group of ranks {0, 1} and 4 all_reduce on it; --subgroup (3 or more ranks) makes a group of
 the first and the last rank and 4 all_reduce and 1 broadcast on it; --accumulate K runs K-1 of every K
 micro-batches under no_sync; --find-unused passes find_unused_parameters=True (the model has none unused);
@@ -70,6 +71,10 @@ def main():
             dist.broadcast(t, src=0)
         gathered = [torch.zeros(1000) for _ in range(world)]
         dist.all_gather(gathered, t)
+        # Split sizes differ per rank, as in a mixture-of-experts dispatch: not a mismatch.
+        received = torch.zeros(sum(q + 1 for q in range(world)))
+        dist.all_to_all_single(received, torch.ones((rank + 1) * world), output_split_sizes=[q + 1 for q in range(world)],
+                               input_split_sizes=[rank + 1] * world)
         dist.barrier()
         works = [dist.all_reduce(torch.ones(10), async_op=True) for _ in range(2)]
         for w in works:
