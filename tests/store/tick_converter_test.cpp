@@ -80,3 +80,20 @@ TEST(TickConverter, SameAnswerInAnyOrderAndOnTheClock) {
   for (std::size_t i = 0; i + 2 < samples.size(); ++i)
     EXPECT_NEAR(double(in_order[i]), double(samples[i].ns), 20'000.0 + double(samples[i].bracket)) << "sample " << i;
 }
+
+// A first calibration read preempted for 40 us (its midpoint 20 us off) anchors the conversion until a clean read
+// shows it was wide: then the clean one replaces it, and times convert on the clock again. A wide read after that
+// is skipped.
+TEST(TickConverter, PreemptedFirstReadIsReplacedByTheNextCleanOne) {
+  const bool saved = g_use_tsc;
+  g_use_tsc = true;
+  TickConverter clock;  // 1 tick = 1 ns below, the clean reads 50 ticks wide
+  clock.add_read(1'000'000, 1'000'000 - 20'000, 40'000);    // preempted: its ns read 20 us before the midpoint
+  clock.add_read(3'000'000, 3'000'000, 50);                 // clean: the anchor is replaced
+  clock.add_read(5'000'000, 5'000'000, 50);
+  clock.add_read(7'000'000, 7'000'000 + 30'000, 60'000);   // preempted again: skipped
+  clock.add_read(9'000'000, 9'000'000, 50);
+  for (std::uint64_t t : {1'000'000ull, 2'000'000ull, 4'000'000ull, 7'000'000ull, 8'500'000ull})
+    EXPECT_EQ(clock.to_ns(t), static_cast<std::int64_t>(t)) << "t = " << t;
+  g_use_tsc = saved;
+}

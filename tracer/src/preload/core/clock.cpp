@@ -45,16 +45,20 @@ void TickConverter::calibrate() {
     if (b - a < best_width) best_width = b - a, best_mid = a + (b - a) / 2, best_ns = ns;
     if (best_width <= 2 * narrowest_bracket_ticks_) break;
   }
-  narrowest_bracket_ticks_ = std::min(narrowest_bracket_ticks_, best_width);
+  add_read(best_mid, best_ns, best_width);
+}
+
+void TickConverter::add_read(std::uint64_t mid, std::int64_t ns, std::uint64_t bracket) {
+  narrowest_bracket_ticks_ = std::min(narrowest_bracket_ticks_, bracket);
   // A bracket this wide (over ~5 us at 2-4 GHz, against tens of ns) was preempted: skip it; the next drain
   // calibrates again. The first pair anchors the conversion, so it is kept whatever its width: nothing narrower is
   // known yet. Once a later read shows the anchor was that wide, a clean pair replaces it while it is the only one
   // (a preempted anchor moved every time after it by its error: 20.5 us in a test run at load 5).
   const auto preempted = [&](std::uint64_t width) { return width > 8 * narrowest_bracket_ticks_ + 16'000; };
-  if (!pairs_.empty() && preempted(best_width)) return;
+  if (!pairs_.empty() && preempted(bracket)) return;
   if (pairs_.size() == 1 && preempted(anchor_width_)) pairs_.clear(), segment_ = 0;
-  if (pairs_.empty()) anchor_width_ = best_width;
-  add_pair(best_mid, best_ns);
+  if (pairs_.empty()) anchor_width_ = bracket;
+  add_pair(mid, ns);
 }
 
 void TickConverter::add_pair(std::uint64_t ticks, std::int64_t ns) {

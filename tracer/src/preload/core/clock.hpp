@@ -45,6 +45,10 @@ class TickConverter {
   void calibrate();
   // One (ticks, ns) pair read together; calibrate() adds what it reads (tests add their own).
   void add_pair(std::uint64_t ticks, std::int64_t ns);
+  // What calibrate() does with the narrowest of its reads: `bracket` is the ticks between the two tick reads around
+  // the clock read, `mid` their midpoint. Skips a preempted (wide) read, replaces a wide first pair (tests give
+  // their own reads).
+  void add_read(std::uint64_t mid, std::int64_t ns, std::uint64_t bracket);
   std::int64_t to_ns(std::uint64_t t) const;
 
  private:
