@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 #include <otf2/otf2.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,8 +17,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -748,7 +747,8 @@ void open_anchor_in_bounds(const std::string& anchor) {
   }
   if (pid == 0) {
     close(out[0]);
-    const rlimit room{mapped_bytes() + kAnchorOpenBytes, mapped_bytes() + kAnchorOpenBytes};
+    const rlim_t limit = mapped_bytes() + kAnchorOpenBytes;
+    const rlimit room{limit, limit};
     setrlimit(RLIMIT_AS, &room);
     alarm(kAnchorOpenSeconds);
     OTF2_Error_RegisterCallback(detail::keep_otf2_error, nullptr);

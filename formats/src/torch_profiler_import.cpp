@@ -30,13 +30,19 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// "c10d::allreduce_", "gloo:all_reduce", "allgather_into_tensor_coalesced", "_reduce_scatter_base" -> the op.
-std::optional<store::Op> op_of(std::string name) {
+// An op's name without its backend prefix, underscores or capitals: "c10d::_allgather_base_" -> "allgatherbase".
+std::string bare_op_name(std::string name) {
   for (const char* prefix : {"c10d::", "gloo:", "nccl:", "mpi:", "ucc:", "xccl:"})
     if (name.starts_with(prefix)) name = name.substr(std::string_view(prefix).size());
   std::string n;
   for (char c : name)
     if (c != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return n;
+}
+
+// "c10d::allreduce_", "gloo:all_reduce", "allgather_into_tensor_coalesced", "_reduce_scatter_base" -> the op.
+std::optional<store::Op> op_of(const std::string& name) {
+  const std::string n = bare_op_name(name);
   static const std::map<std::string, store::Op> ops = {
       {"allreduce", store::Op::Allreduce},          {"allreducecoalesced", store::Op::Allreduce},
       {"broadcast", store::Op::Bcast},              {"reduce", store::Op::Reduce},
@@ -307,8 +313,7 @@ RankTrace read_trace(const std::string& path) {
       c.op = *op;
       // The ops that take (output, input) tensors give both sizes in their shapes; the others take tensor lists,
       // whose shapes the profiler does not record (their backend span has them).
-      std::string bare = name.substr(6);
-      std::erase(bare, '_');
+      const std::string bare = bare_op_name(name);
       if (bare == "allgatherbase" || bare == "reducescatterbase" || bare == "alltoallbase" ||
           bare == "allgatherintotensorcoalesced" || bare == "reducescattertensorcoalesced") {
         const auto out = input_shape(args, 0), in = input_shape(args, 1);
@@ -441,9 +446,9 @@ std::uint64_t fnv1a(std::string_view s) {
 
 // Pairs each call with its backend's spans of one kind, in order per operation: the k-th gloo:all_reduce a rank ran
 // is its k-th allreduce. A span that started before the call (by more than a millisecond: clocks of two threads) is
-// skipped. A worker span or a kernel ends the call's work (a kernel is also its GPU span); either, or the enqueue span, sizes a call
-// that has no size from its input's shape. NCCL runs all_to_all as SendRecv kernels: those serve the rank's
-// alltoall calls when it makes no send or receive calls.
+// skipped. A worker span or a kernel ends the call's work (a kernel is also its GPU span); any of the three sizes a
+// call that has no size yet from its input's shape. NCCL runs all_to_all as SendRecv kernels: those serve the
+// rank's alltoall calls when it makes no send or receive calls.
 std::int64_t pair_work(std::vector<Call>& calls, const std::vector<Work>& work, Work::Kind kind) {
   const bool point_to_point = std::any_of(calls.begin(), calls.end(), [](const Call& c) { return is_point_to_point(c.op); });
   std::map<store::Op, std::vector<const Work*>> by_op;
@@ -572,21 +577,20 @@ TorchProfilerImportCounts import_torch_profiler(const std::vector<std::string>& 
     // Such calls keep their times and lose their size.
     const bool queued = t.backend == "nccl" || std::any_of(t.work.begin(), t.work.end(), [](const Work& w) { return w.kind == Work::Kernel; });
     std::int64_t unsized = 0;
-    for (auto& x : c)
+    for (auto& x : c) {
       if (queued && !x.gpu_ns && !x.work_end_ns && (x.sized || x.shape_sized)) {
         x.in_nelems = x.out_nelems = -1;
         x.sized = x.shape_sized = false;
         ++unsized;
       }
-    if (unsized)
-      counts.problems.push_back(fmt::format("{}: {} NCCL calls have no kernel in the trace; imported without their size "
-                                            "(their span is the enqueue, not the transfer)",
-                                            t.path, unsized));
-    for (auto& x : c) {
       if (!x.work_end_ns && !x.gpu_ns && x.op != store::Op::Send && x.op != store::Op::Recv) ++counts.without_work;
       if (x.sized) ++counts.with_sizes;
       if (x.shape_sized) ++counts.with_shapes;
     }
+    if (unsized)
+      counts.problems.push_back(fmt::format("{}: {} NCCL calls have no kernel in the trace; imported without their size "
+                                            "(their span is the enqueue, not the transfer)",
+                                            t.path, unsized));
     if (backend_name.empty()) backend_name = t.backend;
     if (backend_name.empty() && gloo_paired > 0) backend_name = "gloo";
     counts.steps = std::max<std::int64_t>(counts.steps, static_cast<std::int64_t>(t.steps.size()));

@@ -100,7 +100,6 @@ std::string kineto_trace(int rank, int steps, double late_us, int seq_base) {
   return root.dump(1);
 }
 
-
 // A trace in the shape of torch 2.0-2.2's Kineto (as in HTA's test data, recorded with record_shapes=True):
 // timestamps in microseconds since 1970 and no baseTimeNanoseconds, record_param_comms without the c10d
 // metadata, sizes only in the ops' "Input Dims" / "Input type" (C++ type names), Kineto's log lines after the events
