@@ -174,8 +174,8 @@ Prediction predict(const ReplayModel& model, const Change& change) {
       s.bucket_cap_mb = *change.bucket_cap_mb;
       s.fusion_threshold_bytes = std::int64_t(*change.bucket_cap_mb * 1024 * 1024);
     } else {
-      p.not_predicted.push_back("bucket_cap_mb: the run is not a PyTorch DDP job with its buckets recorded "
-                                "(COLLSCOPE_DDP_HOOK=1), so the model cannot predict it");
+      p.not_predicted.push_back("bucket_cap_mb: the run is not a PyTorch DDP job with its buckets recorded (from "
+                                "gloo, or with COLLSCOPE_DDP_HOOK=1), so the model cannot predict it");
     }
   }
   if (change.backward_passes_per_step) s.backward_passes_per_step = std::max(1, *change.backward_passes_per_step);

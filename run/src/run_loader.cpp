@@ -161,6 +161,33 @@ std::optional<std::string> impossible_members(const store::CommunicatorRow& c) {
   return std::nullopt;
 }
 
+// Calls on communicators numbered by a tag (communicators.seq_numbering, 1.7: gloo's tag, increasing with gaps where
+// the group's other operations took tags), numbered again from 0 in tag order, as every other communicator's calls
+// are: each member records the same tags, so the k-th is the same call on every rank. Before the screen below,
+// which would take the gaps for calls no rank could have reached.
+void renumber_tagged(RankTrace& t, const std::vector<int>& tagged) {
+  for (const int comm : tagged) {
+    std::vector<std::int32_t> tags;
+    for (const auto& c : t.collectives)
+      if (c.comm == comm) tags.push_back(c.seq);
+    for (const auto& f : t.calls_in_flight)
+      if (f.call.comm == comm) tags.push_back(f.call.seq);
+    for (const auto& l : t.left_out_calls)
+      if (l.comm == comm) tags.push_back(l.seq);
+    std::sort(tags.begin(), tags.end());
+    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+    const auto number = [&](std::int32_t& seq) {
+      seq = static_cast<std::int32_t>(std::lower_bound(tags.begin(), tags.end(), seq) - tags.begin());
+    };
+    for (auto& c : t.collectives)
+      if (c.comm == comm) number(c.seq);
+    for (auto& f : t.calls_in_flight)
+      if (f.call.comm == comm) number(f.call.seq);
+    for (auto& l : t.left_out_calls)
+      if (l.comm == comm) number(l.seq);
+  }
+}
+
 // Leaves out the collectives whose seq no rank could have reached (PhysicalLimits::kSeqsPerRecordedCall): per
 // communicator, more calls than the file records on it plus the events it dropped. Keeps the matcher's call
 // index (4 bytes per seq) proportional to the file. Rows left out for their values still count as recorded calls.
@@ -319,9 +346,14 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       return (local >= 0 && static_cast<std::size_t>(local) < string_map.size()) ? string_map[local] : 0;
     };
     std::unordered_map<std::int64_t, int> comm_map;  // file-local id -> run-wide index
+    std::vector<int> tagged;                         // run-wide indices of communicators numbered by a tag
     for (const auto& c : reader.communicators()) {
-      if (auto why = impossible_members(c)) screen.reject("communicators", c.id, *why);
-      else comm_map[c.id] = shared.map_comm(c);
+      if (auto why = impossible_members(c)) {
+        screen.reject("communicators", c.id, *why);
+        continue;
+      }
+      comm_map[c.id] = shared.map_comm(c);
+      if (!c.seq_numbering.empty()) tagged.push_back(comm_map[c.id]);
     }
     t.threads = reader.threads();
     for (const auto& b : reader.buffers()) {
@@ -414,6 +446,7 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       if (to_call("calls_in_flight", r.thread, r, r.seen_ns, r.root ? *r.root : -1, f.call, false))
         t.calls_in_flight.push_back(f);
     }
+    renumber_tagged(t, tagged);
     screen_seqs(t, row_ids, shared.communicator_count(), screen);
     load_point_to_point(reader, comm_map, screen, t);
     if (options.nvtx_ranges) t.nvtx_ranges.reserve(static_cast<std::size_t>(std::max<std::int64_t>(reader.row_count("nvtx_ranges"), 0)));

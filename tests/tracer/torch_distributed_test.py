@@ -1,16 +1,17 @@
 # torch.distributed jobs on gloo, traced by `collscope trace` without a change to their code (tracer/python): real
 # DDP jobs (tests/tracer/python/ddp_gloo_job.py), 2 ranks started the way torchrun starts them (RANK, WORLD_SIZE,
-# MASTER_ADDR, MASTER_PORT; env:// rendezvous), each rank under its own `collscope trace -o RUN`, with
-# COLLSCOPE_DDP_HOOK=1 (DDP's buckets seen through a comm hook) except where said.
-#   plain: one rank file per rank, each gloo process group a communicator (the default group and a new_group),
-#     exactly the collectives the job made (DDP's bucket allreduces: one per step, the gradients' bytes; the
-#     explicit ones; async ones completed), the job's output and exit code unchanged, DDP's knobs in meta, no
-#     "more work" straggler, and advice in no other backend's knobs (no Open MPI, MPICH, NCCL or Horovod variable);
+# MASTER_ADDR, MASTER_PORT; env:// rendezvous), each rank under its own `collscope trace -o RUN`.
+#   plain: one rank file per rank, each gloo process group a communicator (the default group and a new_group) and
+#     the default group's C++ calls one more, exactly the collectives the job made (DDP's bucket allreduces: one
+#     per step, the gradients' bytes, numbered alike on both ranks; the explicit ones; async ones completed), the
+#     job's output and exit code unchanged, DDP's knobs in meta, no "more work" straggler, and advice in no other
+#     backend's knobs (no Open MPI, MPICH, NCCL or Horovod variable);
 #   a 30 ms sleep before each step on rank 1: the straggler named within 20 % of 30 ms, off a CPU;
 #   small buckets (bucket_cap_mb 0.07): the DDP bucket finding in DDP's own knob; the default cap: none;
 #   3 ranks with a group of ranks {0, 2}: a communicator per group with its members, its calls counted exactly;
-#   no_sync over 3 micro-batches (hook on): steps = optimizer steps, buckets only in the syncing backward pass;
-#   DDP advice from what DDP logged (no hook): small buckets, find_unused_parameters=True with none unused;
+#   no_sync over 3 micro-batches (the comm hook on): steps = optimizer steps, buckets only in the syncing
+#     backward pass, each once (the hook's, not again from gloo);
+#   DDP advice from what DDP logged (buckets not recorded): small buckets, find_unused_parameters=True with none unused;
 #     none on the plain run or the default cap.
 # Usage: torch_distributed_test.py COLLSCOPE SCRATCH_DIR   (exit 77: torch is not installed)
 import json
@@ -23,9 +24,9 @@ import subprocess
 import sys
 
 collscope, scratch = sys.argv[1:3]
-# DDP's buckets are seen only with COLLSCOPE_DDP_HOOK=1 (opt-in: the Python comm hook hung or lost a worker in
-# about 1 run in 10 on a loaded machine), so the checks that need them run only with COLLSCOPE_TEST_DDP_HOOK=1;
-# the bucket finding is checked on a recorded run (tests/data/ddp-gloo-small-buckets).
+# DDP's buckets are recorded from gloo itself (Debian's libgloo.so.0) on a communicator of their own; with
+# COLLSCOPE_TEST_DDP_HOOK=1 the runs use the opt-in comm hook instead (COLLSCOPE_DDP_HOOK=1), which records them on
+# the group. The no_sync run always uses the hook: its buckets must then be counted once, not again from gloo.
 HOOK = os.environ.get("COLLSCOPE_TEST_DDP_HOOK") == "1"
 job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "ddp_gloo_job.py")
 failures = []
@@ -55,15 +56,17 @@ def free_port():
 
 def run_job(name, *args, traced=True, ranks=2, hook=None):
     """All ranks of the job; returns (run dir, [(exit code, stdout, stderr) per rank]). hook: COLLSCOPE_DDP_HOOK for
-    this run (default: COLLSCOPE_TEST_DDP_HOOK)."""
+    this run (default: COLLSCOPE_TEST_DDP_HOOK). --no-hook: DDP's buckets not recorded at all (no hook, and
+    COLLSCOPE_GLOO=0: not from gloo), for what DDP's own log tells."""
     run = os.path.join(scratch, name)
     port = str(free_port())
+    gloo = "0" if "--no-hook" in args else "1"
     hook = "1" if (HOOK if hook is None else hook) and "--no-hook" not in args else "0"
     args = tuple(a for a in args if a != "--no-hook")
     procs = []
     for rank in range(ranks):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
-                   LOCAL_RANK=str(rank), COLLSCOPE_DDP_HOOK=hook)
+                   LOCAL_RANK=str(rank), COLLSCOPE_DDP_HOOK=hook, COLLSCOPE_GLOO=gloo)
         command = [sys.executable, job, *args]
         if traced:
             command = [collscope, "trace", "-o", run, "--"] + command
@@ -109,6 +112,7 @@ for rank in range(2):
           % (rank, plain[rank][0], plain_untraced[rank][0]))
     check(job_lines(plain[rank][1]) == job_lines(plain_untraced[rank][1]), "rank %d: the job's output unchanged" % rank)
 expect = expectations(plain[0][1])
+tags = []
 for rank in range(2):
     path = os.path.join(run, "rank-%05d.sqlite" % rank)
     check(os.path.exists(path), "rank file %s" % os.path.basename(path))
@@ -116,17 +120,27 @@ for rank in range(2):
         continue
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     comms = db.execute("SELECT id, backend, size, members, name FROM communicators ORDER BY id").fetchall()
-    check([(c[1], c[2], c[3]) for c in comms] == [("gloo", 2, "0,1"), ("gloo", 2, "0,1")],
-          "rank %d: the default group and the new group as gloo communicators: %s" % (rank, comms))
+    by_name = {c[4]: c for c in comms}
+    # The default group, the new group, and the default group's C++ calls (DDP's buckets, recorded from gloo
+    # itself unless the hook records them on the group).
+    names = ["default group", "new_group 1"] + ([] if HOOK else ["default group (C++ calls)"])
+    check(sorted(by_name) == sorted(names) and all(c[1:4] == ("gloo", 2, "0,1") for c in comms),
+          "rank %d: the default group, its C++ calls and the new group as gloo communicators: %s" % (rank, comms))
     counts = dict(((o, comm), (n, b)) for o, comm, n, b in db.execute(
         "SELECT o.name, c.comm, count(*), sum(c.bytes) FROM collectives c JOIN ops o ON o.code = c.op GROUP BY 1, 2"))
-    world = comms[0][0] if comms else 1
-    # DDP's buckets are async work: the non-blocking form, iallreduce (op 2).
-    buckets = STEPS if HOOK else 0
+    world = by_name.get("default group", (1,))[0]
+    second = by_name.get("new_group 1", (-1,))[0]
+    cpp = by_name.get("default group (C++ calls)", (-1,))[0]
+    # DDP's buckets are async work: the non-blocking form, iallreduce (op 2), one per step (one bucket holds the
+    # gradients), and nothing else is allreduced from C++.
     grads = db.execute("SELECT count(*) FROM collectives WHERE op = 2 AND comm = ? AND bytes = ?",
-                       (world, expect["grad_bytes"])).fetchone()[0]
-    check(grads == buckets, "rank %d: DDP's bucket allreduces with the gradients' %d bytes: %d, expected %d"
-          % (rank, expect["grad_bytes"], grads, buckets))
+                       (world if HOOK else cpp, expect["grad_bytes"])).fetchone()[0]
+    check(grads == STEPS, "rank %d: DDP's bucket allreduces with the gradients' %d bytes: %d, expected %d"
+          % (rank, expect["grad_bytes"], grads, STEPS))
+    check(HOOK or counts.get(("iallreduce", cpp), (0, 0))[0] == STEPS and len([k for k in counts if k[1] == cpp]) == 1,
+          "rank %d: the C++ calls are DDP's buckets alone: %s" % (rank, {k: v for k, v in counts.items() if k[1] == cpp}))
+    tags.append([r[0] for r in db.execute("SELECT seq FROM collectives WHERE comm = ? ORDER BY start_ns", (cpp,))])
+    buckets = STEPS if HOOK else 0
     check(counts.get(("allreduce", world), (0, 0))[0] == expect["explicit_allreduce"] - 2,
           "rank %d: blocking allreduces on the default group: %s" % (rank, counts.get(("allreduce", world))))
     check(counts.get(("iallreduce", world), (0, 0))[0] == buckets + 2,
@@ -136,19 +150,23 @@ for rank in range(2):
     check(counts.get(("allgather", world), (0, 0)) == (1, 2 * 1000 * 4), "rank %d: the allgather and its gathered bytes" % rank)
     check(counts.get(("alltoallv", world), (0, 0)) == (1, (rank + 1) * 2 * 4),
           "rank %d: the uneven all_to_all_single as alltoallv with this rank's bytes: %s" % (rank, counts.get(("alltoallv", world))))
-    check(counts.get(("allreduce", world + 1), (0, 0))[0] == expect["second_group_allreduce"],
-          "rank %d: allreduces on the new group: %s" % (rank, counts.get(("allreduce", world + 1))))
+    check(counts.get(("allreduce", second), (0, 0))[0] == expect["second_group_allreduce"],
+          "rank %d: allreduces on the new group: %s" % (rank, counts.get(("allreduce", second))))
     seqs = [r[0] for r in db.execute("SELECT seq FROM collectives WHERE comm = ? ORDER BY start_ns", (world,))]
     check(seqs == list(range(len(seqs))), "rank %d: the default group's calls numbered in call order" % rank)
     asynchronous = db.execute("SELECT count(*) FROM collectives WHERE post_end_ns IS NOT NULL AND end_ns >= post_end_ns"
                               " AND op = 2").fetchone()[0]
-    check(asynchronous >= buckets + 2, "rank %d: async work (DDP buckets, 2 async allreduces) completed after it "
+    check(asynchronous >= STEPS + 2, "rank %d: async work (DDP buckets, 2 async allreduces) completed after it "
           "was issued: %d" % (rank, asynchronous))
     meta = dict(db.execute("SELECT key, value FROM meta"))
     check(meta.get("world_rank") == str(rank) and meta.get("world_size") == "2", "rank %d: rank and size" % rank)
     check(meta.get("ddp.bucket_cap_mb") == "25" and meta.get("ddp.find_unused_parameters") == "false",
           "rank %d: DDP's knobs in meta" % rank)
     db.close()
+# The C++ calls are numbered by gloo's tag, which the group takes per operation in issue order: the same numbers on
+# every rank (increasing, not consecutive: the explicit calls take tags too).
+check(HOOK or (len(tags) == 2 and tags[0] == tags[1] and len(tags[0]) == STEPS and tags[0] == sorted(set(tags[0]))),
+      "the C++ calls numbered alike on both ranks: %s" % tags)
 report, text = analyze(run)
 findings = report.get("findings", [])
 check(report.get("summary", {}).get("steps") == STEPS, "plain: %s steps" % report.get("summary", {}).get("steps"))
@@ -161,6 +179,7 @@ for f in findings:
 for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
     check(knob not in text, "plain: no advice in another backend's knobs (%s)" % knob)
 check("torch.distributed" in text, "plain: the job is said to run over torch.distributed")
+check("problem:" not in text, "plain: every row read (the C++ calls' tags numbered from 0 by the reader)\n" + text)
 check(not [f for f in report.get("findings", []) if f["kind"] == "mismatch"],
       "plain: the uneven all_to_all_single is no mismatch (its counts differ per rank by design)\n" + text)
 
@@ -196,21 +215,21 @@ if stragglers:
                                                                        late / 1e6))
     check(stragglers[0]["evidence"].get("cause_code") == 4, "slow: cause off a CPU (the sleep)\n" + text)
 
-# With the hook only (COLLSCOPE_TEST_DDP_HOOK=1): the bucket finding from the bucket allreduces themselves.
-if HOOK:
-  # Small buckets (bucket_cap_mb 0.07 for 4 MiB of gradients): the DDP finding, in DDP's knob, above the value in
-  # effect; the default cap (25) holds them: no such finding.
-  run, small = run_job("small-buckets", "--steps", "8", "--layers", "64", "--width", "128", "--bucket-cap-mb", "0.07")
-  check(all(r[0] == 0 for r in small), "small buckets: both ranks exit 0")
-  report, text = analyze(run)
-  ddp = [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")]
-  check(len(ddp) == 1 and ddp[0]["evidence"]["suggested_bucket_cap_mb"] == 25 and ddp[0]["evidence"]["buckets_per_step"] >= 8
-        and "bucket_cap_mb=25" in ddp[0]["suggestion"], "small buckets: DDP's bucket finding\n" + text)
-  for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
-      check(knob not in text, "small buckets: no advice in another backend's knobs (%s)" % knob)
-  run, large = run_job("default-buckets", "--steps", "8", "--layers", "64", "--width", "128")
-  report, text = analyze(run)
-  check(not [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")], "default cap: no bucket finding\n" + text)
+# The bucket finding from the bucket allreduces themselves (recorded from gloo, or by the hook with
+# COLLSCOPE_TEST_DDP_HOOK=1).
+# Small buckets (bucket_cap_mb 0.07 for 4 MiB of gradients): the DDP finding, in DDP's knob, above the value in
+# effect; the default cap (25) holds them: no such finding.
+run, small = run_job("small-buckets", "--steps", "8", "--layers", "64", "--width", "128", "--bucket-cap-mb", "0.07")
+check(all(r[0] == 0 for r in small), "small buckets: both ranks exit 0")
+report, text = analyze(run)
+ddp = [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")]
+check(len(ddp) == 1 and ddp[0]["evidence"]["suggested_bucket_cap_mb"] == 25 and ddp[0]["evidence"]["buckets_per_step"] >= 8
+      and "bucket_cap_mb=25" in ddp[0]["suggestion"], "small buckets: DDP's bucket finding\n" + text)
+for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
+    check(knob not in text, "small buckets: no advice in another backend's knobs (%s)" % knob)
+run, large = run_job("default-buckets", "--steps", "8", "--layers", "64", "--width", "128")
+report, text = analyze(run)
+check(not [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")], "default cap: no bucket finding\n" + text)
 
 def same_output(name, traced, untraced):
     for rank, (t, u) in enumerate(zip(traced, untraced)):
@@ -236,7 +255,13 @@ for rank in range(3):
     if not os.path.exists(path):
         continue
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
-    comms = db.execute("SELECT id, backend, size, members FROM communicators ORDER BY id").fetchall()
+    comms = db.execute("SELECT id, backend, size, members, name FROM communicators ORDER BY id").fetchall()
+    # DDP's buckets on the default group, recorded from gloo: a communicator of their own, which the test of the
+    # plain run checks. Here the groups.
+    cpp = [c for c in comms if c[4] == "default group (C++ calls)"]
+    comms = [c[:4] for c in comms if c[4] != "default group (C++ calls)"]
+    check(len(cpp) == (0 if HOOK else 1) and all(c[1:4] == ("gloo", 3, "0,1,2") for c in cpp),
+          "subgroup rank %d: the default group's C++ calls: %s" % (rank, cpp))
     member = rank in (0, 2)
     want = [("gloo", 3, "0,1,2")] + ([("gloo", 2, "0,2")] if member else [])
     check([c[1:] for c in comms] == want, "subgroup rank %d: communicators %s, expected %s" % (rank, comms, want))
@@ -294,8 +319,9 @@ report, text = analyze(run)
 check(report.get("summary", {}).get("steps") == ACC_STEPS, "no_sync: %s steps analysed" % report.get("summary", {}).get("steps"))
 
 
-# DDP advice from what DDP's reducer logged (no hook): present when the trace shows the problem, in DDP's own
-# knobs, never at the value in effect; absent on the plain run above and where the knob already fixes it.
+# DDP advice from what DDP's reducer logged (its buckets not recorded: no hook, COLLSCOPE_GLOO=0): present when the
+# trace shows the problem, in DDP's own knobs, never at the value in effect; absent on the plain run above and where
+# the knob already fixes it.
 # The accumulation advice rests on a measured share (allreduces backward does not hide >= 30 % of the step), which
 # these small jobs cross on this shared machine in some runs (4.13 ms of a 12.71 ms step, measured): where it
 # appears, its premise is checked from its own evidence instead of assuming it absent.

@@ -51,7 +51,11 @@ def _collscope_annotate():
                         ("collective", ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_int64, ctypes.c_char_p,
                                                         ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_int,
                                                         ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
-                                                        ctypes.c_int))]
+                                                        ctypes.c_int)),
+                        # Appended: claims of the buffers whose allreduce Python records (gloo's own are recorded
+                        # from gloo: the C++ ones, DDP's buckets).
+                        ("claim_buffer", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64)),
+                        ("release_buffer", ctypes.CFUNCTYPE(None, ctypes.c_uint64))]
 
         try:
             entry = ctypes.CDLL(None).collscope_annotation_v1  # dlopen(NULL): the preload if it is loaded
@@ -63,7 +67,8 @@ def _collscope_annotate():
         if not t or t.contents.version != 1 or t.contents.size < Table.now.offset:
             warn("the preload's annotation table is not version 1")
             return None
-        state["distributed_api"] = t.contents.size >= ctypes.sizeof(Table)
+        state["distributed_api"] = t.contents.size >= Table.claim_buffer.offset
+        state["claims"] = t.contents.size >= ctypes.sizeof(Table)
         return t.contents
 
     def fail(e):
@@ -203,7 +208,9 @@ def _collscope_annotate():
         """torch.distributed's operations on process groups that neither the MPI nor the NCCL interposer sees
         (gloo, custom backends) become collectives rows: one communicator per process group, each operation
         numbered per group in call order, async work completed when its future completes. DDP's bucket
-        allreduces, which DDP issues from C++, are seen through a communication hook equal to its default one,
+        allreduces, which DDP issues from C++, are recorded by the preload from gloo itself (Debian's libgloo.so.0:
+        torch/gloo_interpose.cpp) on a communicator beside the group's; where it cannot (another gloo, another
+        backend), COLLSCOPE_DDP_HOOK=1 records them through a communication hook equal to DDP's default one,
         registered at the first forward unless the job registered its own (then that hook is wrapped)."""
         import ctypes
         import functools
@@ -217,6 +224,18 @@ def _collscope_annotate():
         if not dist.is_available():
             return
         now, issue, record = t.now, t.collective_issue, t.collective
+
+        def claim(handle, tensor):
+            """Claims the buffer of an allreduce recorded here, so that the preload does not record it again from
+            gloo (where it records the group's C++ allreduces: DDP's buckets). Returns the address to release, or
+            0 when there is nothing to claim."""
+            if not state.get("claims") or not handle:
+                return 0
+            try:
+                address = tensor.data_ptr()
+            except Exception:  # sparse tensors: gloo reduces them with an allgather
+                return 0
+            return address if t.claim_buffer(handle, address) else 0
         # id(process group) -> (handle, the group's world ranks); handle 0: not ours to record. No reference to the
         # group itself: its lifetime (its threads, joined when it is freed) stays the job's.
         groups = {}
@@ -368,11 +387,14 @@ def _collscope_annotate():
                 if not handle:
                     return original(*args, **kwargs)
                 number = issue(handle, op)
+                claimed = claim(handle, arguments.get(payload)) if op == b"allreduce" else 0
                 issued = now()
                 local.depth = 1
                 try:
                     result = original(*args, **kwargs)
                 except Exception:
+                    if claimed:
+                        t.release_buffer(claimed)
                     returned = now()
                     try:
                         record(handle, number, op, 0, 0, b"", -1, issued, returned, returned, 1)
@@ -382,6 +404,8 @@ def _collscope_annotate():
                 finally:
                     local.depth = 0
                 returned = now()
+                if claimed and result is None:  # blocking: gloo took the claim, unless the call went another way
+                    t.release_buffer(claimed)
                 try:
                     data = arguments.get(payload) if payload else None
                     peer = arguments.get(peer_arg, -1) if peer_arg else -1
@@ -411,8 +435,9 @@ def _collscope_annotate():
             if original is not None:
                 setattr(dist, name, traced(name, original, op, payload, peer_arg))
 
-        # DDP: its buckets' allreduces come from C++; a hook equal to its default one (divide by the group's
-        # size, allreduce, take the result) goes through the wrapped all_reduce above.
+        # DDP: its buckets' allreduces come from C++. On Debian's gloo the preload records them; elsewhere a hook
+        # equal to DDP's default one (divide by the group's size, allreduce, take the result), opt-in, records them
+        # here (and claims their buffers, so that they are never recorded twice).
         try:
             from torch.nn.parallel import DistributedDataParallel as DDP
         except Exception:
@@ -427,8 +452,14 @@ def _collscope_annotate():
             tensor.div_(dist.get_world_size(group))
             handle, _ = groups.get(id(group), (0, None))
             number = issue(handle, b"allreduce") if handle else -1
+            claimed = claim(handle, tensor)
             issued = now()
-            work = all_reduce(tensor, group=group, async_op=True)
+            try:
+                work = all_reduce(tensor, group=group, async_op=True)
+            except Exception:
+                if claimed:
+                    t.release_buffer(claimed)
+                raise
             future = work.get_future()
             returned = now()
             # The work, its tensor and future stay referenced from here until the same bucket's next allreduce (or

@@ -2,8 +2,9 @@
 // buckets per step make many small allreduces queued on the group; backward ends only when the last one completes
 // (DDP waits for its buckets at backward's end), so the time from the last bucket's issue to its completion is a
 // tail every step waits for. Seen in runs whose Python annotation recorded DDP (meta ddp.*) on a gloo or custom
-// process group: from the bucket allreduces themselves when the comm hook recorded them (COLLSCOPE_DDP_HOOK=1:
-// torch.distributed's non-blocking form, iallreduce), else from the bucket layout and timers DDP's reducer logged.
+// process group: from the bucket allreduces themselves when the trace has them (torch.distributed's non-blocking
+// form, iallreduce: recorded from gloo on the group's "(C++ calls)" communicator, or by the comm hook with
+// COLLSCOPE_DDP_HOOK=1 on the group's own), else from the bucket layout and timers DDP's reducer logged.
 #include "detector_support.hpp"
 
 #include <collscope/run/job_settings.hpp>
@@ -26,7 +27,7 @@ struct BucketPicture {
 };
 
 // From the recorded bucket allreduces: per measured step, their count and bytes, and the time from the step's last
-// issue to its last completion (aligned ns). nullopt when none was recorded (the hook is opt-in).
+// issue to its last completion (aligned ns). nullopt when none was recorded (COLLSCOPE_GLOO=0, no hook).
 std::optional<BucketPicture> from_allreduces(const DetectorInput& in) {
   const Run& run = in.run;
   const StepSummary& steps = in.steps;

@@ -12,6 +12,7 @@
 #include "core/recorder.hpp"
 #include "core/runtime.hpp"
 #include "core/string_pool.hpp"
+#include "torch/gloo_interpose.hpp"
 
 using namespace collscope::tracer;
 namespace store = collscope::store;
@@ -52,8 +53,15 @@ std::uint32_t register_group(std::uint64_t key, const char* backend, int rank, i
   d.members.assign(members, members + size);
   d.name = name ? name : "";
   // The key is the group's identity in this process too: a handle no MPI or NCCL object can have (odd).
-  return comm_register(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(key | 1)), std::move(d));
+  const std::uint32_t comm = comm_register(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(key | 1)), d);
+  // A gloo group's contexts were connected on this thread as it was created: its C++ allreduces (DDP's buckets)
+  // are recorded from gloo itself (torch/gloo_interpose.cpp).
+  gloo::bind_connected_contexts(d.backend == store::Backend::Gloo ? comm : 0, d);
+  return comm;
 }
+
+int claim_buffer(std::uint32_t comm, std::uint64_t address) { return gloo::claim(comm, address) ? 1 : 0; }
+void release_buffer(std::uint64_t address) { gloo::release(address); }
 
 bool is_point_to_point(store::Op op) {
   const std::string_view n = store::op_name(store::blocking_form(op));
@@ -116,7 +124,8 @@ constexpr collscope_annotation_v1_t kTable = {1,      sizeof(collscope_annotatio
                                               &range_push, &range_pop,
                                               &start,  &set_meta,
                                               &now,    &register_group,
-                                              &collective_issue, &collective};
+                                              &collective_issue, &collective,
+                                              &claim_buffer, &release_buffer};
 
 }  // namespace
 

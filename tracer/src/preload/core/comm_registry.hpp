@@ -24,6 +24,7 @@ struct CommDescription {
   std::vector<std::int32_t> members;  // world ranks of the (local) group, in communicator rank order
   std::string name;
   bool intercommunicator = false;     // peers' ranks are in the remote group, which `members` does not list
+  std::string seq_numbering;          // communicators.seq_numbering: "" call order, "gloo tag"
 };
 
 // What the writer reads of a slot is its description; the counters are the hot path's.

@@ -370,6 +370,7 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
       row.members = s.members;
       row.created_ns = clock.to_ns(e.t0);
       row.name = s.name;
+      row.seq_numbering = s.seq_numbering;
       file->add_communicator(row);
       break;
     }
