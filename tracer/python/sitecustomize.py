@@ -226,9 +226,9 @@ def _collscope_annotate():
         now, issue, record = t.now, t.collective_issue, t.collective
 
         def claim(handle, tensor):
-            """Claims the buffer of an allreduce recorded here, so that the preload does not record it again from
-            gloo (where it records the group's C++ allreduces: DDP's buckets). Returns the address to release, or
-            0 when there is nothing to claim."""
+            """Claims the buffer of an allreduce or broadcast recorded here, so that the preload does not record it
+            again from gloo (where it records the group's C++ ones: DDP's buckets and buffers). Returns the address
+            to release, or 0 when there is nothing to claim."""
             if not state.get("claims") or not handle:
                 return 0
             try:
@@ -387,7 +387,7 @@ def _collscope_annotate():
                 if not handle:
                     return original(*args, **kwargs)
                 number = issue(handle, op)
-                claimed = claim(handle, arguments.get(payload)) if op == b"allreduce" else 0
+                claimed = claim(handle, arguments.get(payload)) if op in (b"allreduce", b"bcast") else 0
                 issued = now()
                 local.depth = 1
                 try:

@@ -57,12 +57,12 @@ typedef struct collscope_annotation_v1_t {
   int64_t (*collective_issue)(uint32_t comm, const char* op);
   void (*collective)(uint32_t comm, int64_t number, const char* op, int64_t count, int64_t bytes, const char* datatype,
                      int peer_or_root, uint64_t issued, uint64_t returned, uint64_t completed, int status);
-  /* Appended: gloo groups' allreduces made from C++ (DDP's buckets) are recorded from gloo itself, on a
-   * communicator beside the group's. An allreduce the caller records itself through collective() claims its
-   * buffer (the address of its tensor's data) first, so that it is not recorded twice: claim_buffer returns 1 when
-   * claimed, 0 when the group's allreduces are not recorded from gloo (nothing to claim). The allreduce that
-   * buffer goes into takes the claim; release_buffer drops a claim no allreduce took (the call failed or went
-   * another way). */
+  /* Appended: gloo groups' allreduces and broadcasts made from C++ (DDP's buckets, its parameters and buffers)
+   * are recorded from gloo itself, on a communicator beside the group's. One the caller records itself through
+   * collective() claims its buffer (the address of its tensor's data) first, so that it is not recorded twice:
+   * claim_buffer returns 1 when claimed, 0 when the group's calls are not recorded from gloo (nothing to claim).
+   * The allreduce or broadcast that buffer goes into takes the claim; release_buffer drops a claim none took (the
+   * call failed or went another way). */
   int (*claim_buffer)(uint32_t comm, uint64_t address);
   void (*release_buffer)(uint64_t address);
 } collscope_annotation_v1_t;

@@ -1,18 +1,20 @@
-// gloo interposition: the allreduces torch.distributed's gloo backend makes from C++, which no wrapper of its
-// Python functions sees: above all DDP's bucket allreduces, issued by its reducer as backward runs. libtorch_cpu
-// calls gloo through the PLT (Debian links it with libgloo.so.0), so gloo::allreduce and
-// gloo::rendezvous::Context::connectFullMesh resolve to the definitions here first (LD_PRELOAD); each calls the
-// next definition. Nothing here links gloo; in a process without it neither is ever called.
+// gloo interposition: the collectives torch.distributed's gloo backend makes from C++, which no wrapper of its
+// Python functions sees: DDP's bucket allreduces, issued by its reducer as backward runs, and its broadcasts (the
+// parameters at construction, the buffers before each forward). libtorch_cpu calls gloo through the PLT (Debian
+// links it with libgloo.so.0), so gloo::allreduce, gloo::broadcast and gloo::rendezvous::Context::connectFullMesh
+// resolve to the definitions here first (LD_PRELOAD); each calls the next definition. Nothing here links gloo; in a
+// process without it none is ever called.
 //
 // Which process group a call belongs to: a ProcessGroupGloo connects its contexts in its constructor, on the thread
 // that creates the group, and collscope's sitecustomize registers the group right after, on that thread
 // (annotation.h, comm_register): the contexts connected since are bound to it then (bind_connected_contexts). Their
-// allreduces are recorded on a communicator of their own beside the group's ("default group (C++ calls)"), as
-// torch.distributed's non-blocking form, iallreduce (DDP waits for them at backward's end): started and posted when
-// gloo's worker thread starts the call, completed when it returns, numbered by gloo's tag, which ProcessGroupGloo
-// takes per group in issue order, the same on every rank (numbers are not consecutive: the group's other
-// operations take tags too). Allreduces Python records itself (torch.distributed.all_reduce, the DDP comm hook)
-// claim their buffer first and are left to it.
+// calls are recorded on a communicator of their own beside the group's ("default group (C++ calls)"), in
+// torch.distributed's non-blocking form (iallreduce, ibcast: the issuing thread goes on while gloo's worker runs
+// them): started and posted when the worker starts the call, completed when it returns, numbered by gloo's tag,
+// which ProcessGroupGloo takes per group in issue order, the same on every rank (communicators.seq_numbering =
+// "gloo tag": not consecutive, since the group's other operations take tags too; readers number them again).
+// Calls Python records itself (torch.distributed.all_reduce and broadcast, the DDP comm hook) claim their buffer
+// first and are left to it.
 //
 // gloo's objects are read through the layout of the gloo Debian 12 ships with python3-torch 1.13 (libgloo0
 // 0.0~git20220518.5b14351), measured on x86-64 with its own headers (libgloo-dev). Elsewhere (another gloo inside
@@ -71,11 +73,28 @@ static_assert(offsetof(AllreduceOptionsView, in) == 32 && offsetof(AllreduceOpti
               "gloo 0.0~git20220518's AllreduceOptionsImpl, as its headers lay it out on x86-64");
 static_assert(offsetof(ContextView, rank) == 8 && offsetof(UnboundBufferView, size) == 16);
 
+// gloo::BroadcastOptions (its members are its own, protected).
+struct BroadcastOptionsView {
+  ContextView* context;
+  void* context_control;
+  UnboundBufferView* in;       // std::unique_ptr<UnboundBuffer>: the root's, where it differs from out
+  UnboundBufferView* out;
+  std::size_t elements;
+  std::size_t element_size;    // bytes
+  std::int32_t root;           // rank in the group
+  std::uint32_t tag;
+  std::int64_t timeout_ms;
+};
+static_assert(offsetof(BroadcastOptionsView, out) == 24 && offsetof(BroadcastOptionsView, root) == 48 &&
+                  offsetof(BroadcastOptionsView, tag) == 52 && sizeof(BroadcastOptionsView) == 64,
+              "gloo 0.0~git20220518's BroadcastOptions, as its headers lay it out on x86-64");
+
 constexpr const char* kAllreduce = "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE";
+constexpr const char* kBroadcast = "_ZN4gloo9broadcastERNS_16BroadcastOptionsE";
 constexpr const char* kConnectFullMesh =
     "_ZN4gloo10rendezvous7Context15connectFullMeshERNS0_5StoreERSt10shared_ptrINS_9transport6DeviceEE";
 
-using AllreduceFn = void (*)(const void* options);
+using CollectiveFn = void (*)(const void* options);
 using ConnectFn = void (*)(void* context, void* store, void* device);
 
 // The next definition of `name` (libgloo.so.0 is often loaded RTLD_LOCAL, as torch's extension's dependency, where
@@ -94,8 +113,8 @@ Next resolve(const char* name) {
     next.known_layout = std::strncmp(base ? base + 1 : info.dli_fname, "libgloo.so.0", 12) == 0;
     if (!next.known_layout)
       warn_once(std::string("gloo is inside ") + info.dli_fname +
-                ", not Debian's libgloo.so.0, whose layout the tracer reads: torch.distributed's C++ allreduces "
-                "(DDP's buckets) are not recorded (COLLSCOPE_DDP_HOOK=1 records them through a comm hook)");
+                ", not Debian's libgloo.so.0, whose layout the tracer reads: torch.distributed's C++ collectives "
+                "(DDP's buckets) are not recorded (COLLSCOPE_DDP_HOOK=1 records the buckets through a comm hook)");
   }
   return next;
 }
@@ -159,19 +178,24 @@ std::uint32_t twin_comm(Binding& b) {
   return comm;
 }
 
-// What an allreduce carries, read from its options; false when they do not look like gloo's (another layout).
+// What a collective carries, read from its options; false when they do not look like gloo's (another layout).
 struct Payload {
-  std::uint64_t buffer = 0;  // the first output buffer's address
+  std::uint64_t buffer = 0;  // the (first) output buffer's address: what a claim names
   std::int64_t count = 0;
   std::int64_t bytes = 0;
+  std::int32_t root = -1;
   std::uint32_t tag = 0;
 };
 
+bool plausible(const UnboundBufferView* out, std::size_t elements, std::size_t element_size) {
+  return out && element_size != 0 && element_size <= 16 && elements <= (std::size_t{1} << 40) &&
+         out->size == elements * element_size;
+}
+
 bool read_payload(const AllreduceOptionsView& o, Payload& p) {
   const std::size_t outputs = static_cast<std::size_t>(o.out[1] - o.out[0]);
-  if (!o.out[0] || o.out[1] < o.out[0] || outputs == 0 || outputs > 1024 || !o.out[0][0]) return false;
-  if (o.element_size == 0 || o.element_size > 16 || o.elements > (std::size_t{1} << 40)) return false;
-  if (o.out[0][0]->size != o.elements * o.element_size) return false;
+  if (!o.out[0] || o.out[1] < o.out[0] || outputs == 0 || outputs > 1024) return false;
+  if (!plausible(o.out[0][0], o.elements, o.element_size)) return false;
   p.buffer = reinterpret_cast<std::uintptr_t>(o.out[0][0]->ptr);
   p.count = static_cast<std::int64_t>(o.elements);
   p.bytes = static_cast<std::int64_t>(o.elements * o.element_size);
@@ -179,13 +203,67 @@ bool read_payload(const AllreduceOptionsView& o, Payload& p) {
   return true;
 }
 
-void call_allreduce(const void* options) {
-  const Next& next = next_allreduce();
+bool read_payload(const BroadcastOptionsView& o, Payload& p) {
+  if (!plausible(o.out, o.elements, o.element_size) || o.root < 0 || o.root >= o.context->size) return false;
+  p.buffer = reinterpret_cast<std::uintptr_t>(o.out->ptr);
+  p.count = static_cast<std::int64_t>(o.elements);
+  p.bytes = static_cast<std::int64_t>(o.elements * o.element_size);
+  p.root = o.root;
+  p.tag = o.tag;
+  return true;
+}
+
+// The next definition of a collective: resolved once; a gloo that lacks it cannot be the caller's.
+template <const char* const* Name>
+void call_next(const void* options) {
+  static const Next next = resolve(*Name);
   if (!next.fn) {
-    warn_once("gloo::allreduce called but no gloo library defines it");
-    throw std::runtime_error("collscope: gloo::allreduce not found");
+    warn_once(std::string(*Name) + " called but no gloo library defines it");
+    throw std::runtime_error(std::string("collscope: ") + *Name + " not found");
   }
-  reinterpret_cast<AllreduceFn>(next.fn)(options);
+  reinterpret_cast<CollectiveFn>(next.fn)(options);
+}
+constexpr const char* const* kAllreduceName = &kAllreduce;
+constexpr const char* const* kBroadcastName = &kBroadcast;
+
+// One of a bound group's collectives made from C++, recorded as torch.distributed's non-blocking form of `op` (the
+// issuing thread goes on; gloo's worker runs it): started and posted when the worker starts it, completed at its
+// return. Anything not understood passes through unrecorded.
+template <typename Options, void (*Call)(const void*)>
+void record_collective(const void* options, store::Op op, const char* what) {
+  const auto* o = static_cast<const Options*>(options);
+  Binding* b = tracing_this_call() && o ? binding_of(o->context) : nullptr;
+  Payload p;
+  if (!b) return Call(options);
+  if (!read_payload(*o, p)) {
+    warn_once(std::string("a gloo ") + what + " whose options are not laid out as the tracer reads them: not recorded");
+    return Call(options);
+  }
+  if (take_claim(p.buffer)) return Call(options);  // Python records this one
+  Event e{};
+  e.kind = EventKind::Collective;
+  e.op = static_cast<std::uint8_t>(op);
+  e.flags = kFlagNonBlocking;
+  e.comm_slot = twin_comm(*b);
+  e.seq = p.tag;
+  e.count = p.count;
+  e.bytes = p.bytes;
+  e.root = p.root;
+  e.peer = -1;
+  if (e.comm_slot == 0) return Call(options);
+  e.t0 = ticks();
+  e.mpi.post_end = e.t0;
+  try {
+    TracedScope scope;
+    Call(options);
+  } catch (...) {  // gloo's IoException (a peer gone, a timeout): recorded as failed, then the caller's
+    e.t1 = ticks();
+    e.status = 1;
+    record(e);
+    throw;
+  }
+  e.t1 = ticks();
+  record(e);
 }
 
 }  // namespace
@@ -210,7 +288,7 @@ void bind_connected_contexts(std::uint32_t group_comm, const CommDescription& gr
         break;
       }
     if (!free) {
-      warn_once("more than 64 gloo process groups: the C++ allreduces of the later ones are not recorded");
+      warn_once("more than 64 gloo process groups: the C++ collectives of the later ones are not recorded");
       return;
     }
     free->group_comm = group_comm;
@@ -267,41 +345,19 @@ extern "C" void collscope_gloo_connect_full_mesh(void* self, void* store, void* 
   if (gloo::t_pending_count < gloo::kMaxPending) gloo::t_pending[gloo::t_pending_count++] = self;
 }
 
-// gloo::allreduce(const AllreduceOptions&).
+// gloo::allreduce(const AllreduceOptions&): DDP's buckets.
 extern "C" __attribute__((visibility("default"))) void collscope_gloo_allreduce(const void* options) __asm__(
     "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE");
 extern "C" void collscope_gloo_allreduce(const void* options) {
-  const auto* o = static_cast<const gloo::AllreduceOptionsView*>(options);
-  gloo::Binding* b = tracing_this_call() && o ? gloo::binding_of(o->context) : nullptr;
-  gloo::Payload p;
-  if (!b) return gloo::call_allreduce(options);
-  if (!gloo::read_payload(*o, p)) {
-    warn_once("a gloo allreduce whose options are not laid out as the tracer reads them: not recorded");
-    return gloo::call_allreduce(options);
-  }
-  if (gloo::take_claim(p.buffer)) return gloo::call_allreduce(options);  // Python records this one
-  Event e{};
-  e.kind = EventKind::Collective;
-  e.op = static_cast<std::uint8_t>(collscope::store::Op::Iallreduce);
-  e.flags = kFlagNonBlocking;
-  e.comm_slot = gloo::twin_comm(*b);
-  e.seq = p.tag;
-  e.count = p.count;
-  e.bytes = p.bytes;
-  e.root = -1;
-  e.peer = -1;
-  if (e.comm_slot == 0) return gloo::call_allreduce(options);
-  e.t0 = ticks();
-  e.mpi.post_end = e.t0;
-  try {
-    TracedScope scope;
-    gloo::call_allreduce(options);
-  } catch (...) {  // gloo's IoException (a peer gone, a timeout): recorded as failed, then the caller's
-    e.t1 = ticks();
-    e.status = 1;
-    record(e);
-    throw;
-  }
-  e.t1 = ticks();
-  record(e);
+  gloo::record_collective<gloo::AllreduceOptionsView, &gloo::call_next<gloo::kAllreduceName>>(
+      options, collscope::store::Op::Iallreduce, "allreduce");
+}
+
+// gloo::broadcast(BroadcastOptions&): DDP's parameters at its construction and its buffers (BatchNorm's statistics)
+// before each forward, from rank 0.
+extern "C" __attribute__((visibility("default"))) void collscope_gloo_broadcast(const void* options) __asm__(
+    "_ZN4gloo9broadcastERNS_16BroadcastOptionsE");
+extern "C" void collscope_gloo_broadcast(const void* options) {
+  gloo::record_collective<gloo::BroadcastOptionsView, &gloo::call_next<gloo::kBroadcastName>>(
+      options, collscope::store::Op::Ibcast, "broadcast");
 }
