@@ -17,7 +17,10 @@ esac
 work="$(mktemp -d -t collscope-ddp-hook-cost.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 for ((round = 1; round <= rounds; round++)); do
-  for hook in 1 0; do
+  # ABBA: the order alternates from round to round, so that neither arm always runs first (after the other's exit).
+  order="1 0"
+  ((round % 2 == 0)) && order="0 1"
+  for hook in $order; do
     out="$work/out-$hook-$round"
     env "$knob=$hook" "$other=0" /usr/bin/time -f "cpu %U %S" -o "$out.time" "$bin/collscope" trace -o "$work/run-$hook-$round" -- \
       /usr/bin/python3 "$repo/samples/ddp_trainer/train_ddp.py" --steps 40 --warmup-steps 5 >"$out" 2>&1

@@ -538,8 +538,9 @@ def _collscope_annotate():
                     if getattr(self, "_collscope_user_hook", False) is False and getattr(self, "reducer", None) is not None:
                         group = getattr(self, "process_group", None)
                         handle = groups.get(id(group if group is not None else dist.group.WORLD), (0,))[0]
-                        # Opt-in (COLLSCOPE_DDP_HOOK=1) for its cost: 0.95-0.96 x the job's rate on a quiet machine
-                        # (each bucket's completion runs Python on gloo's worker, which needs the GIL). Its exit hang
+                        # Opt-in (COLLSCOPE_DDP_HOOK=1): it replaces DDP's own hook in the job, and the preload records
+                        # the buckets from Debian's gloo without one (its cost is within noise: 1.000 x the job's rate,
+                        # docs/performance.md). Its exit hang
                         # (a gloo worker freeing a tensor Python had seen while the main thread joined it) is gone:
                         # release_live.
                         if handle and os.environ.get("COLLSCOPE_DDP_HOOK", "0") == "1":
