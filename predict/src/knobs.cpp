@@ -71,9 +71,10 @@ void apply_knob(const std::string& setting, Change& change, std::vector<std::str
 namespace {
 
 std::string settings_line(const EffectiveSettings& s) {
-  std::string out = fmt::format("HOROVOD_FUSION_THRESHOLD={} HOROVOD_CYCLE_TIME={:g}", s.fusion_threshold_bytes,
-                                s.cycle_time_ms);
-  if (s.bucket_cap_mb) out += fmt::format(" bucket_cap_mb={:g}", *s.bucket_cap_mb);
+  // A DDP job's settings in DDP's knob alone: its fusion threshold is the cap, and it has no cycle.
+  std::string out = s.bucket_cap_mb ? fmt::format("bucket_cap_mb={:g}", *s.bucket_cap_mb)
+                                    : fmt::format("HOROVOD_FUSION_THRESHOLD={} HOROVOD_CYCLE_TIME={:g}",
+                                                  s.fusion_threshold_bytes, s.cycle_time_ms);
   if (s.backward_passes_per_step != 1) out += fmt::format(" backward_passes_per_step={}", s.backward_passes_per_step);
   if (s.fp16_compression) out += " fp16_compression=1";
   if (s.batch_size > 0) out += fmt::format(" batch_size={}", s.batch_size);

@@ -281,8 +281,11 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
     m.steps.push_back(std::move(g));
   }
   if (rate_fallback)
-    m.assumptions.push_back("some steps had too few negotiation cycles to measure how fast gradients become ready: "
-                            "their last gradient is taken as ready half a cycle before its negotiation");
+    m.assumptions.push_back(m.negotiates ? "some steps had too few negotiation cycles to measure how fast gradients "
+                                           "become ready: their last gradient is taken as ready half a cycle before "
+                                           "its negotiation"
+                                         : "some steps had too few allreduces to measure how fast gradients become "
+                                           "ready: their last gradient is taken as ready when its allreduce starts");
   if (m.steps.empty()) {
     m.why_not = "no measured step holds gradient allreduces on every rank";
     return m;
@@ -308,10 +311,15 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   m.baseline_step_ns = steps.median_step_ns;
   m.baseline_samples_per_s = steps.throughput_samples_per_s;
   if (inferred_backward)
-    m.assumptions.push_back("no NVTX backward range: when the gradients become ready is inferred from the cycles' "
-                            "cumulative bytes");
+    m.assumptions.push_back(m.negotiates ? "no NVTX backward range: when the gradients become ready is inferred "
+                                           "from the cycles' cumulative bytes"
+                                         : "no NVTX backward range: when the gradients become ready is inferred "
+                                           "from the allreduces' cumulative bytes");
   if (m.mean_tensor_bytes <= 0)
-    m.assumptions.push_back("tensor sizes are not recorded (no fusion packs): buffers are filled byte by byte");
+    m.assumptions.push_back(m.settings.bucket_cap_mb ? "the gradients' sizes are not recorded: buckets are filled byte "
+                                                       "by byte"
+                                                     : "tensor sizes are not recorded (no fusion packs): buffers are "
+                                                       "filled byte by byte");
   m.usable = true;
   return m;
 }

@@ -4,6 +4,7 @@
 // costed from the run's own size-to-time curve; a rank's step ends after its last gradient is reduced and its own
 // update; the step ends when the slowest rank's does (the next step starts together).
 #include <collscope/predict/replay.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/run/statistics.hpp>
 
 #include <fmt/format.h>
@@ -24,6 +25,9 @@ bool Change::empty() const {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The most the replay of a run's own settings may miss its measured median step by (a fraction of it) for the model
+// to predict anything from that run.
+constexpr double kMaxBaselineMiss = 0.5;
 
 struct RankTimes {
   double ready_start = 0, ready_ns = 0, post = 0;  // ns from the step's start
@@ -171,8 +175,12 @@ Prediction predict(const ReplayModel& model, const Change& change) {
   }
   if (change.bucket_cap_mb) {
     if (ddp) {
-      s.bucket_cap_mb = *change.bucket_cap_mb;
-      s.fusion_threshold_bytes = std::int64_t(*change.bucket_cap_mb * 1024 * 1024);
+      // Not applied: on a DDP job traced with its buckets from gloo (2 ranks, 64 layers, cap 0.07 MB, 2026-12-06)
+      // the model reproduced the run (73.5 ms for 74.5 ms) yet predicted cap 25 at +16.8 % where real runs were
+      // faster: many small buckets cost CPU on gloo's threads during backward, which the replay does not hold.
+      // Until it does, and is checked against real runs, no number (the bucketed replay stays for the rest).
+      p.not_predicted.push_back("bucket_cap_mb: the replay does not yet hold what DDP's small buckets cost the CPUs "
+                                "during backward, and is not checked against real DDP runs, so it is not predicted");
     } else {
       p.not_predicted.push_back("bucket_cap_mb: the run is not a PyTorch DDP job with its buckets recorded (from "
                                 "gloo, or with COLLSCOPE_DDP_HOOK=1), so the model cannot predict it");
@@ -204,6 +212,20 @@ Prediction predict(const ReplayModel& model, const Change& change) {
   const double step = median_of(predicted);
   p.step_ms = step / 1e6;
   p.baseline_replay_step_ms = median_of(replayed) / 1e6;
+  // A model that does not reproduce the run it was built from (its replay of the run's own settings off by more than
+  // half the measured step) would print a number nothing supports: no prediction, one line saying why. (The recorded
+  // Horovod-style and fusion trainer runs replay within 4-10 %; a DDP run whose bucket allreduces were timed from
+  // their issue on the training thread, queueing included, replayed at 3.8 x.)
+  if (model.baseline_step_ns > 0 &&
+      std::abs(p.baseline_replay_step_ms * 1e6 - model.baseline_step_ns) > kMaxBaselineMiss * model.baseline_step_ns) {
+    p.not_predicted.push_back(fmt::format(
+        "every knob: the model does not reproduce this run ({} replayed on its own settings for {} measured), so "
+        "nothing it would predict is supported",
+        run::format_ms(p.baseline_replay_step_ms * 1e6), run::format_ms(model.baseline_step_ns)));
+    p.steps_replayed = 0;
+    p.step_ms = 0;
+    return p;
+  }
   // Band: the spread of the per-step predictions, widened by the model's miss on the run's own steps in proportion
   // to how far the prediction moves from the measured step.
   const double miss = model.baseline_step_ns > 0 ? std::abs(median_of(residual)) / model.baseline_step_ns : 0;

@@ -117,4 +117,25 @@ TEST(PredictRecorded, KnobsTheRunCannotTellAreOneLineEach) {
   EXPECT_GT(json.at("baseline").at("step_ms").get<double>(), 0);
 }
 
+// A DDP run (tests/data/ddp-gloo-small-buckets: bucket_cap_mb 0.07, its buckets recorded by the comm hook): the
+// prediction speaks DDP's language, its settings in bucket_cap_mb alone, never Horovod's knobs or negotiation
+// cycles (a DDP user has neither). bucket_cap_mb is not predicted (replay.cpp says why). And this run's bucket
+// allreduces were timed from their issue on the training thread, queueing behind each other included, so the model
+// replays the run at 3.8 x its measured step: no number for any knob, one line why.
+TEST(PredictRecorded, DdpRunInDdpsOwnKnobAndNoNumberTheModelCannotSupport) {
+  const auto model = model_of(std::string(COLLSCOPE_TEST_DATA_DIR) + "/ddp-gloo-small-buckets");
+  ASSERT_TRUE(model.usable) << model.why_not;
+  const auto p = predict::predict(model, {.bucket_cap_mb = 25, .balanced = true});
+  EXPECT_EQ(p.steps_replayed, 0);
+  ASSERT_EQ(p.not_predicted.size(), 2u);
+  EXPECT_TRUE(p.not_predicted[0].starts_with("bucket_cap_mb: the replay does not yet hold")) << p.not_predicted[0];
+  EXPECT_NE(p.not_predicted[1].find("the model does not reproduce this run"), std::string::npos) << p.not_predicted[1];
+  const std::string text = predict::prediction_text(p, "RUN");
+  EXPECT_EQ(text.find("predicted median step"), std::string::npos) << text;
+  EXPECT_NE(text.find("settings: bucket_cap_mb=0.07 balanced"), std::string::npos) << text;
+  EXPECT_EQ(text.find("HOROVOD_"), std::string::npos) << text;
+  EXPECT_EQ(text.find("negotiation"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fusion pack"), std::string::npos) << text;
+}
+
 }  // namespace
