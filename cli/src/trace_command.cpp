@@ -110,10 +110,10 @@ void print_summary(const fs::path& dir, const std::vector<std::string>& command,
     fmt::print(stderr, "{}\n",
                run::wrap_text(fmt::format("collscope trace: nothing traced: {} started the tracer{}. It starts in a "
                                           "process at MPI_Init of an MPI it knows (Open MPI, MPICH and their kin) or "
-                                          "at its first NCCL communicator or NVTX range (in a PyTorch job: its first training step); "
-                                          "a program without MPI or NCCL, a statically "
-                                          "linked one, one that clears LD_PRELOAD or an MPI collscope does not know "
-                                          "(a line above says so) is not traced.",
+                                          "at its first NCCL communicator or NVTX range (in a PyTorch job: "
+                                          "init_process_group, or its first training step); a program without MPI or "
+                                          "NCCL, a statically linked one, one that clears LD_PRELOAD or an MPI "
+                                          "collscope does not know (a line above says so) is not traced.",
                                           why, created_dir ? " (the empty run directory was removed)" : ""),
                               100, 4));
     return;
