@@ -154,8 +154,12 @@ void TimelineModel::build() {
       backends[last] |= 1u << static_cast<unsigned>(store::Backend::Mpi);  // the MPI interposer's calls
     }
     for (std::size_t k = 0; k < coll.keys.size(); ++k) {
-      const unsigned b = backends[k];
-      const char* what = b == 1u ? "MPI" : b == 2u ? "NCCL" : "MPI+NCCL";
+      // The backends the thread's calls went through, as their users write them: "MPI", "NCCL", "gloo" (a
+      // torch.distributed group on gloo, or gloo's worker running a DDP bucket), "torch" (a custom backend).
+      static constexpr const char* kShown[] = {"MPI", "NCCL", "gloo", "torch"};
+      std::string what;
+      for (unsigned b = 0; b < std::size(kShown); ++b)
+        if (backends[k] & (1u << b)) what += (what.empty() ? "" : "+") + std::string(kShown[b]);
       coll.labels.push_back(fmt::format("{} {}", what, thread_label(rank, coll.keys[k])));
     }
     auto& nvtx = kinds[r][1];

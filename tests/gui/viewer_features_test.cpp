@@ -441,6 +441,22 @@ class ViewerFeaturesTest : public QObject {
   }
 
   void laneNamesSayTheBackend() {
+    // The same lockstep job on gloo (torch.distributed): its lanes say gloo, neither MPI nor NCCL.
+    testing::LockstepSpec gloo;
+    gloo.backend = collscope::store::Backend::Gloo;
+    const auto gloo_dir = dir_.string() + "-gloo";
+    testing::write_lockstep_run(gloo_dir, gloo);
+    const auto gloo_run = load_run(gloo_dir);
+    fs::remove_all(gloo_dir);
+    int gloo_lanes = 0;
+    for (const auto& lane : gloo_run->model().lanes())
+      if (lane.kind == LaneKind::Collectives) {
+        ++gloo_lanes;
+        QVERIFY2(lane.label.rfind("gloo ", 0) == 0 && lane.label.find("MPI") == std::string::npos &&
+                     lane.label.find("NCCL") == std::string::npos,
+                 lane.label.c_str());
+      }
+    QCOMPARE(gloo_lanes, gloo.ranks);
     // The same lockstep job on NCCL: its collectives lanes say NCCL, never MPI (the MPI run says MPI: below).
     testing::LockstepSpec nccl;
     nccl.backend = collscope::store::Backend::Nccl;
