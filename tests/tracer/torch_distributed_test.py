@@ -7,7 +7,8 @@
 #     async ones completed), the job's output and exit code unchanged, DDP's knobs in meta, no "more work"
 #     straggler, and advice in no other backend's knobs (no Open MPI, MPICH, NCCL or Horovod variable);
 #   a 30 ms sleep before each step on rank 1: the straggler named within 20 % of 30 ms, off a CPU;
-#   small buckets (bucket_cap_mb 0.07): the DDP bucket finding in DDP's own knob; the default cap: none;
+#   small buckets (bucket_cap_mb 0.07): the DDP bucket finding in DDP's own knob, counting DDP's buckets alone
+#     (not find_unused_parameters' bitmap); the default cap: none;
 #   3 ranks with a group of ranks {0, 2}: a communicator per group with its members, its calls counted exactly;
 #   no_sync over 3 micro-batches (the comm hook on): steps = optimizer steps, buckets only in the syncing
 #     backward pass, each once (the hook's, not again from gloo);
@@ -235,6 +236,20 @@ check(len(ddp) == 1 and ddp[0]["evidence"]["suggested_bucket_cap_mb"] == 25 and 
       and "bucket_cap_mb=25" in ddp[0]["suggestion"], "small buckets: DDP's bucket finding\n" + text)
 for knob in ("--mca", "MPIR_CVAR", "NCCL_", "HOROVOD_"):
     check(knob not in text, "small buckets: no advice in another backend's knobs (%s)" % knob)
+# The same with find_unused_parameters=True: DDP also allreduces its unused-parameter bitmap every step (recorded
+# from gloo beside the buckets); the finding counts DDP's buckets alone, as many as the layout DDP logged.
+run, unused_small = run_job("small-buckets-find-unused", "--steps", "8", "--layers", "64", "--width", "128",
+                            "--bucket-cap-mb", "0.07", "--find-unused")
+report, text = analyze(run)
+ddp = [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")]
+db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, "rank-00000.sqlite"), uri=True)
+layout = [b for b in dict(db.execute("SELECT key, value FROM meta")).get("ddp.bucket_sizes", "").split(",") if b]
+bitmaps = db.execute("SELECT count(*) FROM collectives WHERE op = 2 AND bytes = ?", (64 * 2 * 4,)).fetchone()[0]
+db.close()
+check(HOOK or bitmaps >= 8, "find_unused: the unused-parameter bitmap (128 parameters: 512 bytes) allreduced every "
+      "step, recorded from gloo: %d rows" % bitmaps)
+check(len(ddp) == 1 and len(layout) >= 8 and ddp[0]["evidence"]["buckets_per_step"] == len(layout),
+      "find_unused: the bucket finding counts DDP's %d buckets, not the bitmap\n%s" % (len(layout), text))
 run, large = run_job("default-buckets", "--steps", "8", "--layers", "64", "--width", "128")
 report, text = analyze(run)
 check(not [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")], "default cap: no bucket finding\n" + text)

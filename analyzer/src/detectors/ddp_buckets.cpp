@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 namespace collscope::analyzer {
@@ -27,33 +28,47 @@ struct BucketPicture {
 };
 
 // From the recorded bucket allreduces: per measured step, their count and bytes, and the time from the step's last
-// issue to its last completion (aligned ns). nullopt when none was recorded (COLLSCOPE_GLOO=0, no hook).
-std::optional<BucketPicture> from_allreduces(const DetectorInput& in) {
+// issue to its last completion (aligned ns). nullopt when none was recorded (COLLSCOPE_GLOO=0, no hook). Where DDP
+// logged its bucket layout, a step's allreduces are taken as its buckets only up to the layout's count of each
+// size, in issue order: recorded from gloo, the group's C++ allreduces also hold the unused-parameter bitmap of
+// find_unused_parameters=True (4 bytes a parameter, every step), which is no bucket, and may be as large as one.
+std::optional<BucketPicture> from_allreduces(const DetectorInput& in, const run::DdpSettings& ddp) {
   const Run& run = in.run;
   const StepSummary& steps = in.steps;
   const std::size_t nsteps = steps.steps.size();
-  std::vector<int> count(nsteps, 0);
-  std::vector<double> bytes(nsteps, 0), last_done(nsteps, 0), last_issued(nsteps, 0);
-  std::vector<double> sizes;
+  struct Call {
+    double issued, done, bytes;
+  };
+  std::vector<std::vector<Call>> calls(nsteps);
   for (const auto& i : in.matched.instances) {
     if (i.op != store::Op::Iallreduce || i.ranks < 2) continue;
     const auto backend = run.communicators[i.comm].backend;
     if (backend != store::Backend::Gloo && backend != store::Backend::Torch) continue;
     const int step = steps.step_at(i.first_arrival_ns);
     if (step < 0) continue;
-    const auto k = static_cast<std::size_t>(step);
-    ++count[k];
-    bytes[k] += double(i.bytes);
-    last_done[k] = std::max(last_done[k], double(i.last_completion_ns));
-    last_issued[k] = std::max(last_issued[k], double(i.last_arrival_ns));
-    sizes.push_back(double(i.bytes));
+    calls[static_cast<std::size_t>(step)].push_back(
+        {double(i.last_arrival_ns), double(i.last_completion_ns), double(i.bytes)});
   }
-  std::vector<double> per_step, bytes_per_step, tails;
+  std::map<double, int> layout;  // bucket bytes -> how many buckets have that size
+  for (const auto b : ddp.bucket_bytes) ++layout[double(b)];
+  std::vector<double> per_step, bytes_per_step, tails, sizes;
   for (std::size_t k = static_cast<std::size_t>(std::max(0, steps.warmup_steps)); k < nsteps; ++k) {
-    if (count[k] == 0) continue;
-    per_step.push_back(count[k]);
-    bytes_per_step.push_back(bytes[k]);
-    tails.push_back(std::max(0.0, last_done[k] - last_issued[k]));
+    auto& step = calls[k];
+    std::sort(step.begin(), step.end(), [](const Call& a, const Call& b) { return a.issued < b.issued; });
+    std::map<double, int> taken;
+    double count = 0, bytes = 0, last_done = 0, last_issued = 0;
+    for (const auto& c : step) {
+      if (!layout.empty() && taken[c.bytes]++ >= (layout.count(c.bytes) ? layout[c.bytes] : 0)) continue;
+      ++count;
+      bytes += c.bytes;
+      last_done = std::max(last_done, c.done);
+      last_issued = std::max(last_issued, c.issued);
+      sizes.push_back(c.bytes);
+    }
+    if (count == 0) continue;
+    per_step.push_back(count);
+    bytes_per_step.push_back(bytes);
+    tails.push_back(std::max(0.0, last_done - last_issued));
   }
   if (per_step.empty()) return std::nullopt;
   return BucketPicture{.buckets = median_of(per_step),
@@ -93,7 +108,7 @@ std::vector<Finding> detect_ddp_buckets(const DetectorInput& in) {
   const auto ddp = run::ddp_settings(run);
   if (!ddp) return out;
   const double cap_mb = ddp->bucket_cap_mb.value;
-  auto seen = from_allreduces(in);
+  auto seen = from_allreduces(in, *ddp);
   if (!seen) seen = from_reducer(in, *ddp);
   if (!seen || seen->steps == 0) return out;
   const BucketPicture& p = *seen;
