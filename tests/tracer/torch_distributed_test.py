@@ -9,6 +9,7 @@
 #   a 30 ms sleep before each step on rank 1: the straggler named within 20 % of 30 ms, off a CPU;
 #   small buckets (bucket_cap_mb 0.07): the DDP bucket finding in DDP's own knob, counting DDP's buckets alone
 #     (not find_unused_parameters' bitmap); the default cap: none;
+#   the group destroyed and made again: each one's buckets on its own C++ calls communicator;
 #   3 ranks with a group of ranks {0, 2}: a communicator per group with its members, its calls counted exactly;
 #   no_sync over 3 micro-batches (the comm hook on): steps = optimizer steps, buckets only in the syncing
 #     backward pass, each once (the hook's, not again from gloo);
@@ -55,7 +56,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_job(name, *args, traced=True, ranks=2, hook=None):
+def run_job(name, *args, traced=True, ranks=2, hook=None, script=job):
     """All ranks of the job; returns (run dir, [(exit code, stdout, stderr) per rank]). hook: COLLSCOPE_DDP_HOOK for
     this run (default: COLLSCOPE_TEST_DDP_HOOK). --no-hook: DDP's buckets not recorded at all (no hook, and
     COLLSCOPE_GLOO=0: not from gloo), for what DDP's own log tells."""
@@ -68,7 +69,7 @@ def run_job(name, *args, traced=True, ranks=2, hook=None):
     for rank in range(ranks):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
                    LOCAL_RANK=str(rank), COLLSCOPE_DDP_HOOK=hook, COLLSCOPE_GLOO=gloo)
-        command = [sys.executable, job, *args]
+        command = [sys.executable, script, *args]
         if traced:
             command = [collscope, "trace", "-o", run, "--"] + command
         procs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -253,6 +254,22 @@ check(len(ddp) == 1 and len(layout) >= 8 and ddp[0]["evidence"]["buckets_per_ste
 run, large = run_job("default-buckets", "--steps", "8", "--layers", "64", "--width", "128")
 report, text = analyze(run)
 check(not [f for f in report.get("findings", []) if f["title"].startswith("DDP sends")], "default cap: no bucket finding\n" + text)
+
+# The group made twice in one process (destroyed, then made again): each group and its C++ calls are
+# communicators of their own, each with its 3 buckets (a new group's contexts may reuse the old ones' addresses).
+if not HOOK:
+    run, again = run_job("reinit", ranks=2, script=os.path.join(os.path.dirname(job), "ddp_reinit_job.py"))
+    check(all(r[0] == 0 for r in again), "reinit: both ranks exit 0: %s" % [r[2][-300:] for r in again if r[0]])
+    grad_bytes = expectations(again[0][1]).get("grad_bytes")
+    for rank in range(2):
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run, "rank-%05d.sqlite" % rank), uri=True)
+        comms = [(name, n) for name, n in db.execute(
+            "SELECT c.name, (SELECT count(*) FROM collectives x WHERE x.comm = c.id AND x.op = 2 AND x.bytes = ?) "
+            "FROM communicators c ORDER BY c.id", (grad_bytes,))]
+        db.close()
+        want = [("default group", 0), ("default group (C++ calls)", 3)] * 2
+        check(comms == want, "reinit rank %d: each group and its C++ calls, 3 buckets each: %s" % (rank, comms))
+
 
 def same_output(name, traced, untraced):
     for rank, (t, u) in enumerate(zip(traced, untraced)):
