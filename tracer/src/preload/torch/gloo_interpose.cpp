@@ -113,8 +113,8 @@ Next resolve(const char* name) {
     next.known_layout = std::strncmp(base ? base + 1 : info.dli_fname, "libgloo.so.0", 12) == 0;
     if (!next.known_layout)
       warn_once(std::string("gloo is inside ") + info.dli_fname +
-                ", not Debian's libgloo.so.0, whose layout the tracer reads: torch.distributed's C++ collectives "
-                "(DDP's buckets) are not recorded (COLLSCOPE_DDP_HOOK=1 records the buckets through a comm hook)");
+                ", not Debian's libgloo.so.0, whose layout the tracer reads: its calls pass through unrecorded (in a "
+                "PyTorch DDP job, COLLSCOPE_DDP_HOOK=1 records the buckets through a comm hook instead)");
   }
   return next;
 }
