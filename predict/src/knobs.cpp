@@ -98,8 +98,10 @@ nlohmann::json settings_json(const EffectiveSettings& s) {
 }  // namespace
 
 std::string prediction_text(const Prediction& p, const std::string& run_dir) {
-  std::string out = fmt::format("{}: measured median step {} ({} steps replayed; the model gives {} on the run's own "
-                                "settings)\n", run_dir, run::format_ms(p.baseline_step_ms * 1e6), p.steps_replayed,
+  const std::string replayed =
+      p.steps_replayed > 0 ? fmt::format("{} steps replayed; ", p.steps_replayed) : std::string();
+  std::string out = fmt::format("{}: measured median step {} ({}the model gives {} on the run's own settings)\n",
+                                run_dir, run::format_ms(p.baseline_step_ms * 1e6), replayed,
                                 run::format_ms(p.baseline_replay_step_ms * 1e6));
   out += fmt::format("  settings: {}\n", settings_line(p.settings));
   if (p.steps_replayed > 0) {
