@@ -119,10 +119,15 @@ Next resolve(const char* name) {
   return next;
 }
 
-const Next& next_allreduce() {
-  static const Next next = resolve(kAllreduce);
+// `*Name`'s next definition, resolved once (at its first call: gloo is loaded by then).
+template <const char* const* Name>
+const Next& next_of() {
+  static const Next next = resolve(*Name);
   return next;
 }
+constexpr const char* const* kAllreduceName = &kAllreduce;
+constexpr const char* const* kBroadcastName = &kBroadcast;
+constexpr const char* const* kConnectFullMeshName = &kConnectFullMesh;
 
 // Contexts bound to process groups. Written under g_bind_mutex, once per group; read without a lock on every
 // allreduce: `context` is published last (release) and cleared when a new context is connected at its address.
@@ -213,18 +218,22 @@ bool read_payload(const BroadcastOptionsView& o, Payload& p) {
   return true;
 }
 
-// The next definition of a collective: resolved once; a gloo that lacks it cannot be the caller's.
+// The next definition of what was called; a gloo that lacks it cannot be the caller's, so this never happens in a job
+// gloo's own calls reach, and a call to nothing would crash it: the caller gets gloo's kind of failure, an exception.
 template <const char* const* Name>
-void call_next(const void* options) {
-  static const Next next = resolve(*Name);
+void* next_or_throw() {
+  const Next& next = next_of<Name>();
   if (!next.fn) {
     warn_once(std::string(*Name) + " called but no gloo library defines it");
     throw std::runtime_error(std::string("collscope: ") + *Name + " not found");
   }
-  reinterpret_cast<CollectiveFn>(next.fn)(options);
+  return next.fn;
 }
-constexpr const char* const* kAllreduceName = &kAllreduce;
-constexpr const char* const* kBroadcastName = &kBroadcast;
+
+template <const char* const* Name>
+void call_next(const void* options) {
+  reinterpret_cast<CollectiveFn>(next_or_throw<Name>())(options);
+}
 
 // One of a bound group's collectives made from C++, recorded as torch.distributed's non-blocking form of `op` (the
 // issuing thread goes on; gloo's worker runs it): started and posted when the worker starts it, completed at its
@@ -276,7 +285,7 @@ void bind_connected_contexts(std::uint32_t group_comm, const CommDescription& gr
     const char* v = std::getenv("COLLSCOPE_GLOO");
     return v && std::string_view(v) == "0";
   }();
-  if (group_comm == 0 || off || !next_allreduce().known_layout) return;
+  if (group_comm == 0 || off || !next_of<kAllreduceName>().known_layout) return;
   for (std::size_t i = 0; i < pending; ++i) {
     const auto* context = static_cast<const ContextView*>(t_pending[i]);
     if (context->rank != group.rank || context->size != group.size) continue;
@@ -330,13 +339,9 @@ extern "C" __attribute__((visibility("default"))) void collscope_gloo_connect_fu
                                                                                       void* device) __asm__(
     "_ZN4gloo10rendezvous7Context15connectFullMeshERNS0_5StoreERSt10shared_ptrINS_9transport6DeviceEE");
 extern "C" void collscope_gloo_connect_full_mesh(void* self, void* store, void* device) {
-  static const gloo::Next next = gloo::resolve(gloo::kConnectFullMesh);
-  if (!next.fn) {
-    warn_once("gloo::rendezvous::Context::connectFullMesh called but no gloo library defines it");
-    throw std::runtime_error("collscope: gloo::rendezvous::Context::connectFullMesh not found");
-  }
-  reinterpret_cast<gloo::ConnectFn>(next.fn)(self, store, device);  // may throw: the caller's to handle
-  if (!next.known_layout) return;
+  // May throw: the caller's to handle.
+  reinterpret_cast<gloo::ConnectFn>(gloo::next_or_throw<gloo::kConnectFullMeshName>())(self, store, device);
+  if (!gloo::next_of<gloo::kConnectFullMeshName>().known_layout) return;
   {
     std::lock_guard lock(gloo::g_bind_mutex);
     for (auto& b : gloo::g_bindings)
