@@ -188,6 +188,19 @@ void renumber_tagged(RankTrace& t, const std::vector<int>& tagged) {
   }
 }
 
+// Calls on those communicators are the C++ calls of a library's worker thread (gloo's: DDP's buckets), recorded in
+// torch.distributed's non-blocking form, started when the worker began the call. The worker's call is synchronous:
+// it waits for the other ranks and moves the data before it returns, so its whole span is time inside the
+// collective (run/wait_states.hpp), as a blocking call's is; the tracer's post_end_ns (the start) would count none
+// of it. Before the screen, which keeps the non-blocking times by call index.
+void worker_calls_inside_whole_span(RankTrace& t, const std::vector<int>& tagged) {
+  if (tagged.empty()) return;
+  for (auto& n : t.nonblocking_collectives) {
+    const auto& c = t.collectives[static_cast<std::size_t>(n.call)];
+    if (std::find(tagged.begin(), tagged.end(), c.comm) != tagged.end()) n.times.post_end_ns = c.end_ns;
+  }
+}
+
 // Leaves out the collectives whose seq no rank could have reached (PhysicalLimits::kSeqsPerRecordedCall): per
 // communicator, more calls than the file records on it plus the events it dropped. Keeps the matcher's call
 // index (4 bytes per seq) proportional to the file. Rows left out for their values still count as recorded calls.
@@ -447,6 +460,7 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
         t.calls_in_flight.push_back(f);
     }
     renumber_tagged(t, tagged);
+    worker_calls_inside_whole_span(t, tagged);
     screen_seqs(t, row_ids, shared.communicator_count(), screen);
     load_point_to_point(reader, comm_map, screen, t);
     if (options.nvtx_ranges) t.nvtx_ranges.reserve(static_cast<std::size_t>(std::max<std::int64_t>(reader.row_count("nvtx_ranges"), 0)));

@@ -9,7 +9,9 @@
 //                rank spent outside MPI: overlapped with its own work (a polling loop's MPI_Test calls are inside
 //                MPI, the work between them is not). Files before 1.2 do not record it: a non-blocking call of
 //                theirs has no known time in MPI (spans_in_mpi gives none; it counts neither as communication
-//                nor as compute).
+//                nor as compute). A call a library's worker thread runs synchronously on the rank's behalf (gloo's
+//                C++ calls: DDP's buckets, on a communicator numbered by gloo's tag) is inside the collective for
+//                its whole span, as a blocking call on that thread: the run loader sets its post_end to its end.
 //   blocking span of a point-to-point call: where it waits: a blocking call's span; a non-blocking call's
 //                completion span as above (its posting call does not wait).
 //   late sender  (Scalasca's name): a receive whose blocking span starts before the matching send was posted
