@@ -82,7 +82,7 @@ struct PathResult {
 static PathResult traced_run(const fs::path& dir, long per_thread) {
   setenv("COLLSCOPE_RUN_DIR", dir.c_str(), 1);
   static int fake_comm;
-  const std::uint32_t slot = comm_register(&fake_comm, {0x1234, collscope::store::Backend::Mpi, 2, 0, {}, {}, {0, 1}, "bench"});
+  const std::uint32_t slot = comm_register(&fake_comm, {0x1234, collscope::store::Backend::Mpi, 2, 0, {}, {}, {0, 1}, "bench", false, {}});
   const std::uint32_t float_name = pool_intern("MPI_FLOAT");
   const std::uint32_t sum_name = pool_intern("MPI_SUM");
   runtime_start({0, 2, {}});
