@@ -25,6 +25,7 @@ std::string_view finding_kind_name(FindingKind k) {
     case FindingKind::Stall: return "stall";
     case FindingKind::PointToPointWait: return "point_to_point_wait";
     case FindingKind::FrameworkSetting: return "framework_setting";
+    case FindingKind::SlowSteps: return "slow_steps";
   }
   return "unknown";
 }
@@ -46,7 +47,7 @@ constexpr std::vector<Finding> (*kDetectors[])(const DetectorInput&) = {
     detect_mismatches,           detect_stragglers,            detect_latency_bound,
     detect_low_bandwidth,        detect_exposed_communication, detect_fusion_and_cycle_time,
     detect_process_set_imbalance, detect_stall,                 detect_point_to_point_waits,
-    detect_ddp_buckets,          detect_ddp_knobs,
+    detect_ddp_buckets,          detect_ddp_knobs,             detect_slow_steps,
 };
 
 }  // namespace

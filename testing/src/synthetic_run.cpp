@@ -130,7 +130,9 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
     for (int r = 0; r < n; ++r) {
       step_start[r] = ready[r];
       double compute = spec.compute_ms * 1e6 * (0.98 + 0.04 * noise(spec.seed + 3, r, step));
-      if (r == spec.slow_rank && (spec.slow_only_step < 0 || step == spec.slow_only_step)) {
+      const bool slow_step = spec.slow_every_steps > 0 ? step > 0 && step % spec.slow_every_steps == 0
+                                                         : spec.slow_only_step < 0 || step == spec.slow_only_step;
+      if (r == spec.slow_rank && slow_step) {
         if (spec.slow_is_tracer_flush) {
           store::TracerFlushRow flush;
           flush.thread = 1;

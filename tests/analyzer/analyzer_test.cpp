@@ -130,6 +130,54 @@ TEST(Analyzer, OneLongStallIsNotAStraggler) {
   EXPECT_EQ(f->ranks, std::vector<int>{1});
 }
 
+// A rank that pauses every 10 steps (a checkpoint) while the others wait: the slow steps, their period, the rank
+// and the time they cost (the injected 150 ms, 3 times); the straggler detector, which reads the median step, stays
+// silent. The one-off 60 ms stall above is one slow step; the same pause spread thin (2 ms every step), none.
+TEST(Analyzer, PeriodicPauseOfOneRankIsSlowStepsNotAStraggler) {
+  auto dir = temp_dir("checkpoint");
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 40;
+  spec.slow_rank = 2;
+  spec.slow_ms = 150;
+  spec.slow_every_steps = 10;
+  write_synthetic_run(dir.string(), spec);
+  const Analysis a = analyze_run(dir.string());
+  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  const Finding* f = find(a, FindingKind::SlowSteps);
+  ASSERT_NE(f, nullptr) << text_report(a);
+  EXPECT_EQ(f->ranks, std::vector<int>{2});
+  EXPECT_EQ(f->evidence.at("slow_steps"), 3);  // steps 10, 20, 30
+  EXPECT_EQ(f->evidence.at("first_slow_step"), 10);
+  EXPECT_EQ(f->evidence.at("period_steps"), 10);
+  EXPECT_NEAR(f->cost_ns, 3 * 150e6, 0.1 * 3 * 150e6);
+  EXPECT_NE(f->title.find("every 10 steps"), std::string::npos) << f->title;
+  EXPECT_NE(f->suggestion.find("Rank 2"), std::string::npos) << f->suggestion;
+
+  auto once = temp_dir("stall-once");
+  spec.ranks = 2;
+  spec.steps = 20;
+  spec.slow_rank = 1;
+  spec.slow_ms = 60;
+  spec.slow_every_steps = 0;
+  spec.slow_only_step = 7;
+  write_synthetic_run(once.string(), spec);
+  const Analysis b = analyze_run(once.string());
+  const Finding* g = find(b, FindingKind::SlowSteps);
+  ASSERT_NE(g, nullptr) << text_report(b);
+  EXPECT_EQ(g->ranks, std::vector<int>{1});
+  EXPECT_EQ(g->evidence.at("slow_steps"), 1);
+  EXPECT_EQ(g->evidence.at("first_slow_step"), 7);
+  EXPECT_EQ(g->evidence.count("period_steps"), 0u);
+  EXPECT_NEAR(g->cost_ns, 60e6, 0.1 * 60e6);
+
+  auto thin = temp_dir("stall-thin");
+  spec.slow_ms = 2;
+  spec.slow_only_step = -1;
+  write_synthetic_run(thin.string(), spec);
+  EXPECT_EQ(find(analyze_run(thin.string()), FindingKind::SlowSteps), nullptr);
+}
+
 TEST(Analyzer, StragglerNamedWithInjectedDelay) {
   auto dir = temp_dir("slow");
   SyntheticRunSpec spec;

@@ -23,6 +23,7 @@ enum class FindingKind {
   Stall,  // killed long after its last payload collective, its ranks still exchanging control messages
   PointToPointWait,  // ranks wait in point-to-point calls for one rank (late sender / late receiver)
   FrameworkSetting,  // a framework knob (DDP's, torch's threads) whose value in effect the trace shows costs time
+  SlowSteps,  // a few steps many times the median one (a checkpoint, an evaluation), a real share of the step time
 };
 std::string_view finding_kind_name(FindingKind k);  // "straggler", "latency_bound", ...
 
@@ -107,6 +108,15 @@ struct DetectorThresholds {
   double p2p_wait_min_ns = 200e3;
   double p2p_wait_dominance = 3;
   double p2p_wait_critical_share = 0.3;
+  // Slow steps: from this many measured steps, steps whose span is at least this many times the median step span
+  // and this much longer (a scheduler's hiccup on a busy host is a few ms), at most this share of the steps, adding
+  // up to at least this share of the measured steps' time (a warning from the second share).
+  int slow_steps_min_steps = 20;
+  double slow_steps_min_ratio = 5;
+  double slow_steps_min_excess_ns = 20e6;
+  double slow_steps_max_share_of_steps = 0.2;
+  double slow_steps_min_time_share = 0.1;
+  double slow_steps_warning_time_share = 0.25;
 };
 
 struct AnalysisOptions {
@@ -142,6 +152,7 @@ std::vector<Finding> detect_stall(const DetectorInput&);
 std::vector<Finding> detect_point_to_point_waits(const DetectorInput&);
 std::vector<Finding> detect_ddp_buckets(const DetectorInput&);
 std::vector<Finding> detect_ddp_knobs(const DetectorInput&);
+std::vector<Finding> detect_slow_steps(const DetectorInput&);
 // From the calls in flight when a hung job was killed (part of detect_mismatches; the autotuner asks it why a
 // trial hung); step_evidence names the culprit of a deadlock cycle when the NVTX steps show one.
 std::vector<Finding> detect_hangs(const Run&, const MatchedRun&, const std::vector<Mismatch>& step_evidence);

@@ -19,6 +19,7 @@ struct SyntheticRunSpec {
   int slow_rank = -1;              // extra compute per step on this world rank
   double slow_ms = 0;
   int slow_only_step = -1;         // with slow_rank: the delay comes in this step only (a one-off stall)
+  int slow_every_steps = 0;        // with slow_rank: the delay comes in steps N, 2N, ... only (a checkpoint)
   bool slow_is_tracer_flush = false;  // with slow_rank: the delay is the tracer writing its full buffers out
                                       //   (a tracer_flushes row over it), not the job's own compute
   bool process_sets = false;       // add one allreduce per step on split(parity) communicators

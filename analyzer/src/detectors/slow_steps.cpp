@@ -1,0 +1,133 @@
+// Slow steps: a few steps that take many times the median step, and a real share of the job's step time: a
+// checkpoint, an evaluation, a data reload at an epoch's start, held by one rank while the others wait, or every
+// rank pausing together. The straggler detector reads each rank's median step, which such steps do not move; this
+// one reads the steps themselves. A step's time here is its span: the earliest rank's start to the latest rank's
+// end (aligned), what the job's wall clock spends on it.
+#include "detector_support.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace collscope::analyzer {
+
+namespace {
+
+struct SlowStep {
+  std::size_t step = 0;       // index into StepSummary::steps
+  double excess_ns = 0;       // its span less the median step span
+  int late_rank = -1;         // rank index latest in it, when its lateness explains at least half the excess
+  double late_ns = 0;
+};
+
+// "every 32 steps" when the slow steps are evenly spaced (two or more), else "".
+std::string period_text(const std::vector<SlowStep>& slow, const StepSummary& steps) {
+  if (slow.size() < 2) return "";
+  const int period = steps.steps[slow[1].step].index - steps.steps[slow[0].step].index;
+  for (std::size_t i = 1; i < slow.size(); ++i)
+    if (steps.steps[slow[i].step].index - steps.steps[slow[i - 1].step].index != period) return "";
+  return period > 0 ? fmt::format("every {} steps", period) : "";
+}
+
+std::string step_list(const std::vector<SlowStep>& slow, const StepSummary& steps) {
+  std::string s;
+  const std::size_t shown = std::min<std::size_t>(slow.size(), 6);
+  for (std::size_t i = 0; i < shown; ++i) s += fmt::format("{}{}", i ? ", " : "", steps.steps[slow[i].step].index);
+  if (slow.size() > shown) s += fmt::format(" and {} more", slow.size() - shown);
+  return s;
+}
+
+}  // namespace
+
+std::vector<Finding> detect_slow_steps(const DetectorInput& in) {
+  const StepSummary& steps = in.steps;
+  const Lateness& lateness = in.lateness;
+  const DetectorThresholds& limits = in.limits();
+  std::vector<Finding> out;
+  const std::size_t first = static_cast<std::size_t>(std::max(0, steps.warmup_steps));
+  if (steps.steps.size() < first + static_cast<std::size_t>(limits.slow_steps_min_steps)) return out;
+  std::vector<double> spans;
+  for (std::size_t k = first; k < steps.steps.size(); ++k)
+    spans.push_back(double(steps.steps[k].end_ns - steps.steps[k].start_ns));
+  const double median = median_of(spans);
+  const double total = std::accumulate(spans.begin(), spans.end(), 0.0);
+  if (median <= 0 || total <= 0) return out;
+  std::vector<SlowStep> slow;
+  double excess = 0;
+  for (std::size_t k = first; k < steps.steps.size(); ++k) {
+    const double span = spans[k - first];
+    if (span < limits.slow_steps_min_ratio * median || span - median < limits.slow_steps_min_excess_ns) continue;
+    SlowStep s{k, span - median};
+    if (lateness.measurable())
+      for (std::size_t r = 0; r < lateness.lateness_ns.size(); ++r)
+        if (k < lateness.lateness_ns[r].size() && lateness.lateness_ns[r][k] > s.late_ns)
+          s.late_rank = static_cast<int>(r), s.late_ns = lateness.lateness_ns[r][k];
+    if (s.late_ns < 0.5 * s.excess_ns) s.late_rank = -1;
+    excess += s.excess_ns;
+    slow.push_back(s);
+  }
+  // Occasional, and a real share of the time: many slow steps are the job's rhythm (the straggler's and the step
+  // statistics' business), a small share is noise.
+  if (slow.empty() || double(slow.size()) > limits.slow_steps_max_share_of_steps * double(spans.size()) ||
+      excess < limits.slow_steps_min_time_share * total)
+    return out;
+  // One rank late in every slow step, or not.
+  int rank = slow[0].late_rank;
+  for (const auto& s : slow)
+    if (s.late_rank != rank) rank = -1;
+  const int world_rank = rank >= 0 ? in.run.ranks[static_cast<std::size_t>(rank)].world_rank : -1;
+  double slowest = 0, fastest = slow[0].excess_ns + median;
+  for (const auto& s : slow) slowest = std::max(slowest, s.excess_ns + median), fastest = std::min(fastest, s.excess_ns + median);
+  const std::string period = period_text(slow, steps);
+  const std::string which = slow.size() == 1 ? fmt::format("step {}", steps.steps[slow[0].step].index)
+                                             : fmt::format("steps {}", step_list(slow, steps));
+  const std::string spans_text = slow.size() == 1 ? format_ms(slowest)
+                                                  : fmt::format("{}-{}", format_ms(fastest), format_ms(slowest));
+  Finding f;
+  f.kind = FindingKind::SlowSteps;
+  f.severity = excess >= limits.slow_steps_warning_time_share * total ? Severity::Warning : Severity::Info;
+  if (world_rank >= 0) f.ranks = {world_rank};
+  const bool one = slow.size() == 1;
+  f.title = fmt::format("{} of {} steps {} {} from the first rank's start to the last rank's end, where the median step "
+                        "spans {}{}: {:.0f} % of the steps' time{}",
+                        slow.size(), spans.size(), one ? "spans" : "span", spans_text, format_ms(median),
+                        period.empty() ? "" : " (" + period + ")", 100 * excess / total,
+                        world_rank >= 0 ? fmt::format("; rank {} is late in {}", world_rank, one ? "it" : "each")
+                                        : std::string());
+  f.cost_ns = excess;
+  f.evidence = {{"slow_steps", double(slow.size())},
+                {"measured_steps", double(spans.size())},
+                {"median_step_span_ns", median},
+                {"slowest_step_span_ns", slowest},
+                {"excess_ns", excess},
+                {"share_of_step_time_pct", 100 * excess / total},
+                {"first_slow_step", double(steps.steps[slow[0].step].index)}};
+  if (!period.empty())
+    f.evidence["period_steps"] = double(steps.steps[slow[1].step].index - steps.steps[slow[0].step].index);
+  if (world_rank >= 0) {
+    double late = 0;
+    for (const auto& s : slow) late += s.late_ns;
+    f.evidence["late_rank_lateness_ns"] = late;
+  }
+  f.evidence_text = fmt::format(
+      "{}{} took {} more than the median step span ({}){}, {:.0f} % of the {} measured steps' time; {}", which,
+      one ? "" : " (" + (period.empty() ? std::string("not evenly spaced") : period) + ")", format_ms(excess),
+      format_ms(median), one ? "" : " in all", 100 * excess / total, spans.size(),
+      world_rank >= 0 ? fmt::format("in {} rank {} reached the step's synchronisation {} after the others{}, while "
+                                    "they waited", one ? "it" : "each", world_rank,
+                                    format_ms(f.evidence["late_rank_lateness_ns"]), one ? "" : " in all")
+                      : std::string("no one rank is late in them: every rank is slow in them together"));
+  const std::string when = !period.empty() ? period : one ? "in " + which : "in those steps";
+  f.suggestion = world_rank >= 0
+      ? fmt::format("Rank {} does something the others do not {} (a checkpoint, an evaluation, logging, a data reload "
+                    "on one rank), and the others wait for it at the next collective: make it asynchronous, less "
+                    "frequent, or shared among the ranks. Up to {} of job time.", world_rank, when, format_ms(excess))
+      : fmt::format("Every rank pauses {} (an epoch's end: data loader workers starting again, an evaluation, a "
+                    "checkpoint each rank writes, garbage collection): make that pause cheaper or less frequent. Up to "
+                    "{} of job time.", when, format_ms(excess));
+  out.push_back(std::move(f));
+  return out;
+}
+
+}  // namespace collscope::analyzer
