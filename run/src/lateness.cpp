@@ -279,6 +279,13 @@ bool from_phases(const Run& run, const ClockAlignment& clocks, const StepSummary
       out.lateness_ns[r][k] = std::isnan(lag[worst][r][k]) ? 0.0 : std::max(0.0, lag[worst][r][k]);
     if (median_lag[worst][r] > median_lag[latest_boundary][latest_rank]) latest_rank = r, latest_boundary = worst;
   }
+  for (std::size_t r = 0; r < nranks; ++r)
+    for (std::size_t k = 0; k < nsteps; ++k) {
+      double peak = 0;
+      for (std::size_t bi = 0; bi < ordered.size(); ++bi)
+        if (!std::isnan(lag[bi][r][k])) peak = std::max(peak, lag[bi][r][k]);
+      out.peak_lateness_ns[r][k] = peak;
+    }
   for (std::size_t k = 0; k < nsteps; ++k) {
     double latest = 0;
     for (std::size_t r = 0; r < nranks; ++r) latest = std::max(latest, out.lateness_ns[r][k]);
@@ -364,6 +371,7 @@ void discount_tracer_flushes(const Run& run, const ClockAlignment& clocks, const
       }
       out.tracer_flush_ns[r] += inside;
       out.lateness_ns[r][k] = std::max(0.0, out.lateness_ns[r][k] - inside);
+      out.peak_lateness_ns[r][k] = std::max(0.0, out.peak_lateness_ns[r][k] - inside);
     }
   }
 }
@@ -376,6 +384,7 @@ Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const Ma
   const std::size_t buckets = std::max<std::size_t>(1, steps.steps.size());
   out.lateness_ns.assign(nranks, std::vector<double>(buckets, 0));
   out.wait_ns.assign(nranks, std::vector<double>(buckets, 0));
+  out.peak_lateness_ns.assign(nranks, std::vector<double>(buckets, 0));
   out.first_measured = steps.steps.empty() ? 0 : std::min<int>(steps.warmup_steps, static_cast<int>(buckets) - 1);
   std::optional<std::string> unknown;  // an importer's word that its source cannot tell arrivals
   for (const auto& r : run.ranks)
@@ -392,6 +401,7 @@ Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const Ma
                 "ranges inside its steps would show it (`collscope trace` records them for Python jobs)";
   } else {
     from_collectives(run, clocks, matched, steps, out);
+    out.peak_lateness_ns = out.lateness_ns;
     out.source = LatenessSource::Collectives;
     out.basis = "from the synchronising collectives: a rank's lateness is how much later than the second-last it "
                 "arrived at those it arrived at last";

@@ -87,6 +87,24 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
   }
 }
 
+// Rank 1 computes 400 ms more in steps 10, 20 and 30 only, as a checkpoint would take it: the slow steps name it,
+// with their period and what they cost (the injected 1200 ms, which is what the job would save without them: ±25 %; a
+// busy machine makes the slow steps longer, and the median step too, up to 100 ms at load 8 where 400 ms is still
+// 4x it); no straggler (its median step is not late).
+TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
+  const auto dir = run_root() / "periodic-pause";
+  ASSERT_EQ(trace_trainer(dir, 2, "--steps 40 --model-scale 0.02 --slow-rank 1 --slow-ms 400 --slow-every 10"), 0);
+  const Analysis a = analyze_run(dir.string());
+  const Finding* f = find(a, FindingKind::SlowSteps);
+  ASSERT_NE(f, nullptr) << text_report(a);
+  EXPECT_EQ(f->ranks, std::vector<int>{1}) << text_report(a);
+  EXPECT_EQ(f->evidence.at("slow_steps"), 3) << text_report(a);
+  EXPECT_EQ(f->evidence.at("period_steps"), 10) << text_report(a);
+  EXPECT_GE(f->cost_ns, 0.75 * 1200e6) << text_report(a);
+  EXPECT_LE(f->cost_ns, 1.25 * 1200e6) << text_report(a);
+  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+}
+
 TEST_F(RealRuns, NoStragglerWithoutInjectionTenRuns) {
   // Nothing injected: every rank does the same work. This host is shared and its virtual CPUs differ in speed
   // (a fixed loop ran up to 35 % slower on one), so a rank can really be late for a whole short run; what must

@@ -17,13 +17,13 @@ namespace {
 struct SlowStep {
   std::size_t step = 0;       // index into StepSummary::steps
   double excess_ns = 0;       // its span less the median step span
-  int late_rank = -1;         // rank index latest in it, when its lateness explains at least half the excess
+  int late_rank = -1;         // rank index latest in it (its peak lateness), when that explains half the excess
   double late_ns = 0;
 };
 
-// "every 32 steps" when the slow steps are evenly spaced (two or more), else "".
+// "every 32 steps" when the slow steps are evenly spaced, else "". Three at least: any two are evenly spaced.
 std::string period_text(const std::vector<SlowStep>& slow, const StepSummary& steps) {
-  if (slow.size() < 2) return "";
+  if (slow.size() < 3) return "";
   const int period = steps.steps[slow[1].step].index - steps.steps[slow[0].step].index;
   for (std::size_t i = 1; i < slow.size(); ++i)
     if (steps.steps[slow[i].step].index - steps.steps[slow[i - 1].step].index != period) return "";
@@ -60,13 +60,17 @@ std::vector<Finding> detect_slow_steps(const DetectorInput& in) {
     if (span < limits.slow_steps_min_ratio * median || span - median < limits.slow_steps_min_excess_ns) continue;
     SlowStep s{k, span - median};
     if (lateness.measurable())
-      for (std::size_t r = 0; r < lateness.lateness_ns.size(); ++r)
-        if (k < lateness.lateness_ns[r].size() && lateness.lateness_ns[r][k] > s.late_ns)
-          s.late_rank = static_cast<int>(r), s.late_ns = lateness.lateness_ns[r][k];
+      for (std::size_t r = 0; r < lateness.peak_lateness_ns.size(); ++r)
+        if (k < lateness.peak_lateness_ns[r].size() && lateness.peak_lateness_ns[r][k] > s.late_ns)
+          s.late_rank = static_cast<int>(r), s.late_ns = lateness.peak_lateness_ns[r][k];
     if (s.late_ns < 0.5 * s.excess_ns) s.late_rank = -1;
-    excess += s.excess_ns;
     slow.push_back(s);
   }
+  // The same kind of pause: a step a busy host made a few times slower is not one with a checkpoint 50x longer.
+  double largest = 0;
+  for (const auto& s : slow) largest = std::max(largest, s.excess_ns);
+  std::erase_if(slow, [&](const SlowStep& s) { return s.excess_ns < limits.slow_steps_min_share_of_largest * largest; });
+  for (const auto& s : slow) excess += s.excess_ns;
   // Occasional, and a real share of the time: many slow steps are the job's rhythm (the straggler's and the step
   // statistics' business), a small share is noise.
   if (slow.empty() || double(slow.size()) > limits.slow_steps_max_share_of_steps * double(spans.size()) ||

@@ -205,7 +205,8 @@ int train(const TrainerOptions& options) {
           loss += layer_compute(model.activations.data(), model.parameters[layer].data(),
                                 model.specs[layer].elements, forward);
       }
-      if (options.slow_rank && *options.slow_rank == world_rank) {
+      if (options.slow_rank && *options.slow_rank == world_rank &&
+          (options.slow_every <= 1 || (step > 0 && step % options.slow_every == 0))) {
         NvtxRange range("straggler_compute");
         busy_compute_for(options.slow_ms);
       }

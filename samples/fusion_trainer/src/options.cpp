@@ -74,6 +74,9 @@ TrainerOptions parse_options(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--slow-ms", options.slow_ms, "extra compute per step on --slow-rank, ms")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--slow-every", options.slow_every,
+                 "with --slow-rank: the extra compute only in steps N, 2N, ... (a periodic pause, as a checkpoint)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--mismatch-rank", options.mismatch_rank,
                  "rank that skips its process-set allreduce at --mismatch-step (job hangs)")
       ->check(CLI::NonNegativeNumber);

@@ -26,6 +26,7 @@ struct TrainerOptions {
   int process_sets = 2;  // process-set communicator colour = world_rank % process_sets
   std::optional<int> slow_rank;
   double slow_ms = 0.0;  // extra compute per step on slow_rank
+  int slow_every = 1;     // with slow_rank: the extra compute only in steps N, 2N, ... (a periodic pause)
   std::optional<int> mismatch_rank;
   int mismatch_step = 2;
   std::optional<int> hang_after_step;

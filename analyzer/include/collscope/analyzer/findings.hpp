@@ -109,11 +109,13 @@ struct DetectorThresholds {
   double p2p_wait_dominance = 3;
   double p2p_wait_critical_share = 0.3;
   // Slow steps: from this many measured steps, steps whose span is at least this many times the median step span
-  // and this much longer (a scheduler's hiccup on a busy host is a few ms), at most this share of the steps, adding
-  // up to at least this share of the measured steps' time (a warning from the second share).
+  // and this much longer (a scheduler's hiccup on a busy host is a few ms), each adding at least this share of the
+  // largest one's excess (pauses of one kind), at most this share of the steps, adding up to at least this share
+  // of the measured steps' time (a warning from the second share).
   int slow_steps_min_steps = 20;
-  double slow_steps_min_ratio = 5;
+  double slow_steps_min_ratio = 3;
   double slow_steps_min_excess_ns = 20e6;
+  double slow_steps_min_share_of_largest = 0.1;
   double slow_steps_max_share_of_steps = 0.2;
   double slow_steps_min_time_share = 0.1;
   double slow_steps_warning_time_share = 0.25;

@@ -62,6 +62,10 @@ struct Lateness {
   std::string basis;  // one line: what the numbers rest on, or why lateness cannot be measured
   // [rank index][step]: the run's steps (measured or not); without steps, one entry for the whole run.
   std::vector<std::vector<double>> lateness_ns, wait_ns;
+  // [rank index][step]: its largest lag at any phase boundary of the step, where lateness_ns reads it at the one
+  // boundary where it is furthest behind in the median step: a pause one rank takes in a few steps, at another
+  // place in them (a checkpoint before the step's first collective), shows here. From the collectives: the same.
+  std::vector<std::vector<double>> peak_lateness_ns;
   int first_measured = 0;  // steps before it (warm-up) are left out of the medians
   // Per rank index: the median over measured steps, and the sum over all of them.
   std::vector<double> median_lateness_ns, median_wait_ns, total_lateness_ns, total_wait_ns;
