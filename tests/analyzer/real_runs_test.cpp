@@ -87,21 +87,24 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
   }
 }
 
-// Rank 1 computes 400 ms more in steps 10, 20 and 30 only, as a checkpoint would take it: the slow steps name it,
-// with their period and what they cost (the injected 1200 ms, which is what the job would save without them: ±25 %; a
-// busy machine makes the slow steps longer, and the median step too, up to 100 ms at load 8 where 400 ms is still
-// 4x it); no straggler (its median step is not late).
+// Rank 1 computes 1 s more in steps 10, 20 and 30 only, as a checkpoint would take it: the slow steps name it, with
+// their period and what they cost (the injected 3 s, which is what the job would save without them: ±25 %); no
+// straggler (its median step is not late). At load 9 on 2 cores plain steps came 3.6x the median and 240 ms
+// longer at random: the pause is 4x that, so those steps are not of its kind (slow_steps_min_share_of_largest).
 TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
   const auto dir = run_root() / "periodic-pause";
-  ASSERT_EQ(trace_trainer(dir, 2, "--steps 40 --model-scale 0.02 --slow-rank 1 --slow-ms 400 --slow-every 10"), 0);
+  ASSERT_EQ(trace_trainer(dir, 2, "--steps 40 --model-scale 0.02 --slow-rank 1 --slow-ms 1000 --slow-every 10"), 0);
   const Analysis a = analyze_run(dir.string());
-  const Finding* f = find(a, FindingKind::SlowSteps);
+  // A busy host may stall every rank in some other step (2.1 s once at load 9): that is a finding of its own, with
+  // no rank named; this one is rank 1's.
+  const Finding* f = nullptr;
+  for (const auto& x : a.findings)
+    if (x.kind == FindingKind::SlowSteps && x.ranks == std::vector<int>{1}) f = &x;
   ASSERT_NE(f, nullptr) << text_report(a);
-  EXPECT_EQ(f->ranks, std::vector<int>{1}) << text_report(a);
   EXPECT_EQ(f->evidence.at("slow_steps"), 3) << text_report(a);
   EXPECT_EQ(f->evidence.at("period_steps"), 10) << text_report(a);
-  EXPECT_GE(f->cost_ns, 0.75 * 1200e6) << text_report(a);
-  EXPECT_LE(f->cost_ns, 1.25 * 1200e6) << text_report(a);
+  EXPECT_GE(f->cost_ns, 0.75 * 3000e6) << text_report(a);
+  EXPECT_LE(f->cost_ns, 1.25 * 3000e6) << text_report(a);
   EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
 }
 

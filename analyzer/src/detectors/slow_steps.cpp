@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace collscope::analyzer {
@@ -38,6 +39,70 @@ std::string step_list(const std::vector<SlowStep>& slow, const StepSummary& step
   return s;
 }
 
+Finding slow_steps_finding(const DetectorInput& in, const std::vector<SlowStep>& slow, int rank, double median,
+                           double total, std::size_t measured, double excess) {
+  const StepSummary& steps = in.steps;
+  const DetectorThresholds& limits = in.limits();
+  const int world_rank = rank >= 0 ? in.run.ranks[static_cast<std::size_t>(rank)].world_rank : -1;
+  double slowest = 0, fastest = slow[0].excess_ns + median;
+  for (const auto& s : slow) slowest = std::max(slowest, s.excess_ns + median), fastest = std::min(fastest, s.excess_ns + median);
+  const std::string period = period_text(slow, steps);
+  const std::string which = slow.size() == 1 ? fmt::format("step {}", steps.steps[slow[0].step].index)
+                                             : fmt::format("steps {}", step_list(slow, steps));
+  const std::string spans_text = slow.size() == 1 ? format_ms(slowest)
+                                                  : fmt::format("{}-{}", format_ms(fastest), format_ms(slowest));
+  Finding f;
+  f.kind = FindingKind::SlowSteps;
+  // Neither one rank nor a period: nothing says what to change (a busy host slows every rank at random), so info.
+  f.severity = excess >= limits.slow_steps_warning_time_share * total && (world_rank >= 0 || !period.empty())
+                   ? Severity::Warning
+                   : Severity::Info;
+  if (world_rank >= 0) f.ranks = {world_rank};
+  const bool one = slow.size() == 1;
+  f.title = fmt::format("{} of {} steps {} {} from the first rank's start to the last rank's end, where the median step "
+                        "spans {}{}: {:.0f} % of the steps' time{}",
+                        slow.size(), measured, one ? "spans" : "span", spans_text, format_ms(median),
+                        period.empty() ? "" : " (" + period + ")", 100 * excess / total,
+                        world_rank >= 0 ? fmt::format("; rank {} is late in {}", world_rank, one ? "it" : "each")
+                                        : std::string());
+  f.cost_ns = excess;
+  f.evidence = {{"slow_steps", double(slow.size())},
+                {"measured_steps", double(measured)},
+                {"median_step_span_ns", median},
+                {"slowest_step_span_ns", slowest},
+                {"excess_ns", excess},
+                {"share_of_step_time_pct", 100 * excess / total},
+                {"first_slow_step", double(steps.steps[slow[0].step].index)}};
+  if (!period.empty())
+    f.evidence["period_steps"] = double(steps.steps[slow[1].step].index - steps.steps[slow[0].step].index);
+  if (world_rank >= 0) {
+    double late = 0;
+    for (const auto& s : slow) late += s.late_ns;
+    f.evidence["late_rank_lateness_ns"] = late;
+  }
+  f.evidence_text = fmt::format(
+      "{}{} took {} more than the median step span ({}){}, {:.0f} % of the {} measured steps' time; {}", which,
+      one ? "" : " (" + (period.empty() ? std::string("not evenly spaced") : period) + ")", format_ms(excess),
+      format_ms(median), one ? "" : " in all", 100 * excess / total, measured,
+      world_rank >= 0 ? fmt::format("in {} rank {} reached the step's synchronisation {} after the others{}, while "
+                                    "they waited", one ? "it" : "each", world_rank,
+                                    format_ms(f.evidence["late_rank_lateness_ns"]), one ? "" : " in all")
+                      : std::string("no one rank is late in them: every rank is slow in them together"));
+  const std::string when = !period.empty() ? period : one ? "in " + which : "in those steps";
+  f.suggestion = world_rank >= 0
+      ? fmt::format("Rank {} does something the others do not {} (a checkpoint, an evaluation, logging, a data reload "
+                    "on one rank), and the others wait for it at the next collective: make it asynchronous, less "
+                    "frequent, or shared among the ranks. Up to {} of job time.", world_rank, when, format_ms(excess))
+      : !period.empty()
+      ? fmt::format("Every rank pauses {} (an epoch's end: data loader workers starting again, an evaluation, a "
+                    "checkpoint each rank writes, garbage collection): make that pause cheaper or less frequent. Up to "
+                    "{} of job time.", when, format_ms(excess))
+      : fmt::format("Every rank is slow {} together, at no regular interval: a pause of the job's own (garbage "
+                    "collection, an evaluation, I/O) or of the machine (other processes on the node taking its "
+                    "CPUs). Up to {} of job time.", when, format_ms(excess));
+  return f;
+}
+
 }  // namespace
 
 std::vector<Finding> detect_slow_steps(const DetectorInput& in) {
@@ -54,7 +119,6 @@ std::vector<Finding> detect_slow_steps(const DetectorInput& in) {
   const double total = std::accumulate(spans.begin(), spans.end(), 0.0);
   if (median <= 0 || total <= 0) return out;
   std::vector<SlowStep> slow;
-  double excess = 0;
   for (std::size_t k = first; k < steps.steps.size(); ++k) {
     const double span = spans[k - first];
     if (span < limits.slow_steps_min_ratio * median || span - median < limits.slow_steps_min_excess_ns) continue;
@@ -66,71 +130,23 @@ std::vector<Finding> detect_slow_steps(const DetectorInput& in) {
     if (s.late_ns < 0.5 * s.excess_ns) s.late_rank = -1;
     slow.push_back(s);
   }
-  // The same kind of pause: a step a busy host made a few times slower is not one with a checkpoint 50x longer.
-  double largest = 0;
-  for (const auto& s : slow) largest = std::max(largest, s.excess_ns);
-  std::erase_if(slow, [&](const SlowStep& s) { return s.excess_ns < limits.slow_steps_min_share_of_largest * largest; });
-  for (const auto& s : slow) excess += s.excess_ns;
-  // Occasional, and a real share of the time: many slow steps are the job's rhythm (the straggler's and the step
-  // statistics' business), a small share is noise.
-  if (slow.empty() || double(slow.size()) > limits.slow_steps_max_share_of_steps * double(spans.size()) ||
-      excess < limits.slow_steps_min_time_share * total)
-    return out;
-  // One rank late in every slow step, or not.
-  int rank = slow[0].late_rank;
-  for (const auto& s : slow)
-    if (s.late_rank != rank) rank = -1;
-  const int world_rank = rank >= 0 ? in.run.ranks[static_cast<std::size_t>(rank)].world_rank : -1;
-  double slowest = 0, fastest = slow[0].excess_ns + median;
-  for (const auto& s : slow) slowest = std::max(slowest, s.excess_ns + median), fastest = std::min(fastest, s.excess_ns + median);
-  const std::string period = period_text(slow, steps);
-  const std::string which = slow.size() == 1 ? fmt::format("step {}", steps.steps[slow[0].step].index)
-                                             : fmt::format("steps {}", step_list(slow, steps));
-  const std::string spans_text = slow.size() == 1 ? format_ms(slowest)
-                                                  : fmt::format("{}-{}", format_ms(fastest), format_ms(slowest));
-  Finding f;
-  f.kind = FindingKind::SlowSteps;
-  f.severity = excess >= limits.slow_steps_warning_time_share * total ? Severity::Warning : Severity::Info;
-  if (world_rank >= 0) f.ranks = {world_rank};
-  const bool one = slow.size() == 1;
-  f.title = fmt::format("{} of {} steps {} {} from the first rank's start to the last rank's end, where the median step "
-                        "spans {}{}: {:.0f} % of the steps' time{}",
-                        slow.size(), spans.size(), one ? "spans" : "span", spans_text, format_ms(median),
-                        period.empty() ? "" : " (" + period + ")", 100 * excess / total,
-                        world_rank >= 0 ? fmt::format("; rank {} is late in {}", world_rank, one ? "it" : "each")
-                                        : std::string());
-  f.cost_ns = excess;
-  f.evidence = {{"slow_steps", double(slow.size())},
-                {"measured_steps", double(spans.size())},
-                {"median_step_span_ns", median},
-                {"slowest_step_span_ns", slowest},
-                {"excess_ns", excess},
-                {"share_of_step_time_pct", 100 * excess / total},
-                {"first_slow_step", double(steps.steps[slow[0].step].index)}};
-  if (!period.empty())
-    f.evidence["period_steps"] = double(steps.steps[slow[1].step].index - steps.steps[slow[0].step].index);
-  if (world_rank >= 0) {
-    double late = 0;
-    for (const auto& s : slow) late += s.late_ns;
-    f.evidence["late_rank_lateness_ns"] = late;
+  // One finding per late rank (and one for the steps no one rank is late in): a checkpoint on rank 0 and a busy
+  // host's stall of every rank are two things, each with its own steps, period and cost.
+  std::map<int, std::vector<SlowStep>> by_rank;
+  for (const auto& s : slow) by_rank[s.late_rank].push_back(s);
+  for (auto& [rank, group] : by_rank) {
+    // The same kind of pause: a step a busy host made a few times slower is not one with a checkpoint 50x longer.
+    double largest = 0, excess = 0;
+    for (const auto& s : group) largest = std::max(largest, s.excess_ns);
+    std::erase_if(group, [&](const SlowStep& s) { return s.excess_ns < limits.slow_steps_min_share_of_largest * largest; });
+    for (const auto& s : group) excess += s.excess_ns;
+    // Occasional, and a real share of the time: many slow steps are the job's rhythm (the straggler's and the
+    // step statistics' business), a small share is noise.
+    if (double(group.size()) > limits.slow_steps_max_share_of_steps * double(spans.size()) ||
+        excess < limits.slow_steps_min_time_share * total)
+      continue;
+    out.push_back(slow_steps_finding(in, group, rank, median, total, spans.size(), excess));
   }
-  f.evidence_text = fmt::format(
-      "{}{} took {} more than the median step span ({}){}, {:.0f} % of the {} measured steps' time; {}", which,
-      one ? "" : " (" + (period.empty() ? std::string("not evenly spaced") : period) + ")", format_ms(excess),
-      format_ms(median), one ? "" : " in all", 100 * excess / total, spans.size(),
-      world_rank >= 0 ? fmt::format("in {} rank {} reached the step's synchronisation {} after the others{}, while "
-                                    "they waited", one ? "it" : "each", world_rank,
-                                    format_ms(f.evidence["late_rank_lateness_ns"]), one ? "" : " in all")
-                      : std::string("no one rank is late in them: every rank is slow in them together"));
-  const std::string when = !period.empty() ? period : one ? "in " + which : "in those steps";
-  f.suggestion = world_rank >= 0
-      ? fmt::format("Rank {} does something the others do not {} (a checkpoint, an evaluation, logging, a data reload "
-                    "on one rank), and the others wait for it at the next collective: make it asynchronous, less "
-                    "frequent, or shared among the ranks. Up to {} of job time.", world_rank, when, format_ms(excess))
-      : fmt::format("Every rank pauses {} (an epoch's end: data loader workers starting again, an evaluation, a "
-                    "checkpoint each rank writes, garbage collection): make that pause cheaper or less frequent. Up to "
-                    "{} of job time.", when, format_ms(excess));
-  out.push_back(std::move(f));
   return out;
 }
 
