@@ -84,7 +84,8 @@ std::map<std::string, FindingChange> finding_keys(const Analysis& a) {
   std::map<std::string, FindingChange> out;
   for (const auto& f : a.findings) {
     std::string k(finding_kind_name(f.kind));
-    if (!f.ranks.empty() && f.kind == FindingKind::Straggler) k += fmt::format(" rank {}", fmt::join(f.ranks, ","));
+    if (!f.ranks.empty() && (f.kind == FindingKind::Straggler || f.kind == FindingKind::SlowSteps))
+      k += fmt::format(" rank {}", fmt::join(f.ranks, ","));
     if (!f.comm_name.empty()) k += " on " + f.comm_name;
     auto [it, added] = out.try_emplace(k, FindingChange{k, f.kind, f.severity, f.title});
     if (!added && f.severity > it->second.severity) it->second = {k, f.kind, f.severity, f.title};
