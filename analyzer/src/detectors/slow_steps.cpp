@@ -22,13 +22,13 @@ struct SlowStep {
   double late_ns = 0;
 };
 
-// "every 32 steps" when the slow steps are evenly spaced, else "". Three at least: any two are evenly spaced.
-std::string period_text(const std::vector<SlowStep>& slow, const StepSummary& steps) {
-  if (slow.size() < 3) return "";
+// Steps between the slow steps when they are evenly spaced, else 0. Three at least: any two are evenly spaced.
+int period_of(const std::vector<SlowStep>& slow, const StepSummary& steps) {
+  if (slow.size() < 3) return 0;
   const int period = steps.steps[slow[1].step].index - steps.steps[slow[0].step].index;
   for (std::size_t i = 1; i < slow.size(); ++i)
-    if (steps.steps[slow[i].step].index - steps.steps[slow[i - 1].step].index != period) return "";
-  return period > 0 ? fmt::format("every {} steps", period) : "";
+    if (steps.steps[slow[i].step].index - steps.steps[slow[i - 1].step].index != period) return 0;
+  return std::max(period, 0);
 }
 
 std::string step_list(const std::vector<SlowStep>& slow, const StepSummary& steps) {
@@ -46,7 +46,8 @@ Finding slow_steps_finding(const DetectorInput& in, const std::vector<SlowStep>&
   const int world_rank = rank >= 0 ? in.run.ranks[static_cast<std::size_t>(rank)].world_rank : -1;
   double slowest = 0, fastest = slow[0].excess_ns + median;
   for (const auto& s : slow) slowest = std::max(slowest, s.excess_ns + median), fastest = std::min(fastest, s.excess_ns + median);
-  const std::string period = period_text(slow, steps);
+  const int period_steps = period_of(slow, steps);
+  const std::string period = period_steps > 0 ? fmt::format("every {} steps", period_steps) : "";
   const std::string which = slow.size() == 1 ? fmt::format("step {}", steps.steps[slow[0].step].index)
                                              : fmt::format("steps {}", step_list(slow, steps));
   const std::string spans_text = slow.size() == 1 ? format_ms(slowest)
@@ -73,20 +74,17 @@ Finding slow_steps_finding(const DetectorInput& in, const std::vector<SlowStep>&
                 {"excess_ns", excess},
                 {"share_of_step_time_pct", 100 * excess / total},
                 {"first_slow_step", double(steps.steps[slow[0].step].index)}};
-  if (!period.empty())
-    f.evidence["period_steps"] = double(steps.steps[slow[1].step].index - steps.steps[slow[0].step].index);
-  if (world_rank >= 0) {
-    double late = 0;
-    for (const auto& s : slow) late += s.late_ns;
-    f.evidence["late_rank_lateness_ns"] = late;
-  }
+  if (period_steps > 0) f.evidence["period_steps"] = double(period_steps);
+  double late = 0;  // the named rank's lateness over its slow steps
+  for (const auto& s : slow) late += s.late_ns;
+  if (world_rank >= 0) f.evidence["late_rank_lateness_ns"] = late;
   f.evidence_text = fmt::format(
       "{}{} took {} more than the median step span ({}){}, {:.0f} % of the {} measured steps' time; {}", which,
       one ? "" : " (" + (period.empty() ? std::string("not evenly spaced") : period) + ")", format_ms(excess),
       format_ms(median), one ? "" : " in all", 100 * excess / total, measured,
       world_rank >= 0 ? fmt::format("in {} rank {} reached the step's synchronisation {} after the others{}, while "
                                     "they waited", one ? "it" : "each", world_rank,
-                                    format_ms(f.evidence["late_rank_lateness_ns"]), one ? "" : " in all")
+                                    format_ms(late), one ? "" : " in all")
                       : std::string("no one rank is late in them: every rank is slow in them together"));
   const std::string when = !period.empty() ? period : one ? "in " + which : "in those steps";
   f.suggestion = world_rank >= 0
