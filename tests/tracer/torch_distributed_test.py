@@ -63,20 +63,37 @@ def run_job(name, *args, traced=True, ranks=2, hook=None, script=job):
     COLLSCOPE_GLOO=0: not from gloo), for what DDP's own log tells."""
     run = os.path.join(scratch, name)
     port = str(free_port())
+    # A group made again rendezvous on a port of its own, found free like the first (MASTER_PORT + 1 could be in use
+    # by another test's job when tests run side by side).
+    second_port = str(free_port())
     gloo = "0" if "--no-hook" in args else "1"
     hook = "1" if (HOOK if hook is None else hook) and "--no-hook" not in args else "0"
     args = tuple(a for a in args if a != "--no-hook")
     procs = []
     for rank in range(ranks):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
-                   LOCAL_RANK=str(rank), COLLSCOPE_DDP_HOOK=hook, COLLSCOPE_GLOO=gloo)
+                   SECOND_MASTER_PORT=second_port, LOCAL_RANK=str(rank), COLLSCOPE_DDP_HOOK=hook,
+                   COLLSCOPE_GLOO=gloo)
         command = [sys.executable, script, *args]
         if traced:
             command = [collscope, "trace", "-o", run, "--"] + command
-        procs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        # Each rank in a session of its own, so that a rank that hangs is killed with everything it started (a
+        # leaked rank spinning in torch's TCPStore once held a core for the rest of a test loop).
+        procs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      start_new_session=True))
     results = []
-    for p in procs:
-        out, err = p.communicate(timeout=180)
+    for rank, p in enumerate(procs):
+        try:
+            out, err = p.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                try:
+                    os.killpg(q.pid, 9)
+                except ProcessLookupError:
+                    pass
+            out, err = p.communicate()
+            check(False, "%s: rank %d still running after 180 s, every rank killed; its stderr: %s"
+                  % (name, rank, err.strip()[-500:]))
         results.append((p.returncode, out, err))
     if traced and os.path.isdir(run):
         # The calls as plain SQL rows, as a user who queries the files would make them (the tracer leaves compact

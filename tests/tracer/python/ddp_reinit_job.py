@@ -1,6 +1,7 @@
 """A DDP job that makes its process group twice: init_process_group, 3 DDP steps, destroy_process_group, then all of
 it again (as jobs that re-form their group after a failure do). Started like torchrun's ranks (RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT); the second group rendezvous on MASTER_PORT + 1. Prints `expect grad_bytes N`."""
+MASTER_ADDR, MASTER_PORT); the second group rendezvous on SECOND_MASTER_PORT (else MASTER_PORT + 1). Prints
+`expect grad_bytes N`."""
 import os
 
 import torch
@@ -10,9 +11,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def main():
-    port = int(os.environ["MASTER_PORT"])
+    ports = [os.environ["MASTER_PORT"], os.environ.get("SECOND_MASTER_PORT", str(int(os.environ["MASTER_PORT"]) + 1))]
     for round_ in range(2):
-        os.environ["MASTER_PORT"] = str(port + round_)
+        os.environ["MASTER_PORT"] = ports[round_]
         dist.init_process_group("gloo")
         torch.manual_seed(round_)
         model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
