@@ -53,9 +53,10 @@ class ThreadBuffer {
   void publish() { write_chunk_->published.store(++write_index_, std::memory_order_release); }
 
   // Consumer side (one thread at a time: the caller holds the writer's drain lock): calls fn(const Event&) for
-  // every published event in order, and returns the chunks it emptied to this thread's free list.
+  // every published event in order, at most `max_events` of them, and returns the chunks it emptied to this
+  // thread's free list. Returns how many it consumed.
   template <typename Fn>
-  std::uint64_t drain(Fn&& fn) {
+  std::uint64_t drain(Fn&& fn, std::uint64_t max_events = ~std::uint64_t{0}) {
     if (!read_chunk_) {
       read_chunk_ = first_chunk_.load(std::memory_order_acquire);
       if (!read_chunk_) return 0;
@@ -63,7 +64,8 @@ class ThreadBuffer {
     std::uint64_t n = 0;
     for (;;) {
       const std::uint32_t published = read_chunk_->published.load(std::memory_order_acquire);
-      for (; read_index_ < published; ++read_index_, ++n) fn(read_chunk_->events[read_index_]);
+      for (; read_index_ < published && n < max_events; ++read_index_, ++n) fn(read_chunk_->events[read_index_]);
+      if (n == max_events) break;             // the rest at the next call
       if (read_index_ < kChunkEvents) break;  // the producer is still filling this chunk
       EventChunk* next = read_chunk_->next.load(std::memory_order_acquire);
       if (!next) break;  // full, and the producer has not moved on yet

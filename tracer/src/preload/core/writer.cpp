@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -37,6 +38,10 @@ namespace collscope::tracer {
 std::atomic<int> g_phase{kIdle};
 
 namespace {
+
+// The writer thread's scheduling (COLLSCOPE_WRITER_CLASS): low = the normal class at nice 19 (the default), idle =
+// SCHED_IDLE, normal = as the job's threads.
+enum class WriterClass { Low, Idle, Normal };
 
 class Writer {
  public:
@@ -100,11 +105,14 @@ class Writer {
     std::int64_t written_ns = 0; // when its row was last written
   };
   std::unordered_map<std::uint32_t, CallInFlightWritten> calls_in_flight;  // thread index -> its row
-  // The writer thread, when it runs in the idle scheduling class, and whether it left that class for now (see
-  // follow_calls_in_flight).
-  std::optional<pthread_t> idle_thread;
-  bool left_idle_class = false;
+  // The writer thread's scheduling (COLLSCOPE_WRITER_CLASS, see run()); the thread itself once it has set it, and
+  // whether it left its class for the normal one for now (see follow_calls_in_flight).
+  WriterClass writer_class = WriterClass::Low;
+  std::optional<pthread_t> low_thread;
+  pid_t low_tid = 0;  // its thread id, for its nice value
+  bool left_low_class = false;
   void follow_calls_in_flight();
+  static bool set_class(pthread_t thread, pid_t tid, WriterClass c);
 
   // COLLSCOPE_EVENT_BATCHES=0: one SQLite row per event while the job runs (the 0.x writer; the benchmark's
   // baseline). Otherwise every record (collectives of MPI and NCCL, point-to-point calls, NVTX ranges, GPU
@@ -165,9 +173,9 @@ class Writer {
   std::int64_t exit_cpu_ns = 0;  // expanding the batches and closing the file, at exit
 
   void run();
-  void drain();         // takes drain_mutex
+  void drain();         // takes drain_mutex; the writer thread's pass: it yields its CPU between pieces
   // The caller holds drain_mutex. final_drain: runtime_stop's drain after the writer thread ended (WriterContext).
-  void drain_locked(bool final_drain = false);
+  void drain_locked(bool final_drain = false, bool yield_between_pieces = false);
   void handle(const Event& e, WriterContext& ctx);
   template <typename Record>
   void flush_batch(EventBatchBuilder<Record>& batch, std::int64_t thread);
@@ -199,6 +207,18 @@ class DrainScope {
   DrainScope(const DrainScope&) = delete;
   DrainScope& operator=(const DrainScope&) = delete;
 };
+
+// How far the writer drains one thread's buffer before it yields (events): ~130 us of its work at ~125 ns each.
+constexpr std::uint64_t kDrainPieceEvents = 1024;
+
+WriterClass writer_class_from_env() {
+  const char* v = std::getenv("COLLSCOPE_WRITER_CLASS");
+  if (!v || !*v || !std::strcmp(v, "low")) return WriterClass::Low;
+  if (!std::strcmp(v, "idle")) return WriterClass::Idle;
+  if (!std::strcmp(v, "normal")) return WriterClass::Normal;
+  warn_once(fmt::format("COLLSCOPE_WRITER_CLASS={} is not low, idle or normal: low is used", v));
+  return WriterClass::Low;
+}
 
 void at_fork_child() {
   // The child has no writer thread and must not touch the parent's file: it records nothing, ever.
@@ -335,18 +355,25 @@ void Writer::write_calls_in_flight(WriterContext& ctx) {
   follow_calls_in_flight();
 }
 
-// In the idle class the writer gets no CPU while every core polls, as the ranks of a hung collective do: the rows
-// that would say where the job hangs could wait for seconds. So once a call has been in flight past the threshold
-// (seen at one of the rare moments the writer does run), the writer takes the normal class until no call is; a
-// job that makes progress never has such a call. Leaving the idle class needs RLIMIT_NICE headroom for an
-// unprivileged process (sched(7)); without it the writer stays idle.
+// A call in flight past the threshold means ranks are waiting (a hang, or a rank far behind): its row is what says
+// where, so the writer takes the normal class, nice 0, until no call is; a job that makes progress never has such
+// a call. Leaving the low class needs RLIMIT_NICE headroom for an unprivileged process (sched(7)); without it the
+// writer stays at nice 19, which still runs (the idle class, asked for, may not).
 void Writer::follow_calls_in_flight() {
-  if (!idle_thread) return;
+  if (!low_thread) return;
   const bool want_normal = !calls_in_flight.empty();
-  if (want_normal == left_idle_class) return;
+  if (want_normal == left_low_class) return;
+  if (set_class(*low_thread, low_tid, want_normal ? WriterClass::Normal : writer_class)) left_low_class = want_normal;
+}
+
+// `tid` is `thread`'s kernel id: nice is per thread on Linux (setpriority), and drains that call this may run on a
+// job thread (a flush at the cap, the last drain at exit).
+bool Writer::set_class(pthread_t thread, pid_t tid, WriterClass c) {
   sched_param param{};
-  if (pthread_setschedparam(*idle_thread, want_normal ? SCHED_OTHER : SCHED_IDLE, &param) == 0)
-    left_idle_class = want_normal;
+  if (pthread_setschedparam(thread, c == WriterClass::Idle ? SCHED_IDLE : SCHED_OTHER, &param) != 0) return false;
+  if (c != WriterClass::Idle && setpriority(PRIO_PROCESS, static_cast<id_t>(tid), c == WriterClass::Low ? 19 : 0) != 0)
+    return c == WriterClass::Low;  // nice 19 could not be refused; nice 0 can (RLIMIT_NICE)
+  return true;
 }
 
 void Writer::handle(const Event& e, WriterContext& ctx) {
@@ -396,10 +423,10 @@ void Writer::handle(const Event& e, WriterContext& ctx) {
 void Writer::drain() {
   std::lock_guard lock(drain_mutex);
   DrainScope scope;
-  drain_locked();
+  drain_locked(false, /*yield_between_pieces=*/true);
 }
 
-void Writer::drain_locked(bool final_drain) {
+void Writer::drain_locked(bool final_drain, bool yield_between_pieces) {
   clock.calibrate();
   std::vector<std::pair<std::string, std::string>> meta;
   {
@@ -419,7 +446,14 @@ void Writer::drain_locked(bool final_drain) {
     for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
       if (threads_written.insert(tb->index()).second) file->add_thread({tb->index(), tb->tid(), tb->name()});
       batch_thread = tb->index();
-      events_written += tb->drain([&](const Event& e) { handle(e, ctx); });
+      // In pieces: between two, the writer thread yields its CPU, so that when it shares a core with a rank it
+      // holds the core for one piece (~1024 x 125 ns) at a time, not for a whole scheduler slice (milliseconds).
+      for (;;) {
+        const std::uint64_t n = tb->drain([&](const Event& e) { handle(e, ctx); }, kDrainPieceEvents);
+        events_written += n;
+        if (n < kDrainPieceEvents) break;
+        if (yield_between_pieces) sched_yield();
+      }
       flush_batch(collective_batch, batch_thread);
       flush_batch(point_to_point_batch, batch_thread);
       dropped += tb->dropped();
@@ -451,17 +485,20 @@ void Writer::drain_locked(bool final_drain) {
 
 void Writer::run() {
   pthread_setname_np(pthread_self(), "collscope-wr");
-  // The lowest scheduling class: the writer runs only on a CPU no job thread wants, so it never takes a busy-polling
-  // rank's core. If it gets no CPU at all, the buffers fill and the job's threads flush them themselves (recorded).
-  // COLLSCOPE_WRITER_IDLE=0 keeps the normal class.
-  if (env_int("COLLSCOPE_WRITER_IDLE", 1) != 0) {
-    sched_param param{};
-    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) != 0)
-      warn_once("cannot give the trace writer the idle scheduling class: it runs at normal priority");
-    else {
-      std::lock_guard drain_lock(drain_mutex);  // idle_thread is read by drains, also on job threads
-      idle_thread = pthread_self();
+  // Nice 19 in the normal class by default: against a rank that keeps its core busy the writer gets about 1.5 % of
+  // it (CFS weights 15 against 1024), in pieces it yields between (drain_locked), and it still runs when no core
+  // is ever idle. The idle class (SCHED_IDLE, COLLSCOPE_WRITER_CLASS=idle) never runs then: the buffers grow to the
+  // cap and the ranks write them out themselves, the rows of a hung call are not written, a SIGKILL loses what was
+  // not yet written, and on a virtual machine whose memory is backed on first touch every new page costs the
+  // recording thread ~5 us (docs/design.md, "The writer never takes the job's core"; docs/performance.md).
+  if (set_class(pthread_self(), gettid(), writer_class)) {
+    if (writer_class != WriterClass::Normal) {
+      std::lock_guard drain_lock(drain_mutex);  // low_thread is read by drains, also on job threads
+      low_thread = pthread_self();
+      low_tid = gettid();
     }
+  } else {
+    warn_once("cannot lower the trace writer's scheduling priority: it runs at normal priority");
   }
   std::unique_lock lock(mutex);
   while (!stop.load()) {
@@ -515,6 +552,7 @@ void runtime_start(const StartInfo& info) {
   // A few drains a second: each moves whole chunks, so the writer wakes rarely (and earlier when the buffers pass
   // half their cap).
   w.flush_ms = std::max(1, env_int("COLLSCOPE_FLUSH_MS", 250));
+  w.writer_class = writer_class_from_env();
   w.world_rank = info.world_rank;
   w.hang_ns = std::int64_t{std::max(1, env_int("COLLSCOPE_HANG_MS", 1000))} * 1'000'000;
   w.hold = env_int("COLLSCOPE_WRITER_HOLD", 0) != 0;
