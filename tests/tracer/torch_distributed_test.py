@@ -216,15 +216,20 @@ run, slow = run_job("slow", "--steps", "12", "--slow-rank", "1", "--slow-ms", "3
 check(all(r[0] == 0 for r in slow), "slow: both ranks exit 0")
 report, text = analyze(run)
 stragglers = [f for f in report.get("findings", []) if f["kind"] == "straggler"]
-# A straggler is named only past the sign test (p <= 0.01) and above the steps' own noise. On a loaded host (load 8:
-# rank 1 latest in 10 of 12 steps, its lateness varying by 17 ms) the 30 ms can sink into that noise; the report
-# must then still say which rank, and why: the within-noise note on rank 1, off a CPU, with noise of at least a
-# third of the sleep. On a quiet host the noise is far below that, so the straggler must be named.
+# A straggler is named only past the sign test (p <= 0.01) and above the steps' own noise. On a loaded host the 30 ms
+# can sink into the machine's noise two ways: the lateness varies by 17 ms from step to step (load 8), or the other
+# rank is held off its core for more than 30 ms in a few steps, so rank 1 is latest in only 10 of 12 (chance 0.019,
+# load 6-7, 2026-12-07). The report must then still say which rank, and why: the within-noise note on rank 1, off a
+# CPU, with noise of at least a third of the sleep or the sign test's chance above the bar it names. On a quiet host
+# rank 1 is latest in every step and the noise far below that, so the straggler must be named.
 noise_note = next((n for n in report.get("notes", []) if n.startswith("the ranks differ within noise: rank 1 ")), None)
 noise_ms = float(re.search(r"varies by ([0-9.]+) ms", noise_note).group(1)) if noise_note and "varies by" in noise_note else 0.0
+chance = re.search(r"chance ([0-9.]+); named from ([0-9.]+)", noise_note or "")
+inconsistent = chance is not None and float(chance.group(1)) > float(chance.group(2))
 check((len(stragglers) == 1 and stragglers[0]["ranks"] == [1]) or
-      (not stragglers and noise_note is not None and "off a CPU" in noise_note and noise_ms >= 10.0),
-      "slow: rank 1 named the straggler (or, in noise of >= 10 ms a step, the within-noise note on rank 1, off a CPU)\n"
+      (not stragglers and noise_note is not None and "off a CPU" in noise_note and (noise_ms >= 10.0 or inconsistent)),
+      "slow: rank 1 named the straggler (or, in noise of >= 10 ms a step or a sign test the machine's noise failed, "
+      "the within-noise note on rank 1, off a CPU)\n"
       + text)
 if stragglers:
     late = stragglers[0]["evidence"]["lateness_per_step_ns"]
