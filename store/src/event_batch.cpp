@@ -31,7 +31,7 @@ std::size_t min_record_bytes(BatchKind kind, std::int64_t format_version) {
   std::size_t fields = 0;  // those written whatever the flags
   with_kind(kind, [&](auto traits) {
     constexpr auto& table = decltype(traits)::fields;
-    for (std::size_t i = 0; i < table.size(); ++i) fields += field_written(table, i, format_version, 0);
+    for (std::size_t i = 0; i < table.size(); ++i) fields += field_written(table[i], format_version, 0);
   });
   return fields;
 }
@@ -240,7 +240,7 @@ bool BatchDecoder<Row>::next(Row& out) {
   const bool flags_first = Traits::flags_index < table.size() && version_ >= kFlagsFirstSince;
   if (flags_first) take(Traits::flags_index), flags = f[Traits::flags_index];
   for (std::size_t i = 0; i < table.size(); ++i)
-    if (!(flags_first && i == Traits::flags_index) && field_written(table, i, version_, flags)) take(i);
+    if (!(flags_first && i == Traits::flags_index) && field_written(table[i], version_, flags)) take(i);
   out = row_of(record_of(f, Record{}), id_++, thread_);
   --left_;
   ++index_;

@@ -260,10 +260,10 @@ struct BatchKindTraits {
   }();
 };
 
-// Whether field `i` of `table` has bytes in a record of format `version` whose flags are `flags`.
-template <typename Table>
-constexpr bool field_written(const Table& table, std::size_t i, std::int64_t version, std::int64_t flags) {
-  const BatchField& f = table[i];
+// Whether field `f` has bytes in a record of format `version` whose flags are `flags`. (It takes the field, not a
+// table and an index: as a template over the tables, GCC 12 folded the instantiations into one and warned that the
+// largest table's index ran past the smaller ones, -Warray-bounds.)
+constexpr bool field_written(const BatchField& f, std::int64_t version, std::int64_t flags) {
   return f.since <= version && (version < kFlagsFirstSince || f.if_flag == 0 || (flags & f.if_flag) != 0);
 }
 template <> struct BatchRecordTraits<CollectiveRecord>
@@ -315,7 +315,7 @@ class BatchEncoder {
     };
     if constexpr (Traits::flags_index < table.size()) put(Traits::flags_index);
     for (std::size_t i = 0; i < f.size(); ++i)
-      if (i != Traits::flags_index && field_written(table, i, kBatchFormatVersion, flags)) put(i);
+      if (i != Traits::flags_index && field_written(table[i], kBatchFormatVersion, flags)) put(i);
     return out;
   }
   void reset() { prev_ = {}; }

@@ -327,6 +327,9 @@ inline constexpr std::string_view kRealtimeStart = "clock_realtime_start_ns";
 inline constexpr std::string_view kMonotonicEnd = "clock_monotonic_end_ns";
 inline constexpr std::string_view kRealtimeEnd = "clock_realtime_end_ns";
 inline constexpr std::string_view kEventsDropped = "events_dropped";
+// Bytes of trace buffers the process had allocated by its exit (chunks are recycled, never returned): how far the
+// buffers grew because the writer fell behind; written at exit.
+inline constexpr std::string_view kTraceBufferBytes = "trace_buffer_bytes";
 // Written by importers whose source cannot tell when each rank arrived (a Horovod Timeline recorded with the
 // response cache on): one line why; readers then report lateness as not measurable.
 inline constexpr std::string_view kImportFormat = "import_format";  // "horovod-timeline": written by collscope import

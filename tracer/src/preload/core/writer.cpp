@@ -608,6 +608,7 @@ void runtime_stop() {
       w.file->begin();
       w.file->set_meta(store::meta_key::kMonotonicEnd, std::to_string(monotonic_ns()));
       w.file->set_meta(store::meta_key::kRealtimeEnd, std::to_string(realtime_ns()));
+      w.file->set_meta(store::meta_key::kTraceBufferBytes, std::to_string(buffer_bytes_allocated()));
       w.file->commit();
     } catch (const std::exception& ex) {
       warn_once(fmt::format("cannot finish trace: {}", ex.what()));
