@@ -2,7 +2,7 @@
 // Test helper for jobs that deadlock on purpose under `collscope trace`: runs the job and ends it with SIGTERM to its
 // whole process group (as `timeout` does) once every rank's file shows the call it hangs in, instead of after a
 // fixed time. A fixed `timeout 4` failed on a loaded 2-core machine: the job had not reached its hang, or the
-// idle-class writer had not yet written the call in flight, when the 4 s were up (docs/reliability.md). The ceiling
+// low-priority writer had not yet written the call in flight, when the 4 s were up (docs/reliability.md). The ceiling
 // only ends a job that never hangs; the result then says timed_out.
 #include <collscope/process/process.hpp>
 #include <collscope/store/trace_reader.hpp>

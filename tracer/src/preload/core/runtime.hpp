@@ -48,7 +48,7 @@ struct WriterContext {
   const TickConverter& clock;
   // True only in the last drain, the one runtime_stop makes after the writer thread has ended: nothing is recorded
   // after it. Not the phase: runtime_stop sets kStopped before it joins the writer thread, whose drain under way
-  // (an idle-class thread preempted mid-drain, for as long as the job ran on) would otherwise take itself for the
+  // (a low-priority thread preempted mid-drain, for as long as the job ran on) would otherwise take itself for the
   // last one and close what was still open (NVTX ranges closed as never ended: 3 of 40 traced trainer runs at load 6-9).
   bool final_drain = false;
   std::int64_t store_string(std::uint32_t pool_id);  // runtime pool id -> strings.id in the file
