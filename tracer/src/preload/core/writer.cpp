@@ -490,7 +490,7 @@ void Writer::run() {
   // is ever idle. The idle class (SCHED_IDLE, COLLSCOPE_WRITER_CLASS=idle) never runs then: the buffers grow to the
   // cap and the ranks write them out themselves, the rows of a hung call are not written, a SIGKILL loses what was
   // not yet written, and on a virtual machine whose memory is backed on first touch every new page costs the
-  // recording thread ~5 us (docs/design.md, "The writer never takes the job's core"; docs/performance.md).
+  // recording thread 5-7 us (docs/design.md, "The writer never takes the job's core"; docs/performance.md).
   if (set_class(pthread_self(), gettid(), writer_class)) {
     if (writer_class != WriterClass::Normal) {
       std::lock_guard drain_lock(drain_mutex);  // low_thread is read by drains, also on job threads
