@@ -10,15 +10,7 @@
 #include <cstring>
 #include <ctime>
 
-namespace {
-
-double thread_cpu_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) * 1e9 + double(t.tv_nsec);
-}
-
-}  // namespace
+#include "thread_cpu_time.hpp"
 
 int main(int argc, char** argv) {
   const std::size_t bytes = std::size_t(argc > 1 ? std::atoi(argv[1]) : 64) << 20;

@@ -21,15 +21,11 @@
 #include <thread>
 #include <vector>
 
+#include "thread_cpu_time.hpp"
+
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double thread_cpu_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) * 1e9 + double(t.tv_nsec);
-}
 
 // Paced: batches of 1500 calls, 30 ms apart (the writer drains between them when it gets a CPU), timed by the clock
 // and by the calling thread's CPU time (which leaves out the time other processes held its core: on a loaded host

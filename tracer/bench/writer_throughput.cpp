@@ -25,18 +25,13 @@
 #include "core/runtime.hpp"
 #include "core/string_pool.hpp"
 #include "core/thread_buffer.hpp"
+#include "thread_cpu_time.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::tracer;
 using Clock = std::chrono::steady_clock;
 
 static double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-static std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // The baseline: the collectives rows the pipeline writes, one INSERT statement each, committed every 4096 rows.
 // Returns CPU ns per row.
