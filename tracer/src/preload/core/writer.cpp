@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -110,9 +111,10 @@ class Writer {
   WriterClass writer_class = WriterClass::Low;
   std::optional<pthread_t> low_thread;
   pid_t low_tid = 0;  // its thread id, for its nice value
+  int job_nice = 0;   // the nice value the writer thread started with, the job's own: what "normal" goes back to
   bool left_low_class = false;
   void follow_calls_in_flight();
-  static bool set_class(pthread_t thread, pid_t tid, WriterClass c);
+  bool set_class(pthread_t thread, pid_t tid, WriterClass c) const;
 
   // COLLSCOPE_EVENT_BATCHES=0: one SQLite row per event while the job runs (the 0.x writer; the benchmark's
   // baseline). Otherwise every record (collectives of MPI and NCCL, point-to-point calls, NVTX ranges, GPU
@@ -356,7 +358,7 @@ void Writer::write_calls_in_flight(WriterContext& ctx) {
 }
 
 // A call in flight past the threshold means ranks are waiting (a hang, or a rank far behind): its row is what says
-// where, so the writer takes the normal class, nice 0, until no call is; a job that makes progress never has such
+// where, so the writer takes the normal class at the job's own nice value until no call is; a job that makes progress never has such
 // a call. Leaving the low class needs RLIMIT_NICE headroom for an unprivileged process (sched(7)); without it the
 // writer stays at nice 19, which still runs (the idle class, asked for, may not).
 void Writer::follow_calls_in_flight() {
@@ -368,11 +370,11 @@ void Writer::follow_calls_in_flight() {
 
 // `tid` is `thread`'s kernel id: nice is per thread on Linux (setpriority), and drains that call this may run on a
 // job thread (a flush at the cap, the last drain at exit).
-bool Writer::set_class(pthread_t thread, pid_t tid, WriterClass c) {
+bool Writer::set_class(pthread_t thread, pid_t tid, WriterClass c) const {
   sched_param param{};
   if (pthread_setschedparam(thread, c == WriterClass::Idle ? SCHED_IDLE : SCHED_OTHER, &param) != 0) return false;
-  if (c != WriterClass::Idle && setpriority(PRIO_PROCESS, static_cast<id_t>(tid), c == WriterClass::Low ? 19 : 0) != 0)
-    return c == WriterClass::Low;  // nice 19 could not be refused; nice 0 can (RLIMIT_NICE)
+  if (c != WriterClass::Idle && setpriority(PRIO_PROCESS, static_cast<id_t>(tid), c == WriterClass::Low ? 19 : job_nice) != 0)
+    return c == WriterClass::Low;  // nice 19 could not be refused; going back to the job's can (RLIMIT_NICE)
   return true;
 }
 
@@ -491,6 +493,8 @@ void Writer::run() {
   // cap and the ranks write them out themselves, the rows of a hung call are not written, a SIGKILL loses what was
   // not yet written, and on a virtual machine whose memory is backed on first touch every new page costs the
   // recording thread 5-7 us (docs/design.md, "The writer never takes the job's core"; docs/performance.md).
+  errno = 0;
+  if (const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())); errno == 0) job_nice = nice;
   if (set_class(pthread_self(), gettid(), writer_class)) {
     if (writer_class != WriterClass::Normal) {
       std::lock_guard drain_lock(drain_mutex);  // low_thread is read by drains, also on job threads
