@@ -5,7 +5,9 @@
 # recorded per rank file: events, dropped events, flushes.
 #   tracer/bench/lammps_overhead.sh [BUILD_DIR] [PAIRS] [RANKS]
 set -euo pipefail
-build=${1:-build}
+# Absolute: the runs start inside a scratch directory, where a relative BUILD_DIR (the documented `build`) would not
+# be found and the script ended silently at the first traced run.
+build=$(cd "${1:-build}" && pwd) || { echo "lammps_overhead: no build directory ${1:-build}" >&2; exit 2; }
 pairs=${2:-5}
 ranks=${3:-$(nproc)}
 here=$(cd "$(dirname "$0")" && pwd)
