@@ -26,6 +26,7 @@ std::string_view finding_kind_name(FindingKind k) {
     case FindingKind::PointToPointWait: return "point_to_point_wait";
     case FindingKind::FrameworkSetting: return "framework_setting";
     case FindingKind::SlowSteps: return "slow_steps";
+    case FindingKind::CpuContention: return "cpu_contention";
   }
   return "unknown";
 }
@@ -48,6 +49,7 @@ constexpr std::vector<Finding> (*kDetectors[])(const DetectorInput&) = {
     detect_low_bandwidth,        detect_exposed_communication, detect_fusion_and_cycle_time,
     detect_process_set_imbalance, detect_stall,                 detect_point_to_point_waits,
     detect_ddp_buckets,          detect_ddp_knobs,             detect_slow_steps,
+    detect_cpu_contention,
 };
 
 }  // namespace
@@ -58,6 +60,13 @@ std::vector<Finding> detect_findings(const DetectorInput& input) {
     auto found = detector(input);
     all.insert(all.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
   }
+  // A DDP job whose torch threads outnumber its CPUs gets that finding (the knob and its value) in place of the
+  // general one on CPU contention: one cause, said once, with the advice that names the setting.
+  const bool torch_threads = std::any_of(all.begin(), all.end(), [](const Finding& f) {
+    return f.kind == FindingKind::FrameworkSetting && f.evidence.contains("torch_threads_on_host");
+  });
+  if (torch_threads)
+    std::erase_if(all, [](const Finding& f) { return f.kind == FindingKind::CpuContention; });
   std::stable_sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
     const bool am = a.kind == FindingKind::Mismatch || a.kind == FindingKind::Stall,
                bm = b.kind == FindingKind::Mismatch || b.kind == FindingKind::Stall;

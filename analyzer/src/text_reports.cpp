@@ -285,6 +285,10 @@ nlohmann::json json_report(const Analysis& a) {
                                        {"hidden_by_compute_ns", b.overlap_ns},
                                        {"other_ns", b.other_ns}};
     }
+    if (r < a.lateness.step_run_queue_share.size()) {  // with CPU samples and steps (run/lateness.hpp)
+      ranks.back()["run_queue_per_step_ns"] = a.lateness.step_run_queue_ns[r];
+      ranks.back()["run_queue_share_pct"] = 100 * a.lateness.step_run_queue_share[r];
+    }
     ranks.back().update({{"p2p_calls", p.calls},
                          {"p2p_ns", p.time_ns},
                          {"p2p_wait_ns", p.wait_ns},

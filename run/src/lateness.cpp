@@ -69,12 +69,39 @@ bool every_rank_has_counters(const Run& run, const std::vector<std::int64_t>& th
   return true;
 }
 
+// Run-queue delay of each rank's thread `thread[r]` inside its measured steps' windows: Lateness::step_run_queue_*.
+void step_run_queue(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
+                    const std::vector<std::int64_t>& thread, Lateness& out) {
+  const std::size_t nranks = run.ranks.size();
+  if (steps.measured_steps() <= 0) return;
+  out.step_run_queue_ns.assign(nranks, 0);
+  out.step_run_queue_share.assign(nranks, 0);
+  std::vector<double> waited, share;
+  for (std::size_t r = 0; r < nranks; ++r) {
+    const ThreadCounters counters(run.ranks[r], thread[r], clocks.offset_ns[r]);
+    waited.clear(), share.clear();
+    for (std::size_t k = static_cast<std::size_t>(steps.warmup_steps); k < steps.steps.size(); ++k) {
+      const Step& st = steps.steps[k];
+      if (r >= st.rank_start_ns.size() || r >= st.rank_duration_ns.size() || !(st.rank_duration_ns[r] > 0)) continue;
+      const std::int64_t a = st.rank_start_ns[r], b = a + static_cast<std::int64_t>(st.rank_duration_ns[r]);
+      const auto d = counters.over(a, b);
+      if (!d) continue;
+      waited.push_back(std::max(0.0, d->second));
+      share.push_back(std::clamp(d->second / st.rank_duration_ns[r], 0.0, 1.0));
+    }
+    out.step_run_queue_ns[r] = median_of(waited);
+    out.step_run_queue_share[r] = median_of(share);
+  }
+}
+
 // Own time of each rank in each step (aligned [start, end) windows) → on CPU / run queue / off CPU, then each
 // rank's median excess over the others. `windows[r][k]`: the rank's own part of step k.
-void causes_from_windows(const Run& run, const ClockAlignment& clocks, const std::vector<std::int64_t>& thread,
+void causes_from_windows(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
+                         const std::vector<std::int64_t>& thread,
                          const std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>>& windows,
                          Lateness& out) {
   if (!every_rank_has_counters(run, thread)) return;
+  step_run_queue(run, clocks, steps, thread, out);
   const std::size_t nranks = run.ranks.size();
   const std::size_t nsteps = windows.empty() ? 0 : windows[0].size();
   const double none = std::nan("");
@@ -169,7 +196,7 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
       prev_end = std::max(prev_end, clocks.aligned(static_cast<int>(r), c.end_ns));
     }
   }
-  causes_from_windows(run, clocks, thread, windows, out);
+  causes_from_windows(run, clocks, steps, thread, windows, out);
 }
 
 // Phase boundaries: (name id, is_end); the step's own start and end use name id -1.
@@ -324,7 +351,7 @@ bool from_phases(const Run& run, const ClockAlignment& clocks, const StepSummary
         }
       }
     }
-    causes_from_windows(run, clocks, thread, windows, out);
+    causes_from_windows(run, clocks, steps, thread, windows, out);
   }
   std::string names;
   for (const auto& [offset, b] : ordered)

@@ -4,7 +4,8 @@
 # the ranks bound one to a core (rank r on core r) and K spinners pinned to core 1: rank 1's core is shared, so
 # rank 1 is the one that waits for a CPU (unbound, the scheduler moves either rank onto the spinners' core).
 # One line per run: TAG N straggler|noise|none CAUSE_CODE RANK (cause 1 more work, 2 same phases more CPU,
-# 3 waiting for a CPU, 4 off a CPU; RANK the straggler named) and the note's cause when within noise.
+# 3 waiting for a CPU, 4 off a CPU; RANK the straggler named), contention:RANKS (the CPU contention finding's
+# ranks, or contention:- without one) and the note's cause when within noise.
 # Usage: samples/fusion_trainer/bench/straggler_causes.sh BUILD_DIR [N=50] [M=10] [K=1]   (docs/performance.md)
 set -uo pipefail
 bin="$(cd "${1:?BUILD_DIR}" && pwd)/bin" n=${2:-50} m=${3:-10} k=${4:-1}
@@ -26,8 +27,10 @@ s = [f for f in a.get("findings", []) if f.get("kind") == "straggler"]
 n = [x for x in a.get("notes", []) if "within noise" in x]
 cause = s[0]["evidence"].get("cause_code", "") if s else ""
 rank = s[0]["ranks"][0] if s else ""
+c = [f for f in a.get("findings", []) if f.get("kind") == "cpu_contention"]
+contention = "contention:" + (",".join(str(r) for r in c[0]["ranks"]) if c else "-")
 why = n[0].split("What there is of it: ")[1][:60] if n and "What there is of it: " in n[0] else ""
-print(tag, i, "straggler" if s else ("noise" if n else "none"), cause, rank, why)
+print(tag, i, "straggler" if s else ("noise" if n else "none"), cause, rank, contention, why)
 PY
   done
 }

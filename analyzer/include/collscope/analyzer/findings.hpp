@@ -24,6 +24,7 @@ enum class FindingKind {
   PointToPointWait,  // ranks wait in point-to-point calls for one rank (late sender / late receiver)
   FrameworkSetting,  // a framework knob (DDP's, torch's threads) whose value in effect the trace shows costs time
   SlowSteps,  // a few steps many times the median one (a checkpoint, an evaluation), a real share of the step time
+  CpuContention,  // the ranks' step threads wait runnable for a CPU a real share of each step
 };
 std::string_view finding_kind_name(FindingKind k);  // "straggler", "latency_bound", ...
 
@@ -120,6 +121,11 @@ struct DetectorThresholds {
   double slow_steps_max_share_of_steps = 0.2;
   double slow_steps_min_time_share = 0.1;
   double slow_steps_warning_time_share = 0.25;
+  // CPU contention: from this many measured steps, a rank's step thread waiting runnable for a CPU at least this
+  // share of its step window (median over the steps; run/lateness.hpp), a warning from the second share.
+  int contention_min_steps = 5;
+  double contention_min_share = 0.15;
+  double contention_warning_share = 0.3;
 };
 
 struct AnalysisOptions {
@@ -156,6 +162,7 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput&);
 std::vector<Finding> detect_ddp_buckets(const DetectorInput&);
 std::vector<Finding> detect_ddp_knobs(const DetectorInput&);
 std::vector<Finding> detect_slow_steps(const DetectorInput&);
+std::vector<Finding> detect_cpu_contention(const DetectorInput&);
 // From the calls in flight when a hung job was killed (part of detect_mismatches; the autotuner asks it why a
 // trial hung); step_evidence names the culprit of a deadlock cycle when the NVTX steps show one.
 std::vector<Finding> detect_hangs(const Run&, const MatchedRun&, const std::vector<Mismatch>& step_evidence);

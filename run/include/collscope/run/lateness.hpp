@@ -24,6 +24,8 @@
 //              phases, the step's start to the boundary where the latest rank is furthest behind; from
 //              collectives, the gaps between its MPI calls on the thread that makes the synchronising ones.
 //              Each is the median over the measured steps, ns.
+//   run queue  of a rank in a step (absolute, not an excess): the time that same thread waited runnable for a CPU
+//              inside the rank's whole step window.
 //
 // Which source: phases when the job marks steps and phases with NVTX (they show what the ranks do between
 // collectives); else collectives, unless every rank makes all its collectives from one background thread
@@ -72,6 +74,12 @@ struct Lateness {
   std::vector<LagSegment> segments;  // in step order (phases only)
   // Per rank index; empty when the trace has no CPU samples (before schema 1.4, COLLSCOPE_CPU_SAMPLE_US=0).
   std::vector<LatenessCauses> causes;
+  // Per rank index, on the same thread as the causes (the one that marks its steps, or makes its synchronising
+  // collectives): over each measured step's window of that rank (Step::rank_start_ns, rank_duration_ns), the time
+  // the thread waited runnable for a CPU (run-queue delay), its median over the steps, ns, and the median of its
+  // share of the window (0..1). The job-wide CPU contention finding reads them. Empty with `causes`, or without
+  // steps.
+  std::vector<double> step_run_queue_ns, step_run_queue_share;
   // How many measured steps each rank was the latest in, and the steps measured (the straggler's sign test).
   std::vector<int> steps_latest;
   int measured_steps = 0;

@@ -1,0 +1,74 @@
+// CPU contention: the ranks' step threads wait runnable for a CPU a real share of each step (other processes on
+// the node, more busy threads than cores, ranks bound to shared cores). A cause of slow steps that no knob of the
+// job's communication fixes, and that a straggler finding sees only when one rank waits more than the others.
+#include "detector_support.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace collscope::analyzer {
+
+std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
+  const Lateness& late = in.lateness;
+  const StepSummary& steps = in.steps;
+  const DetectorThresholds& limits = in.limits();
+  std::vector<Finding> out;
+  const std::size_t nranks = late.step_run_queue_share.size();
+  if (nranks == 0 || nranks != in.run.ranks.size() || steps.measured_steps() < limits.contention_min_steps ||
+      !(steps.median_step_ns > 0))
+    return out;
+  // The ranks whose step thread waits at least the minimum share, most waiting first.
+  std::vector<std::size_t> waiting;
+  for (std::size_t r = 0; r < nranks; ++r)
+    if (late.step_run_queue_share[r] >= limits.contention_min_share) waiting.push_back(r);
+  if (waiting.empty()) return out;
+  std::stable_sort(waiting.begin(), waiting.end(), [&](std::size_t a, std::size_t b) {
+    return late.step_run_queue_share[a] > late.step_run_queue_share[b];
+  });
+  const std::size_t most = waiting.front();
+  const double top_share = late.step_run_queue_share[most];
+  Finding f;
+  f.kind = FindingKind::CpuContention;
+  f.severity = top_share >= limits.contention_warning_share ? Severity::Warning : Severity::Info;
+  for (std::size_t r : waiting) f.ranks.push_back(in.run.ranks[r].world_rank);
+  std::string shares;
+  const std::size_t named = std::min<std::size_t>(waiting.size(), 4);
+  for (std::size_t i = 0; i < named; ++i)
+    shares += fmt::format("{}rank {} {:.0f} %", i ? ", " : "", in.run.ranks[waiting[i]].world_rank,
+                          100 * late.step_run_queue_share[waiting[i]]);
+  if (waiting.size() > named) shares += fmt::format(" and {} more ranks", waiting.size() - named);
+  f.title = fmt::format("{} wait{} for a CPU inside their steps: {} of each step",
+                        waiting.size() == 1 ? "A rank's step thread" : "The ranks' step threads",
+                        waiting.size() == 1 ? "s" : "", shares);
+  // The cost: the most any rank's step thread waited for a CPU in the median step, over the measured steps. The
+  // ranks meet every step, so the step is at least that much longer than it would be with the CPU to itself;
+  // docs/analyzer.md gives its error against runs without the competing load.
+  const double per_step = late.step_run_queue_ns[most];
+  f.cost_ns = per_step * double(steps.measured_steps());
+  f.evidence = {{"run_queue_per_step_ns", per_step},
+                {"run_queue_share_pct", 100 * top_share},
+                {"step_time_ns", steps.median_step_ns},
+                {"waiting_ranks", double(waiting.size())},
+                {"measured_steps", double(steps.measured_steps())}};
+  for (std::size_t r = 0; r < nranks; ++r)
+    f.evidence[fmt::format("rank_{}_run_queue_pct", in.run.ranks[r].world_rank)] = 100 * late.step_run_queue_share[r];
+  std::vector<double> all(late.step_run_queue_share);
+  std::sort(all.begin(), all.end());
+  f.evidence_text = fmt::format(
+      "the thread that runs each rank's steps was runnable but waiting for a CPU (its scheduler counters, "
+      "/proc/thread-self/schedstat) for {} of the median step of {} on rank {} ({:.0f} %); over all {} ranks "
+      "{:.0f}-{:.0f} % (median over the {} measured steps).",
+      format_ms(per_step), format_ms(steps.median_step_ns), in.run.ranks[most].world_rank, 100 * top_share, nranks,
+      100 * all.front(), 100 * all.back(), steps.measured_steps());
+  f.suggestion =
+      "More threads are ready to run than there are CPUs for them where these ranks run. Look for other processes "
+      "on the node (top -H), compare each rank's busy threads with the cores it may use (OMP_NUM_THREADS, "
+      "torch.set_num_threads, a communication thread that busy-polls), and check the binding (mpirun --bind-to "
+      "core --report-bindings; srun --cpu-bind=cores): give every rank's busy threads cores of their own.";
+  out.push_back(std::move(f));
+  return out;
+}
+
+}  // namespace collscope::analyzer
