@@ -39,9 +39,9 @@ std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
     shares += fmt::format("{}rank {} {:.0f} %", i ? ", " : "", in.run.ranks[waiting[i]].world_rank,
                           100 * late.step_run_queue_share[waiting[i]]);
   if (waiting.size() > named) shares += fmt::format(" and {} more ranks", waiting.size() - named);
-  f.title = fmt::format("{} wait{} for a CPU inside their steps: {} of each step",
-                        waiting.size() == 1 ? "A rank's step thread" : "The ranks' step threads",
-                        waiting.size() == 1 ? "s" : "", shares);
+  f.title = fmt::format("{} for a CPU inside {} steps: {} of each step",
+                        waiting.size() == 1 ? "A rank's step thread waits" : "The ranks' step threads wait",
+                        waiting.size() == 1 ? "its" : "their", shares);
   // The cost: the most any rank's step thread waited for a CPU in the median step, over the measured steps. The
   // ranks meet every step, so the step is at least that much longer than it would be with the CPU to itself;
   // docs/analyzer.md gives its error against runs without the competing load.
