@@ -1,8 +1,10 @@
 // Building the replay model from a run: which collectives carry the gradients, what each costs by size, and each
 // measured step cut into per-rank compute before, during and after the gradients become ready.
 #include <collscope/predict/replay.hpp>
+#include <collscope/run/format.hpp>
 #include <collscope/run/job_settings.hpp>
 #include <collscope/run/statistics.hpp>
+#include <collscope/run/thread_counters.hpp>
 #include <collscope/run/workload.hpp>
 
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace collscope::predict {
 
@@ -138,6 +141,8 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
 
   // The gradient calls of each rank, in call order, with the negotiation (control allreduce) that agreed them.
   std::vector<std::vector<GradientCall>> calls(run.ranks.size());
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> negotiation_calls(run.ranks.size());  // aligned
+  std::vector<std::map<std::int64_t, int>> comm_threads(run.ranks.size());
   std::vector<double> overheads, negotiations;
   for (std::size_t r = 0; r < run.ranks.size(); ++r) {
     const auto& rank = run.ranks[r];
@@ -148,10 +153,12 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
       if (run::is_control_reduction(c.reduction)) {
         cycle_start = start;
         m.negotiates = true;
+        negotiation_calls[r].emplace_back(start, end);
       } else if ((c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce) && run::is_nonblocking(c.op) == nonblocking &&
                  c.bytes > 0) {
         if (previous_end != INT64_MIN && start > previous_end) overheads.push_back(double(start - previous_end));
         calls[r].push_back({start, end, cycle_start == INT64_MIN ? start : cycle_start, c.bytes});
+        ++comm_threads[r][c.thread];
         if (!m.negotiates) cycle_start = INT64_MIN;
       }
       previous_end = end;
@@ -178,6 +185,35 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   for (const auto& r : run.ranks)
     for (const auto& b : r.buffers) packed_bytes += double(b.bytes_packed), packed_tensors += double(b.tensors_packed);
   if (packed_tensors > 0) m.mean_tensor_bytes = packed_bytes / packed_tensors;
+
+  // CPU sharing: each rank's compute thread (the one that marks its steps) and communication thread (the one that
+  // makes its gradient calls), when they differ and the compute thread has scheduler counters.
+  std::vector<std::optional<run::ThreadCounters>> compute_counters(run.ranks.size());
+  bool cpu_sharing = m.negotiates && steps.method == run::StepMethod::Nvtx;
+  if (cpu_sharing) {
+    const run::StepNames step_names(run, steps.range_name);
+    for (std::size_t r = 0; r < run.ranks.size() && cpu_sharing; ++r) {
+      std::map<std::int64_t, int> step_threads;
+      for (const auto& x : run.ranks[r].nvtx_ranges)
+        if (step_names.contains(x.name)) ++step_threads[x.thread];
+      const auto busiest = [](const std::map<std::int64_t, int>& threads) {
+        std::int64_t best = -1;
+        int most = 0;
+        for (const auto& [thread, n] : threads)
+          if (n > most) best = thread, most = n;
+        return best;
+      };
+      const std::int64_t compute = busiest(step_threads), communication = busiest(comm_threads[r]);
+      if (compute < 0 || communication < 0 || compute == communication) {
+        cpu_sharing = false;
+        break;
+      }
+      compute_counters[r].emplace(run.ranks[r], compute, clocks.offset_ns[r]);
+      cpu_sharing = !compute_counters[r]->empty();
+    }
+  }
+  std::vector<double> waited(run.ranks.size(), 0), in_mpi(run.ranks.size(), 0);
+  int cpu_steps = 0;
 
   const int backward_name = run.string_id("backward");
   const double cycle_ns = m.settings.cycle_time_ms * 1e6;
@@ -224,6 +260,37 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
     }
     if (!ok) continue;
     step_bytes.push_back(w[0].bytes);
+    if (cpu_sharing) {
+      for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+        const Window& x = w[r];
+        const auto counted = compute_counters[r]->over(std::int64_t(x.S), std::int64_t(x.E));
+        if (!counted) {
+          g.cpu.clear();
+          break;
+        }
+        RankCpu cpu;
+        cpu.compute_run_queue_ns = std::max(0.0, counted->second);
+        for (const auto& [a, b] : negotiation_calls[r])
+          if (double(a) >= x.S && double(a) < x.E) cpu.negotiation_mpi_ns += std::min(double(b), x.E) - double(a);
+        for (const auto& c : calls[r])
+          if (double(c.start) >= x.S && double(c.start) < x.E) cpu.gradient_mpi_ns += std::min(double(c.end), x.E) - double(c.start);
+        g.cpu.push_back(cpu);
+      }
+      for (std::size_t r = 0; r < g.cpu.size(); ++r)
+        waited[r] += g.cpu[r].compute_run_queue_ns, in_mpi[r] += g.cpu[r].negotiation_mpi_ns + g.cpu[r].gradient_mpi_ns;
+      // Per rank, its host's communication threads' time in MPI (their mean over the host's ranks).
+      if (!g.cpu.empty()) {
+        const std::vector<RankCpu> own = g.cpu;
+        for (std::size_t r = 0; r < own.size(); ++r) {
+          double negotiation = 0, gradient = 0, ranks = 0;
+          for (std::size_t o = 0; o < own.size(); ++o)
+            if (run.ranks[o].host == run.ranks[r].host)
+              negotiation += own[o].negotiation_mpi_ns, gradient += own[o].gradient_mpi_ns, ranks += 1;
+          g.cpu[r].negotiation_mpi_ns = negotiation / ranks, g.cpu[r].gradient_mpi_ns = gradient / ranks;
+        }
+      }
+      cpu_steps += g.cpu.empty() ? 0 : 1;
+    }
     // How fast the gradients become ready. A negotiation agrees on what is ready on every rank when it starts,
     // however late the busy thread starts it, so each cycle before the last is an exact sample of the slowest
     // rank's readiness: bytes agreed by then. (The last one only bounds it: everything was ready before.)
@@ -307,6 +374,19 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   for (const auto& x : medians) {
     const double f = total(x) > 0 ? std::min(1.0, fastest / total(x)) : 1.0;
     m.rank_speed.push_back({f, f, f});
+  }
+  if (cpu_sharing && cpu_steps > 0 && std::all_of(in_mpi.begin(), in_mpi.end(), [](double x) { return x > 0; })) {
+    m.cpu_sharing = true;
+    double wait = 0, mpi = 0;
+    for (std::size_t r = 0; r < run.ranks.size(); ++r)
+      wait += waited[r] / double(run.ranks.size() * cpu_steps), mpi += in_mpi[r] / double(run.ranks.size() * cpu_steps);
+    m.assumptions.push_back(fmt::format(
+        "CPU sharing: the compute threads waited for a CPU {} per step and the communication threads were inside "
+        "MPI {} per step (means over ranks); one CPU per rank is assumed, shared by a rank's compute thread with "
+        "the communication threads polling in MPI and with whatever else ran (kept as it was)",
+        run::format_ms(wait), run::format_ms(mpi)));
+  } else {
+    for (auto& g : m.steps) g.cpu.clear();
   }
   m.baseline_step_ns = steps.median_step_ns;
   m.baseline_samples_per_s = steps.throughput_samples_per_s;

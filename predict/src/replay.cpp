@@ -63,7 +63,8 @@ struct Engine {
 
   // When the last gradient is reduced, replaying the cycles of a negotiating background thread (first boundary
   // at `phase` ns after the step's start) against what is ready on the ranks given.
-  double negotiated(const std::vector<RankTimes>& ranks, double phase) const {
+  // `reducing` (when given) adds the time spent reducing buffers.
+  double negotiated(const std::vector<RankTimes>& ranks, double phase, double* reducing = nullptr) const {
     const double cycle = s.cycle_time_ms * 1e6;
     double sent = 0, t_cycle = phase, t = 0;
     for (int guard = 0; guard < 100000; ++guard) {
@@ -71,7 +72,9 @@ struct Engine {
       for (const auto& r : ranks) agreed = std::min(agreed, ready_bytes(r, t_cycle, total));
       t = t_cycle + model.negotiation_ns;
       if (agreed > sent + 1e-6) {
-        t += reduce_cost(agreed - sent);
+        const double cost = reduce_cost(agreed - sent);
+        t += cost;
+        if (reducing) *reducing += cost;
         sent = agreed;
       }
       if (sent >= total - 1e-6) return t;
@@ -100,12 +103,14 @@ struct Engine {
     return t;
   }
 
-  double reduced_at(const std::vector<RankTimes>& ranks, double phase) const {
-    return model.negotiates ? negotiated(ranks, phase) : bucketed(ranks);
+  double reduced_at(const std::vector<RankTimes>& ranks, double phase, double* reducing = nullptr) const {
+    return model.negotiates ? negotiated(ranks, phase, reducing) : bucketed(ranks);
   }
 
-  // The replayed duration of one step (ns), averaged over where in the cycle the step starts.
-  double step(const StepGraph& g) const {
+  // The replayed duration of one step (ns), averaged over where in the cycle the step starts. `compute_scale` (per
+  // rank, when given) scales its compute (CPU sharing); `reducing` (when given) is set to the time the negotiating
+  // thread spends reducing buffers in the step, averaged the same way.
+  double step(const StepGraph& g, const std::vector<double>* compute_scale = nullptr, double* reducing = nullptr) const {
     const double batch_scale = s.batch_size > 0 && model.settings.batch_size > 0
                                    ? double(s.batch_size) / double(model.settings.batch_size)
                                    : 1.0;
@@ -118,11 +123,17 @@ struct Engine {
         const auto& f = model.rank_speed[r];
         compute[r] = {compute[r].pre_ns * f.pre_ns, compute[r].backward_ns * f.backward_ns, compute[r].post_ns * f.post_ns};
       }
+    if (compute_scale)
+      for (std::size_t r = 0; r < compute.size() && r < compute_scale->size(); ++r) {
+        const double f = (*compute_scale)[r];
+        compute[r] = {compute[r].pre_ns * f, compute[r].backward_ns * f, compute[r].post_ns * f};
+      }
     std::vector<RankTimes> ranks;
     for (const auto& r : compute) {
       const double pre = r.pre_ns * batch_scale, backward = r.backward_ns * batch_scale;
       ranks.push_back({double(passes - 1) * (pre + backward) + pre, backward, r.post_ns});
     }
+    double reduce_sum = 0;
     const double cycle = model.negotiates ? s.cycle_time_ms * 1e6 : 0;
     const int phases = cycle > 0 ? 4 : 1;
     double sum = 0;
@@ -134,14 +145,51 @@ struct Engine {
         for (const auto& r : ranks) end_sum += std::max(reduced_at({r}, phase), r.ready_start + r.ready_ns) + r.post;
         sum += end_sum / double(ranks.size());
       } else {
-        const double done = reduced_at(ranks, phase);
+        const double done = reduced_at(ranks, phase, &reduce_sum);
         for (const auto& r : ranks) end = std::max(end, std::max(done, r.ready_start + r.ready_ns) + r.post);
         sum += end;
       }
     }
+    if (reducing) *reducing = reduce_sum / phases;
     return sum / phases;
   }
 };
+
+// Replays step `g` under `next` with CPU sharing (ReplayModel::cpu_sharing). A rank's compute thread, runnable
+// through its step, got a share 1 - w of a CPU (w: its wait for one over the step): as if it shared its CPU with n =
+// 1 / (1 - w) - 1 other runnable threads on average. Of those, the communication threads polling in MPI make up at
+// most their density rho (the host's time in MPI per rank per ns of step, one CPU per rank); the rest is other
+// work, kept as it was. Under `next` the polling density changes: negotiations by the cycle's length, reductions by
+// the replayed reduction time over the replayed step; the compute's wall time scales by the ratio of its CPU shares.
+// Two rounds, as the step's length moves the reductions' density. Without CPU sharing, the plain replay.
+double step_with_cpu_sharing(const ReplayModel& model, const Engine& base, const Engine& next, const StepGraph& g) {
+  if (!model.cpu_sharing || g.cpu.size() != g.ranks.size() || !model.negotiates || !(g.measured_ns > 0))
+    return next.step(g);
+  double base_reducing = 0, next_reducing = 0;
+  const double base_ns = base.step(g, nullptr, &base_reducing);
+  double next_ns = next.step(g, nullptr, &next_reducing);
+  const auto cycle = [](const Engine& e) { return std::max(e.s.cycle_time_ms * 1e6, e.model.negotiation_ns); };
+  const double negotiation_density = cycle(next) > 0 ? cycle(base) / cycle(next) : 1.0;
+  std::vector<double> scale(g.ranks.size(), 1.0);
+  for (int round = 0; round < 2; ++round) {
+    const double reducing_density =
+        base_reducing > 0 && next_ns > 0 ? (next_reducing / base_reducing) * (base_ns / next_ns) : 1.0;
+    for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+      const RankCpu& c = g.cpu[r];
+      const double share = 1 - std::clamp(c.compute_run_queue_ns / g.measured_ns, 0.0, 0.95);
+      const double others = 1 / share - 1;
+      const double polling = std::min(others, (c.negotiation_mpi_ns + c.gradient_mpi_ns) / g.measured_ns);
+      const double polling_next =
+          polling > 0 ? polling * (c.negotiation_mpi_ns * negotiation_density + c.gradient_mpi_ns * reducing_density) /
+                            (c.negotiation_mpi_ns + c.gradient_mpi_ns)
+                      : 0;
+      const double share_next = 1 / (1 + others - polling + polling_next);
+      scale[r] = share / share_next;
+    }
+    next_ns = next.step(g, &scale, &next_reducing);
+  }
+  return next_ns;
+}
 
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -201,7 +249,7 @@ Prediction predict(const ReplayModel& model, const Change& change) {
   const Engine next{model, s, model.gradient_bytes};
   std::vector<double> predicted, replayed, residual;
   for (const auto& g : model.steps) {
-    const double b = base.step(g), n = next.step(g);
+    const double b = base.step(g), n = step_with_cpu_sharing(model, base, next, g);
     replayed.push_back(b);
     residual.push_back(g.measured_ns - b);
     // The step as measured, changed by what the change changes in its replay: what the model does not hold

@@ -9,6 +9,10 @@ real change exceeds the run-to-run noise of the baseline (2 x 1.4826 x MAD of it
 Markdown table; --record DIR keeps the last round's traced runs and every measurement for tests/data.
 
     samples/fusion_trainer/bench/predict_vs_real.py BUILD_DIR [--rounds 5] [--steps 20] [--record DIR]
+        [--against COLLSCOPE]
+
+--against: another `collscope` binary (an earlier version of the model) asked for the same predictions from the same
+traces; its errors against the same measurements come in two more columns, so two models compare in one run.
 """
 import argparse
 import json
@@ -74,8 +78,8 @@ def trace(build, steps, run_dir, args):
         raise RuntimeError(out.stderr[-2000:])
 
 
-def predict(build, run_dir, args):
-    out = subprocess.run([os.path.join(build, "bin", "collscope"), "predict", run_dir, "--format", "json"] + args,
+def predict(collscope, run_dir, args):
+    out = subprocess.run([collscope, "predict", run_dir, "--format", "json"] + args,
                          capture_output=True, text=True, timeout=600, check=True)
     return json.loads(out.stdout)
 
@@ -86,10 +90,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--record", help="keep the last round's traced runs and the measurements here")
+    parser.add_argument("--against", help="another collscope binary whose predictions to compare")
     args = parser.parse_args()
     build = os.path.abspath(args.build_dir)
     work = tempfile.mkdtemp(prefix="predict_vs_real.")
     predicted = {label: [] for label, *_ in SETTINGS}
+    against = {label: [] for label, *_ in SETTINGS}
     measured = {label: [] for label, *_ in SETTINGS}
     baseline = []
     for round_ in range(args.rounds):
@@ -98,7 +104,10 @@ def main():
             runs[name] = os.path.join(work, f"{name}-{round_}")
             trace(build, args.steps, runs[name], extra)
         for label, predict_args, _, _, base in SETTINGS:
-            predicted[label].append(predict(build, runs[base], predict_args)["predicted"]["step_ms"])
+            predicted[label].append(predict(os.path.join(build, "bin", "collscope"), runs[base], predict_args)
+                                    ["predicted"]["step_ms"])
+            if args.against:
+                against[label].append(predict(args.against, runs[base], predict_args)["predicted"]["step_ms"])
         # Real runs, the order rotated each round.
         order = [("baseline", {}, [])] + [(label, env, extra) for label, _, env, extra, _ in SETTINGS]
         shift = round_ % len(order)
@@ -114,21 +123,30 @@ def main():
                 shutil.copytree(path, target)
     base = statistics.median(baseline)
     noise = 2 * 1.4826 * statistics.median([abs(b - base) for b in baseline])
-    rows, errors = [], []
+    rows, errors, other_errors = [], [], []
+    judge = lambda p, change: "n/a (within noise)" if abs(change) <= noise else ("right" if (p - base) * change > 0 else "WRONG")
     for label, predict_args, env, extra, base_name in SETTINGS:
         p, m = statistics.median(predicted[label]), statistics.median(measured[label])
         error = (p - m) / m
         errors.append(abs(error))
         change = m - base
-        direction = "n/a (within noise)" if abs(change) <= noise else ("right" if (p - base) * change > 0 else "WRONG")
-        rows.append((label, p, m, error, change, direction))
+        other = ""
+        if args.against:
+            q = statistics.median(against[label])
+            other_errors.append(abs((q - m) / m))
+            other = f" {q:.2f} | {100 * (q - m) / m:+.1f} % ({judge(q, change)}) |"
+        rows.append((label, p, m, error, change, judge(p, change), other))
     print(f"Baseline (plain, batch {BATCH}, 2 ranks, {args.steps} steps): median step {base:.2f} ms over "
           f"{args.rounds} rounds, noise ±{noise:.2f} ms (2 x 1.4826 x MAD of the rounds' medians)\n")
-    print("| setting | predicted (ms) | measured (ms) | error | real change (ms) | direction |")
-    print("|---|---|---|---|---|---|")
-    for label, p, m, error, change, direction in rows:
-        print(f"| {label} | {p:.2f} | {m:.2f} | {100 * error:+.1f} % | {change:+.2f} | {direction} |")
+    print("| setting | predicted (ms) | measured (ms) | error | real change (ms) | direction |" +
+          (" --against predicted (ms) | its error |" if args.against else ""))
+    print("|---|---|---|---|---|---|" + ("---|---|" if args.against else ""))
+    for label, p, m, error, change, direction, other in rows:
+        print(f"| {label} | {p:.2f} | {m:.2f} | {100 * error:+.1f} % | {change:+.2f} | {direction} |{other}")
     print(f"\nmedian absolute error {100 * statistics.median(errors):.1f} %, largest {100 * max(errors):.1f} %")
+    if args.against:
+        print(f"--against: median absolute error {100 * statistics.median(other_errors):.1f} %, largest "
+              f"{100 * max(other_errors):.1f} %")
     if args.record:
         with open(os.path.join(args.record, "measured.json"), "w") as f:
             json.dump({"steps": args.steps, "batch_size": BATCH, "rounds": args.rounds,

@@ -61,10 +61,21 @@ struct RankStep {
   double post_ns = 0;      // after its last gradient is reduced: the update and what follows, to the step's end
 };
 
+// CPU sharing inside one rank's part of a step (ns): how long its compute thread waited runnable for a CPU, and
+// how long the communication threads of its host spent inside MPI per rank there (the mean over the host's ranks),
+// in negotiations and in gradient reductions. MPI polls: such a thread is runnable all that time and takes a CPU
+// from compute where there are fewer CPUs than busy threads.
+struct RankCpu {
+  double compute_run_queue_ns = 0;
+  double negotiation_mpi_ns = 0;
+  double gradient_mpi_ns = 0;
+};
+
 struct StepGraph {
   double measured_ns = 0;      // the step's measured duration (mean over ranks, run/steps.hpp)
   double gap_after_ns = 0;     // to the next step's start (0 for the last)
   std::vector<RankStep> ranks;  // per Run::ranks index
+  std::vector<RankCpu> cpu;     // per Run::ranks index; empty without CPU sharing (ReplayModel::cpu_sharing)
 };
 
 // The size-to-time curve of the run's gradient collectives: transfer time (the shortest rank's call, no waiting)
@@ -96,6 +107,9 @@ struct ReplayModel {
   int ranks = 0;
   // Per rank: the fastest rank's median compute per step over its own (<= 1), what --balanced scales its phases by.
   std::vector<RankStep> rank_speed;
+  // Whether CPU sharing is replayed (StepGraph::cpu filled): a negotiating background thread apart from the thread
+  // that marks the steps, with scheduler counters on the latter (docs/design.md, "Predict").
+  bool cpu_sharing = false;
   double baseline_step_ns = 0, baseline_samples_per_s = 0;
   std::vector<std::string> assumptions;
 };

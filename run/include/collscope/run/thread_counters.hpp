@@ -1,0 +1,28 @@
+#pragma once
+// A thread's scheduler counters (schema 1.4 `cpu_samples`: CPU time and run-queue delay, cumulative, sampled by
+// the tracer at that thread's calls) as functions of aligned time, linear between samples. The one reading of
+// them: lateness's causes, the CPU contention finding and the replay model's CPU sharing all ask here (ns).
+#include <collscope/run/run.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace collscope::run {
+
+class ThreadCounters {
+ public:
+  // `offset_ns`: the rank's clock offset (ClockAlignment::offset_ns), so that times are aligned.
+  ThreadCounters(const RankTrace& trace, std::int64_t thread, std::int64_t offset_ns);
+  bool empty() const { return t_.size() < 2; }
+  // (on a CPU, waiting runnable for one) over aligned [a, b], or nullopt when the samples do not cover it.
+  std::optional<std::pair<double, double>> over(std::int64_t a, std::int64_t b) const;
+
+ private:
+  std::pair<double, double> at(std::int64_t t) const;
+  std::vector<std::int64_t> t_;
+  std::vector<double> cpu_, runq_;
+};
+
+}  // namespace collscope::run
