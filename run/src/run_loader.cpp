@@ -4,6 +4,8 @@
 #include <collscope/run/parallel.hpp>
 #include <collscope/run/physical_limits.hpp>
 #include <collscope/run/run.hpp>
+#include <collscope/run/steps.hpp>
+#include <collscope/store/nvtx_domains.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 
@@ -471,11 +473,20 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
     using store::columns;
     using store::GpuActivityRow;
     using store::NvtxRangeRow;
-    constexpr auto nvtx_columns = columns<&NvtxRangeRow::id, &NvtxRangeRow::name, &NvtxRangeRow::start_ns,
-                                          &NvtxRangeRow::end_ns, &NvtxRangeRow::thread, &NvtxRangeRow::depth>();
+    constexpr auto nvtx_columns =
+        columns<&NvtxRangeRow::id, &NvtxRangeRow::domain, &NvtxRangeRow::name, &NvtxRangeRow::start_ns,
+                &NvtxRangeRow::end_ns, &NvtxRangeRow::thread, &NvtxRangeRow::depth>();
     constexpr auto gpu_columns =
         columns<&GpuActivityRow::id, &GpuActivityRow::kind, &GpuActivityRow::name, &GpuActivityRow::device,
                 &GpuActivityRow::start_ns, &GpuActivityRow::end_ns, &GpuActivityRow::bytes, &GpuActivityRow::stream>();
+    // collscope's Python annotation records its steps and phases in its own domain. A job that marks its steps
+    // itself (a range of another domain named as a step) keeps only its own ranges: with both, every step would
+    // count twice (real Horovod with its own NVTX ranges got 80 steps for 40, 2026-12-07).
+    std::int64_t annotation_domain = 0;  // file-local string id; 0: none in this file
+    for (std::size_t i = 1; i < local_strings.size(); ++i)
+      if (local_strings[i] == store::kPythonAnnotationDomain) annotation_domain = std::int64_t(i);
+    std::vector<bool> annotation_range;
+    bool job_marks_steps = false;
     if (options.nvtx_ranges) reader.for_each<NvtxRangeRow>(nvtx_columns, [&](const NvtxRangeRow& r) {
       NvtxRange n;
       n.end_ns = r.end_ns.value_or(r.start_ns);
@@ -485,7 +496,17 @@ void load_file(const std::string& path, const LoadOptions& options, SharedTables
       n.thread = r.thread;
       n.depth = r.depth;
       t.nvtx_ranges.push_back(n);
+      const bool annotation = annotation_domain > 0 && r.domain == annotation_domain;
+      annotation_range.push_back(annotation);
+      if (!annotation && !job_marks_steps && r.name > 0 && static_cast<std::size_t>(r.name) < local_strings.size())
+        job_marks_steps = is_step_range_name(local_strings[static_cast<std::size_t>(r.name)]);
     });
+    if (job_marks_steps && std::find(annotation_range.begin(), annotation_range.end(), true) != annotation_range.end()) {
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < t.nvtx_ranges.size(); ++i)
+        if (!annotation_range[i]) t.nvtx_ranges[kept++] = t.nvtx_ranges[i];
+      t.nvtx_ranges.resize(kept);
+    }
     if (options.gpu_activities) reader.for_each<GpuActivityRow>(gpu_columns, [&](const GpuActivityRow& r) {
       GpuActivity g;
       g.end_ns = r.end_ns;

@@ -3,8 +3,9 @@
 # rank file per worker (ranks from torch.distributed) with exactly STEPS "step" ranges, each holding one forward,
 # one backward and one optimizer range; `collscope analyze` must count STEPS steps from NVTX; the same job with
 # --no-python-annotation records no range; a sitecustomize of the user's is still run; and without the preload the
-# sitecustomize does nothing (the job runs, silently).
-# Usage: python_annotation_test.py COLLSCOPE SITECUSTOMIZE_DIR SCRATCH_DIR   (exit 77: torch is not installed)
+# sitecustomize does nothing (the job runs, silently). With NVTX_SHIM (a library the job marks its own NVTX "step"
+# ranges through), the job's own steps are its steps, not twice as many with the annotation's.
+# Usage: python_annotation_test.py COLLSCOPE SITECUSTOMIZE_DIR SCRATCH_DIR [NVTX_SHIM]   (exit 77: no torch)
 import glob
 import json
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 
 collscope, site_dir, scratch = sys.argv[1:4]
+nvtx_shim = sys.argv[4] if len(sys.argv) > 4 else None
 STEPS = 6
 job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "train_loop.py")
 failures = []
@@ -97,6 +99,31 @@ if report.returncode == 0:
     summary = json.loads(report.stdout)["summary"]
     check(summary["step_source"] == "nvtx", "analyze: step source %s, expected nvtx" % summary["step_source"])
     check(summary["steps"] == STEPS, "analyze: %d steps, expected %d" % (summary["steps"], STEPS))
+
+# A job that marks its own steps with NVTX (real Horovod's train_hvd.py --nvtx got 80 steps for 40 when both
+# counted, 2026-12-07): the annotation's ranges stay in their own domain and the analysis counts the job's steps.
+if nvtx_shim:
+    run = os.path.join(scratch, "own-nvtx")
+    env_before = env
+    env = dict(env, COLLSCOPE_TEST_NVTX_SHIM=nvtx_shim)
+    trace(run, 2)
+    env = env_before
+    for path in rank_files(run):
+        db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+        domains = dict(db.execute("SELECT coalesce(d.value, ''), count(*) FROM nvtx_ranges r "
+                                  "LEFT JOIN strings d ON d.id = r.domain JOIN strings s ON s.id = r.name "
+                                  "WHERE s.value = 'step' GROUP BY 1").fetchall())
+        db.close()
+        check(domains.get("", 0) == STEPS and domains.get("collscope.python", 0) == STEPS,
+              "%s: step ranges per domain %s, expected %d of the job's and %d of the annotation's"
+              % (path, domains, STEPS, STEPS))
+    report = subprocess.run([collscope, "analyze", run, "--format", "json"], capture_output=True, text=True, timeout=60)
+    check(report.returncode == 0, "own NVTX: collscope analyze exited %d: %s" % (report.returncode, report.stderr))
+    if report.returncode == 0:
+        steps = json.loads(report.stdout)["summary"]["steps"]
+        check(steps == STEPS, "own NVTX: analyze counted %d steps, expected %d (the job's own)" % (steps, STEPS))
+else:
+    print("note: no NVTX shim (NVTX 3 headers not found): the own-NVTX case is not run")
 
 # Off: the same job records no range (a Python job without MPI then writes no rank file at all).
 run = os.path.join(scratch, "off")

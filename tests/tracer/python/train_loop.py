@@ -2,7 +2,9 @@
 # Usage: train_loop.py STEPS [WORKERS]. Each step: a forward through nested modules, backward, an optimizer step;
 # after each step an evaluation forward without grad (a forward range in no step). With WORKERS > 1 the loop runs
 # in that many torch.multiprocessing.spawn workers, data-parallel (DistributedDataParallel over gloo): no launcher
-# names their ranks, only torch.distributed knows them.
+# names their ranks, only torch.distributed knows them. With COLLSCOPE_TEST_NVTX_SHIM naming an NVTX shim library
+# (nvtx_shim.c), the loop marks each step itself, as jobs that use NVTX do.
+import ctypes
 import os
 import socket
 import sys
@@ -21,11 +23,16 @@ def train(rank, workers, steps, port):
         model = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     x, y = torch.randn(64, 16), torch.randn(64, 1)
+    shim = ctypes.CDLL(os.environ["COLLSCOPE_TEST_NVTX_SHIM"]) if os.environ.get("COLLSCOPE_TEST_NVTX_SHIM") else None
     for _ in range(steps):
+        if shim:
+            shim.shim_push(b"step")
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         optimizer.step()
+        if shim:
+            shim.shim_pop()
         with torch.no_grad():
             model(x)
     if workers > 1:

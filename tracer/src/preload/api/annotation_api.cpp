@@ -1,7 +1,9 @@
 // collscope_annotation_v1() (collscope/tracer/annotation.h): the annotation table for jobs that cannot reach the
 // preload through NVTX injection, such as a CPU-only Python job annotated by collscope's sitecustomize. The
-// table's push and pop are the NVTX recording path itself (nvtx_recording.hpp, default domain): one TSC read and
-// one buffered record each, no system call, no allocation for names up to the inline text size (51 bytes).
+// table's push and pop are the NVTX recording path itself (nvtx_recording.hpp) in collscope's own domain
+// (store::kPythonAnnotationDomain, so that run/ tells them from ranges the job marks itself): one TSC read and one
+// buffered record each, no system call, no allocation for names up to the inline text size (51 bytes).
+#include <collscope/store/nvtx_domains.hpp>
 #include <collscope/tracer/annotation.h>
 
 #include <atomic>
@@ -27,14 +29,20 @@ void start(int rank, int size) {
     nvtx::start_runtime_if_alone(rank, size);
 }
 
+// The annotation's domain: its name's string pool id, interned once.
+std::uint64_t annotation_domain() {
+  static const std::uint64_t id = pool_intern(store::kPythonAnnotationDomain);
+  return id;
+}
+
 int range_push(const char* name) {
   // The first range opens the file, if start() has not: not collscope_annotation_v1(), which a Python job calls when
   // it imports torch, often before it loads and initialises MPI (mpi4py, Horovod): MPI_Init should open an MPI
   // rank's file.
   start(-1, -1);
-  return nvtx::push_name(name);
+  return nvtx::push_name(annotation_domain(), name);
 }
-int range_pop() { return nvtx::pop(0); }
+int range_pop() { return nvtx::pop(annotation_domain()); }
 
 void set_meta(const char* key, const char* value) {
   if (key && *key && value) runtime_set_meta(key, value);

@@ -115,9 +115,9 @@ void mark(std::uint64_t domain, Name&& fill_name) {
   });
 }
 
-// The default-domain push/pop of a plain name, for the annotation table.
-inline int push_name(const char* name) {
-  return push(0, [name](Event& e) {
+// The push of a plain name in `domain`, for the annotation table.
+inline int push_name(std::uint64_t domain, const char* name) {
+  return push(domain, [name](Event& e) {
     clear_attributes(e);
     set_ascii_name(e, name);
   });
