@@ -16,10 +16,11 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
+
+from prediction_table import print_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JOB = os.path.join(ROOT, "tests", "data", "horovod-0.28.1-cpu", "train_hvd.py")
@@ -133,37 +134,8 @@ def main():
             value = median_step_ms(run(job_command(args.steps, extra, env), env))
             (baseline if label == "baseline" else measured[label]).append(value)
         print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr)
-    base = statistics.median(baseline)
-    noise = 2 * 1.4826 * statistics.median([abs(b - base) for b in baseline])
-    judge = lambda p, change: "n/a (within noise)" if abs(change) <= noise else ("right" if (p - base) * change > 0 else "WRONG")
-    print(f"Baseline (train_hvd.py --nvtx, batch {BATCH}, 2 ranks, {args.steps} steps): median step {base:.2f} ms "
-          f"over {args.rounds} rounds, noise ±{noise:.2f} ms\n")
-    print("| setting | predicted (ms) | measured (ms) | error | real change (ms) | direction |" +
-          (" --against predicted (ms) | its error |" if args.against else ""))
-    print("|---|---|---|---|---|---|" + ("---|---|" if args.against else ""))
-    errors, other_errors = [], []
-    def cell(values, m, change, sink):
-        known = [v for v in values if v is not None]
-        if not known:
-            return "not predicted", "-", "-"
-        q = statistics.median(known)
-        sink.append(abs(q - m) / m)
-        return f"{q:.2f}", f"{100 * (q - m) / m:+.1f} %", judge(q, change)
-
-    for label, *_ in SETTINGS:
-        m = statistics.median(measured[label])
-        change = m - base
-        p, e, d = cell(predicted[label], m, change, errors)
-        other = ""
-        if args.against:
-            q, qe, qd = cell(against[label], m, change, other_errors)
-            other = f" {q} | {qe} ({qd}) |"
-        print(f"| {label} | {p} | {m:.2f} | {e} | {change:+.2f} | {d} |{other}")
-    if errors:
-        print(f"\nmedian absolute error {100 * statistics.median(errors):.1f} %, largest {100 * max(errors):.1f} %")
-    if args.against and other_errors:
-        print(f"--against: median absolute error {100 * statistics.median(other_errors):.1f} %, largest "
-              f"{100 * max(other_errors):.1f} %")
+    print_table(f"train_hvd.py --nvtx, batch {BATCH}, 2 ranks, {args.steps} steps", [label for label, *_ in SETTINGS],
+                predicted, measured, baseline, against if args.against else None)
     shutil.rmtree(work, ignore_errors=True)
 
 

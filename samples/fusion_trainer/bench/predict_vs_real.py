@@ -23,6 +23,10 @@ import subprocess
 import sys
 import tempfile
 
+# The table is the predict component's, shared with predict/bench/predict_vs_horovod.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "predict", "bench"))
+from prediction_table import print_table  # noqa: E402
+
 BATCH = 32
 # (label, `collscope predict` arguments, trainer environment, trainer arguments, baseline)
 SETTINGS = [
@@ -121,32 +125,8 @@ def main():
                 target = os.path.join(args.record, name)
                 shutil.rmtree(target, ignore_errors=True)
                 shutil.copytree(path, target)
-    base = statistics.median(baseline)
-    noise = 2 * 1.4826 * statistics.median([abs(b - base) for b in baseline])
-    rows, errors, other_errors = [], [], []
-    judge = lambda p, change: "n/a (within noise)" if abs(change) <= noise else ("right" if (p - base) * change > 0 else "WRONG")
-    for label, predict_args, env, extra, base_name in SETTINGS:
-        p, m = statistics.median(predicted[label]), statistics.median(measured[label])
-        error = (p - m) / m
-        errors.append(abs(error))
-        change = m - base
-        other = ""
-        if args.against:
-            q = statistics.median(against[label])
-            other_errors.append(abs((q - m) / m))
-            other = f" {q:.2f} | {100 * (q - m) / m:+.1f} % ({judge(q, change)}) |"
-        rows.append((label, p, m, error, change, judge(p, change), other))
-    print(f"Baseline (plain, batch {BATCH}, 2 ranks, {args.steps} steps): median step {base:.2f} ms over "
-          f"{args.rounds} rounds, noise ±{noise:.2f} ms (2 x 1.4826 x MAD of the rounds' medians)\n")
-    print("| setting | predicted (ms) | measured (ms) | error | real change (ms) | direction |" +
-          (" --against predicted (ms) | its error |" if args.against else ""))
-    print("|---|---|---|---|---|---|" + ("---|---|" if args.against else ""))
-    for label, p, m, error, change, direction, other in rows:
-        print(f"| {label} | {p:.2f} | {m:.2f} | {100 * error:+.1f} % | {change:+.2f} | {direction} |{other}")
-    print(f"\nmedian absolute error {100 * statistics.median(errors):.1f} %, largest {100 * max(errors):.1f} %")
-    if args.against:
-        print(f"--against: median absolute error {100 * statistics.median(other_errors):.1f} %, largest "
-              f"{100 * max(other_errors):.1f} %")
+    print_table(f"plain, batch {BATCH}, 2 ranks, {args.steps} steps", [label for label, *_ in SETTINGS], predicted,
+                measured, baseline, against if args.against else None)
     if args.record:
         with open(os.path.join(args.record, "measured.json"), "w") as f:
             json.dump({"steps": args.steps, "batch_size": BATCH, "rounds": args.rounds,
