@@ -59,3 +59,17 @@ TEST(RecordedRuns, CompareListsCpuContentionWithoutGatingOnIt) {
   for (const auto* f : c.failing_findings()) EXPECT_NE(f->kind, FindingKind::CpuContention) << comparison_text(c);
   EXPECT_NE(comparison_text(c).find("cpu_contention"), std::string::npos) << comparison_text(c);
 }
+
+// Real Horovod 0.28.1 marking its own NVTX steps, traced with collscope's Python annotation on
+// (tests/data/horovod-0.28.1-cpu-samples, README there): its own 40 steps, not 80; and CPU contention named with
+// Horovod's own knob, the cycle time, at a value above the one in effect.
+TEST(RecordedRuns, RealHorovodStepsAreItsOwnAndItsCpuContentionNamesTheCycle) {
+  const Analysis a =
+      analyze_run(collscope::test::unpack_test_data("horovod-0.28.1-cpu-samples/plain-nvtx").string());
+  EXPECT_EQ(a.steps.steps.size(), 40u) << text_report(a);
+  EXPECT_EQ(a.steps.method, collscope::run::StepMethod::Nvtx);
+  const Finding* f = find(a, FindingKind::CpuContention);
+  ASSERT_NE(f, nullptr) << text_report(a);
+  EXPECT_EQ(f->ranks.size(), 2u) << text_report(a);
+  EXPECT_NE(f->suggestion.find("HOROVOD_CYCLE_TIME longer than the 1 ms in effect"), std::string::npos) << f->suggestion;
+}

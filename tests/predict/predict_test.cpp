@@ -138,4 +138,21 @@ TEST(PredictRecorded, DdpRunInDdpsOwnKnobAndNoNumberTheModelCannotSupport) {
   EXPECT_EQ(text.find("fusion pack"), std::string::npos) << text;
 }
 
+// Real Horovod 0.28.1 on 2 busy cores (tests/data/horovod-0.28.1-cpu-samples, README there): its background
+// thread polls in MPI every 1 ms cycle beside the training thread, and untraced runs measured 16 % shorter steps at
+// a 4.5 ms cycle (141.8 against 168.7 ms). Without CPU sharing the replay predicted the wrong way (+1-2 % on the
+// fixtures, +38 % in predict_vs_horovod.py); with it, shorter, within the run-to-run noise of the measured gain
+// (docs/performance.md: -22 % predicted from this trace).
+TEST(PredictRecorded, RealHorovodLongerCycleGivesTheCpuBack) {
+  const auto model = model_of(unpack_test_data("horovod-0.28.1-cpu-samples/plain-nvtx").string());
+  ASSERT_TRUE(model.usable) << model.why_not;
+  EXPECT_TRUE(model.cpu_sharing);
+  const auto p = predict::predict(model, {.cycle_time_ms = 4.5});
+  ASSERT_GT(p.steps_replayed, 0) << predict::prediction_text(p, "RUN");
+  const double change = p.step_ms / p.baseline_step_ms - 1;
+  const double measured = 141.8 / 168.7 - 1, noise = 18.4 / 168.7;  // the README's untraced medians
+  EXPECT_LT(change, 0) << predict::prediction_text(p, "RUN");
+  EXPECT_NEAR(change, measured, noise) << predict::prediction_text(p, "RUN");
+}
+
 }  // namespace

@@ -67,6 +67,16 @@ std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
       "on the node (top -H), compare each rank's busy threads with the cores it may use (OMP_NUM_THREADS, "
       "torch.set_num_threads, a communication thread that busy-polls), and check the binding (mpirun --bind-to "
       "core --report-bindings; srun --cpu-bind=cores): give every rank's busy threads cores of their own.";
+  // Horovod's background thread negotiates inside MPI every cycle, polling: on real Horovod 0.28.1 on 2 busy cores
+  // a 4.5-20 ms cycle gave 16-38 % shorter steps than the 1 ms default (docs/performance.md). Its knob, for a job
+  // whose Horovod knobs apply, never at the value in effect.
+  const auto settings = run::job_settings(in.run, run::describe_workload(in.run));
+  if (settings.horovod_applies)
+    f.suggestion += fmt::format(
+        " Horovod's background thread negotiates inside MPI every cycle, polling a CPU: a HOROVOD_CYCLE_TIME longer "
+        "than the {:g} ms in effect polls less often (`collscope predict RUN --set HOROVOD_CYCLE_TIME=...` estimates "
+        "the step for a value).",
+        settings.horovod.cycle_time_ms.value);
   out.push_back(std::move(f));
   return out;
 }
