@@ -81,8 +81,19 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
     const bool noted = std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) {
       return n.find("within noise") != std::string::npos && n.find("rank 1 is") != std::string::npos;
     });
-    ASSERT_TRUE(noted) << text_report(a);
-    EXPECT_GE(a.lateness.median_lateness_ns.at(1), 0.8 * slow_ms * 1e6) << text_report(a);
+    // Or the machine delayed the other rank too (the timing loop at load 5, 2026-12-07: rank 0's step thread waited
+    // for a CPU 49 % of its steps, so it was 11.61 ms late per step against rank 1's 18.46, below the straggler's
+    // 3x dominance): then the report must say so, with CPU contention naming rank 0, and rank 1 must still be the
+    // latest.
+    const Finding* contention = find(a, FindingKind::CpuContention);
+    const bool other_rank_contended =
+        contention != nullptr && std::find(contention->ranks.begin(), contention->ranks.end(), 0) != contention->ranks.end();
+    ASSERT_TRUE(noted || other_rank_contended) << text_report(a);
+    if (noted) {
+      EXPECT_GE(a.lateness.median_lateness_ns.at(1), 0.8 * slow_ms * 1e6) << text_report(a);
+    } else {
+      EXPECT_GT(a.lateness.median_lateness_ns.at(1), a.lateness.median_lateness_ns.at(0)) << text_report(a);
+    }
     return;
   }
   EXPECT_EQ(f->ranks, std::vector<int>{1});
