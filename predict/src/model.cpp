@@ -193,17 +193,8 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   if (cpu_sharing) {
     const run::StepNames step_names(run, steps.range_name);
     for (std::size_t r = 0; r < run.ranks.size() && cpu_sharing; ++r) {
-      std::map<std::int64_t, int> step_threads;
-      for (const auto& x : run.ranks[r].nvtx_ranges)
-        if (step_names.contains(x.name)) ++step_threads[x.thread];
-      const auto busiest = [](const std::map<std::int64_t, int>& threads) {
-        std::int64_t best = -1;
-        int most = 0;
-        for (const auto& [thread, n] : threads)
-          if (n > most) best = thread, most = n;
-        return best;
-      };
-      const std::int64_t compute = busiest(step_threads), communication = busiest(comm_threads[r]);
+      const std::int64_t compute = run::step_thread(run.ranks[r], step_names);
+      const std::int64_t communication = run::busiest_thread(comm_threads[r]);
       if (compute < 0 || communication < 0 || compute == communication) {
         cpu_sharing = false;
         break;

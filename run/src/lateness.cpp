@@ -20,14 +20,6 @@ namespace {
 constexpr double kCommonPhaseShare = 0.9;  // a phase every rank has in this share of the steps is a boundary
 
 
-// The thread with the most rows among `threads` (ties: the lowest id); -1 when none.
-std::int64_t busiest(const std::map<std::int64_t, int>& threads) {
-  std::int64_t best = -1;
-  int most = 0;
-  for (const auto& [thread, n] : threads)
-    if (n > most) best = thread, most = n;
-  return best;
-}
 
 // Whether every rank has scheduler counters (two samples or more) on its thread `thread[r]`: the causes are
 // measured only then, so without them the windows of own time need not be built (a run without CPU samples, before
@@ -151,7 +143,7 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
     std::map<std::int64_t, int> sync_threads;
     for (const auto& c : run.ranks[r].collectives)
       if (store::is_synchronising(c.op)) ++sync_threads[c.thread];
-    thread[r] = busiest(sync_threads);
+    thread[r] = busiest_thread(sync_threads);
   }
   if (!every_rank_has_counters(run, thread)) return;
   std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>> windows(
@@ -306,10 +298,7 @@ bool from_phases(const Run& run, const ClockAlignment& clocks, const StepSummary
     std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>> windows(
         nranks, std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(nsteps));
     for (std::size_t r = 0; r < nranks; ++r) {
-      std::map<std::int64_t, int> step_threads;
-      for (const auto& x : run.ranks[r].nvtx_ranges)
-        if (step_names.contains(x.name)) ++step_threads[x.thread];
-      thread[r] = busiest(step_threads);
+      thread[r] = step_thread(run.ranks[r], step_names);
       // Behind already at the step's start: it fell behind between steps (data loading, the input pipeline),
       // from the previous step's end to this one's start.
       if (ordered.front().second == Boundary{-1, false} && median_lag.front()[latest_rank] > 0)

@@ -24,4 +24,19 @@ std::pair<double, double> ThreadCounters::at(std::int64_t t) const {
   return {cpu_[i - 1] + f * (cpu_[i] - cpu_[i - 1]), runq_[i - 1] + f * (runq_[i] - runq_[i - 1])};
 }
 
+std::int64_t busiest_thread(const std::map<std::int64_t, int>& rows_per_thread) {
+  std::int64_t best = -1;
+  int most = 0;
+  for (const auto& [thread, n] : rows_per_thread)
+    if (n > most) best = thread, most = n;
+  return best;
+}
+
+std::int64_t step_thread(const RankTrace& rank, const StepNames& step_names) {
+  std::map<std::int64_t, int> steps;
+  for (const auto& x : rank.nvtx_ranges)
+    if (step_names.contains(x.name)) ++steps[x.thread];
+  return busiest_thread(steps);
+}
+
 }  // namespace collscope::run

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 namespace collscope::analyzer {
 
@@ -54,14 +53,13 @@ std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
                 {"measured_steps", double(steps.measured_steps())}};
   for (std::size_t r = 0; r < nranks; ++r)
     f.evidence[fmt::format("rank_{}_run_queue_pct", in.run.ranks[r].world_rank)] = 100 * late.step_run_queue_share[r];
-  std::vector<double> all(late.step_run_queue_share);
-  std::sort(all.begin(), all.end());
+  const auto [least, highest] = std::minmax_element(late.step_run_queue_share.begin(), late.step_run_queue_share.end());
   f.evidence_text = fmt::format(
       "the thread that runs each rank's steps was runnable but waiting for a CPU (its scheduler counters, "
       "/proc/thread-self/schedstat) for {} of the median step of {} on rank {} ({:.0f} %); over all {} ranks "
       "{:.0f}-{:.0f} % (median over the {} measured steps).",
       format_ms(per_step), format_ms(steps.median_step_ns), in.run.ranks[most].world_rank, 100 * top_share, nranks,
-      100 * all.front(), 100 * all.back(), steps.measured_steps());
+      100 * *least, 100 * *highest, steps.measured_steps());
   f.suggestion =
       "More threads are ready to run than there are CPUs for them where these ranks run. Look for other processes "
       "on the node (top -H), compare each rank's busy threads with the cores it may use (OMP_NUM_THREADS, "

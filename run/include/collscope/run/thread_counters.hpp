@@ -1,10 +1,13 @@
 #pragma once
 // A thread's scheduler counters (schema 1.4 `cpu_samples`: CPU time and run-queue delay, cumulative, sampled by
 // the tracer at that thread's calls) as functions of aligned time, linear between samples. The one reading of
-// them: lateness's causes, the CPU contention finding and the replay model's CPU sharing all ask here (ns).
+// them: lateness's causes, the CPU contention finding and the replay model's CPU sharing all ask here (ns). Also
+// which thread is whose: the one choice of a rank's step thread.
 #include <collscope/run/run.hpp>
+#include <collscope/run/steps.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -24,5 +27,11 @@ class ThreadCounters {
   std::vector<std::int64_t> t_;
   std::vector<double> cpu_, runq_;
 };
+
+// The thread with the most rows in `rows_per_thread` (thread id -> rows; ties: the lowest id); -1 when empty.
+std::int64_t busiest_thread(const std::map<std::int64_t, int>& rows_per_thread);
+
+// The thread that marks a rank's steps: the one with the most ranges named as steps; -1 when none.
+std::int64_t step_thread(const RankTrace& rank, const StepNames& step_names);
 
 }  // namespace collscope::run
