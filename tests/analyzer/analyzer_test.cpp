@@ -15,23 +15,21 @@
 #include <filesystem>
 #include <fstream>
 
+#include "finding_lookup.hpp"
+
 namespace fs = std::filesystem;
 using namespace collscope::analyzer;
 using namespace collscope::testing;
 
 namespace {
 
+using collscope::test::find_finding;
+
 fs::path temp_dir(const std::string& name) {
   auto dir = fs::temp_directory_path() / ("collscope-analyzer-test-" + std::to_string(::getpid())) / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-const Finding* find(const Analysis& a, FindingKind k) {
-  for (const auto& f : a.findings)
-    if (f.kind == k) return &f;
-  return nullptr;
 }
 
 }  // namespace
@@ -56,8 +54,8 @@ TEST(Analyzer, LoadsEveryRankAndMatchesEveryInstance) {
   // compute 10 ms + 4 × (20 us + 4 MiB × 1.5 / 10 GB/s) + process set ≈ 12.7 ms
   EXPECT_NEAR(a.steps.mean_step_ns / 1e6, 12.7, 0.4);
   EXPECT_EQ(a.steps.throughput_samples_per_s > 0, true);  // --batch-size 32 from the command line
-  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr);
-  EXPECT_EQ(find(a, FindingKind::LatencyBound), nullptr);
+  EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr);
+  EXPECT_EQ(find_finding(a, FindingKind::LatencyBound), nullptr);
   // busbw of the 4 MiB allreduce: the simulated link (10 GB/s) minus latency
   const CollectiveInstance inst = a.matched.instance(a.run, a.clocks, 0, 5);
   EXPECT_EQ(inst.ranks.size(), 4u);
@@ -118,9 +116,9 @@ TEST(Analyzer, OneLongStallIsNotAStraggler) {
   write_synthetic_run(dir.string(), spec);
   const Analysis a = analyze_run(dir.string());
   EXPECT_GT(a.lateness.total_lateness_ns.at(1), 50e6);  // the stall is there, held up the other rank
-  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << text_report(a);
   // It is one slow step, rank 1's, and costs what it took.
-  const Finding* g = find(a, FindingKind::SlowSteps);
+  const Finding* g = find_finding(a, FindingKind::SlowSteps);
   ASSERT_NE(g, nullptr) << text_report(a);
   EXPECT_EQ(g->ranks, std::vector<int>{1});
   EXPECT_EQ(g->evidence.at("slow_steps"), 1);
@@ -133,10 +131,10 @@ TEST(Analyzer, OneLongStallIsNotAStraggler) {
   spec.slow_only_step = -1;
   write_synthetic_run(spread.string(), spec);
   const Analysis b = analyze_run(spread.string());
-  const Finding* f = find(b, FindingKind::Straggler);
+  const Finding* f = find_finding(b, FindingKind::Straggler);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->ranks, std::vector<int>{1});
-  EXPECT_EQ(find(b, FindingKind::SlowSteps), nullptr) << text_report(b);  // no step stands out
+  EXPECT_EQ(find_finding(b, FindingKind::SlowSteps), nullptr) << text_report(b);  // no step stands out
 }
 
 // A rank that pauses every 10 steps (a checkpoint) while the others wait: the slow steps, their period, the rank
@@ -152,8 +150,8 @@ TEST(Analyzer, PeriodicPauseOfOneRankIsSlowStepsNotAStraggler) {
   spec.slow_every_steps = 10;
   write_synthetic_run(dir.string(), spec);
   const Analysis a = analyze_run(dir.string());
-  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
-  const Finding* f = find(a, FindingKind::SlowSteps);
+  EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << text_report(a);
+  const Finding* f = find_finding(a, FindingKind::SlowSteps);
   ASSERT_NE(f, nullptr) << text_report(a);
   EXPECT_EQ(f->ranks, std::vector<int>{2});
   EXPECT_EQ(f->evidence.at("slow_steps"), 3);  // steps 10, 20, 30
@@ -173,7 +171,7 @@ TEST(Analyzer, StragglerNamedWithInjectedDelay) {
   spec.slow_ms = 5;
   write_synthetic_run(dir.string(), spec);
   const Analysis a = analyze_run(dir.string());
-  const Finding* f = find(a, FindingKind::Straggler);
+  const Finding* f = find_finding(a, FindingKind::Straggler);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->ranks, std::vector<int>{2});
   // attributed delay within 80–120 % of the injected 5 ms per step
@@ -195,7 +193,7 @@ TEST(Analyzer, TracerFlushesAreNotLateness) {
   spec.slow_is_tracer_flush = true;
   write_synthetic_run(dir.string(), spec);
   const Analysis a = analyze_run(dir.string());
-  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << text_report(a);
   EXPECT_NEAR(a.lateness.tracer_flush_ns.at(2), 20 * 5e6, 0.05 * 20 * 5e6);
   EXPECT_LT(a.lateness.median_lateness_ns.at(2), 0.5e6);
 }
@@ -233,7 +231,7 @@ TEST(Analyzer, LatencyBoundWithTinyFusionThreshold) {
   spec.fusion_threshold = 4096;
   write_synthetic_run(small.string(), spec);
   const Analysis a = analyze_run(small.string());
-  const Finding* f = find(a, FindingKind::LatencyBound);
+  const Finding* f = find_finding(a, FindingKind::LatencyBound);
   ASSERT_NE(f, nullptr);
   EXPECT_GT(f->evidence.at("suggested_fusion_threshold_bytes"), 4096);
   EXPECT_NE(f->suggestion.find("HOROVOD_FUSION_THRESHOLD="), std::string::npos);
@@ -243,7 +241,7 @@ TEST(Analyzer, LatencyBoundWithTinyFusionThreshold) {
   spec.allreduce_bytes = 64 * 4096;
   spec.fusion_threshold = 64 << 20;
   write_synthetic_run(fused.string(), spec);
-  EXPECT_EQ(find(analyze_run(fused.string()), FindingKind::LatencyBound), nullptr);
+  EXPECT_EQ(find_finding(analyze_run(fused.string()), FindingKind::LatencyBound), nullptr);
 }
 
 // busbw of a 4 MiB allreduce on `ranks` ranks with the synthetic transfer model (latency + bytes×2(n-1)/n / link).
@@ -261,7 +259,7 @@ TEST(Analyzer, LowBandwidthWhenTheLinkDegradesMidRun) {
   auto dir = temp_dir("low-bandwidth");
   write_synthetic_run(dir.string(), spec);
   const Analysis a = analyze_run(dir.string());
-  const Finding* f = find(a, FindingKind::LowBandwidth);
+  const Finding* f = find_finding(a, FindingKind::LowBandwidth);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->comm_name, "MPI_COMM_WORLD");
   EXPECT_EQ(f->evidence.at("instances"), 160);
@@ -276,7 +274,7 @@ TEST(Analyzer, LowBandwidthWhenTheLinkDegradesMidRun) {
   spec.degraded_from_step = -1;
   auto healthy = temp_dir("full-bandwidth");
   write_synthetic_run(healthy.string(), spec);
-  EXPECT_EQ(find(analyze_run(healthy.string()), FindingKind::LowBandwidth), nullptr);
+  EXPECT_EQ(find_finding(analyze_run(healthy.string()), FindingKind::LowBandwidth), nullptr);
 }
 
 TEST(Analyzer, LowBandwidthAgainstTheLinkTheUserNames) {
@@ -286,18 +284,18 @@ TEST(Analyzer, LowBandwidthAgainstTheLinkTheUserNames) {
   spec.link_gbps = 4;
   auto dir = temp_dir("below-link");
   write_synthetic_run(dir.string(), spec);
-  EXPECT_EQ(find(analyze_run(dir.string()), FindingKind::LowBandwidth), nullptr);
+  EXPECT_EQ(find_finding(analyze_run(dir.string()), FindingKind::LowBandwidth), nullptr);
   AnalysisOptions options;
   options.link_gbps = 10;
   const Analysis a = analyze_run(dir.string(), options);
-  const Finding* f = find(a, FindingKind::LowBandwidth);
+  const Finding* f = find_finding(a, FindingKind::LowBandwidth);
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->title.find("link"), std::string::npos);
   EXPECT_NEAR(f->evidence.at("median_busbw_gbps"), synthetic_busbw(4, 4), 0.1);
   EXPECT_EQ(f->evidence.at("link_gbps"), 10);
   // At the link's own speed the named link is reached: no finding.
   options.link_gbps = 4.5;
-  EXPECT_EQ(find(analyze_run(dir.string(), options), FindingKind::LowBandwidth), nullptr);
+  EXPECT_EQ(find_finding(analyze_run(dir.string(), options), FindingKind::LowBandwidth), nullptr);
 }
 
 TEST(Analyzer, CycleTimeStallAndUnderfilledFusion) {
@@ -310,14 +308,14 @@ TEST(Analyzer, CycleTimeStallAndUnderfilledFusion) {
   auto dir = temp_dir("cycle-stall");
   write_synthetic_run(dir.string(), spec);
   const Analysis a = analyze_run(dir.string());
-  const Finding* f = find(a, FindingKind::CycleTimeStall);
+  const Finding* f = find_finding(a, FindingKind::CycleTimeStall);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::Critical);  // 15 of a ~33 ms step
   EXPECT_EQ(f->evidence.at("gaps_matching_cycle"), 3 * 20 * 4);  // 3 gaps a step inside it, on each of 4 ranks
   EXPECT_NEAR(f->evidence.at("mean_fill_pct"), 6.25, 0.01);
   EXPECT_EQ(f->evidence.at("suggested_cycle_time_ms"), 1.0);
   EXPECT_NE(f->suggestion.find("HOROVOD_CYCLE_TIME=1.0"), std::string::npos);
-  EXPECT_EQ(find(a, FindingKind::UnderfilledFusion), nullptr);
+  EXPECT_EQ(find_finding(a, FindingKind::UnderfilledFusion), nullptr);
 
   // No cycle wait, 1 MiB in a 64 MiB buffer: under-filled, not a stall.
   spec.idle_before_allreduce_ms = 0;
@@ -326,8 +324,8 @@ TEST(Analyzer, CycleTimeStallAndUnderfilledFusion) {
   auto underfilled = temp_dir("underfilled");
   write_synthetic_run(underfilled.string(), spec);
   const Analysis b = analyze_run(underfilled.string());
-  EXPECT_EQ(find(b, FindingKind::CycleTimeStall), nullptr);
-  const Finding* u = find(b, FindingKind::UnderfilledFusion);
+  EXPECT_EQ(find_finding(b, FindingKind::CycleTimeStall), nullptr);
+  const Finding* u = find_finding(b, FindingKind::UnderfilledFusion);
   ASSERT_NE(u, nullptr);
   EXPECT_NEAR(u->evidence.at("mean_fill_pct"), 100.0 / 64, 0.01);
   EXPECT_EQ(u->evidence.at("fused_collectives"), 20 * 4);
@@ -337,8 +335,8 @@ TEST(Analyzer, CycleTimeStallAndUnderfilledFusion) {
   auto filled = temp_dir("filled");
   write_synthetic_run(filled.string(), spec);
   const Analysis c = analyze_run(filled.string());
-  EXPECT_EQ(find(c, FindingKind::CycleTimeStall), nullptr);
-  EXPECT_EQ(find(c, FindingKind::UnderfilledFusion), nullptr);
+  EXPECT_EQ(find_finding(c, FindingKind::CycleTimeStall), nullptr);
+  EXPECT_EQ(find_finding(c, FindingKind::UnderfilledFusion), nullptr);
 }
 
 TEST(Analyzer, ExposedCommunicationCountsComputeOnOtherThreads) {
@@ -351,7 +349,7 @@ TEST(Analyzer, ExposedCommunicationCountsComputeOnOtherThreads) {
     auto dir = temp_dir(name);
     write_synthetic_run(dir.string(), spec);
     const Analysis a = analyze_run(dir.string());
-    return std::pair(a.steps.mean_exposed_ns / a.steps.mean_step_ns, find(a, FindingKind::ExposedCommunication) != nullptr);
+    return std::pair(a.steps.mean_exposed_ns / a.steps.mean_step_ns, find_finding(a, FindingKind::ExposedCommunication) != nullptr);
   };
   // No compute recorded: all of it counts as exposed in the step table, but no finding claims it is not
   // overlapped: nothing recorded says whether compute hid it (no overlap claims without compute data).
@@ -383,7 +381,7 @@ TEST(Analyzer, ProcessSetImbalanceNamesTheSlowSet) {
   auto dir = temp_dir("set-imbalance");
   write_synthetic_run(dir.string(), spec);
   const Analysis a = analyze_run(dir.string());
-  const Finding* f = find(a, FindingKind::ProcessSetImbalance);
+  const Finding* f = find_finding(a, FindingKind::ProcessSetImbalance);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->comm_name, "process_set_1");
   EXPECT_EQ(f->ranks, (std::vector<int>{1, 3}));
@@ -397,7 +395,7 @@ TEST(Analyzer, ProcessSetImbalanceNamesTheSlowSet) {
   spec.slow_set_parity = -1;
   auto balanced = temp_dir("set-balanced");
   write_synthetic_run(balanced.string(), spec);
-  EXPECT_EQ(find(analyze_run(balanced.string()), FindingKind::ProcessSetImbalance), nullptr);
+  EXPECT_EQ(find_finding(analyze_run(balanced.string()), FindingKind::ProcessSetImbalance), nullptr);
 }
 
 TEST(Analyzer, MismatchNamesSkippingRankAndSeq) {
@@ -459,12 +457,12 @@ TEST(Analyzer, HangWhereOneRankNeverCameNamesIt) {
   // Without calls in flight the same run has no hang to report.
   auto clean = temp_dir("hang-none");
   write_synthetic_run(clean.string(), spec);
-  EXPECT_EQ(find(analyze_run(clean.string()), FindingKind::Mismatch), nullptr);
+  EXPECT_EQ(find_finding(analyze_run(clean.string()), FindingKind::Mismatch), nullptr);
   // All four inside the same call when the job was killed (a long collective, not a mismatch): nothing either.
   auto together = temp_dir("hang-together");
   write_synthetic_run(together.string(), spec);
   for (int r : {0, 1, 2, 3}) add_call_in_flight(together, r, "allreduce", 80, 1 << 20);
-  EXPECT_EQ(find(analyze_run(together.string()), FindingKind::Mismatch), nullptr);
+  EXPECT_EQ(find_finding(analyze_run(together.string()), FindingKind::Mismatch), nullptr);
 }
 
 TEST(Analyzer, HangInDifferentCollectivesNamesTheMinority) {

@@ -17,11 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
+#include "finding_lookup.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::analyzer;
 
 namespace {
+
+using collscope::test::find_finding;
 
 const Analysis& fixture(const std::string& name) {
   static std::map<std::string, Analysis> cache;
@@ -29,12 +32,6 @@ const Analysis& fixture(const std::string& name) {
   if (it == cache.end())
     it = cache.emplace(name, analyze_run(collscope::test::unpack_test_data("horovod-0.28.1-cpu/" + name).string())).first;
   return it->second;
-}
-
-const Finding* find(const Analysis& a, FindingKind k) {
-  for (const auto& f : a.findings)
-    if (f.kind == k) return &f;
-  return nullptr;
 }
 
 }  // namespace
@@ -75,7 +72,7 @@ TEST(HorovodFixtures, StragglerFromNvtxPhasesWithItsInjectedDelay) {
   // Rank 1 sleeps 30 ms between forward and backward in every step.
   const Analysis& a = fixture("straggler-rank1-30ms-nvtx");
   EXPECT_EQ(a.lateness.source, collscope::run::LatenessSource::Phases);
-  const Finding* f = find(a, FindingKind::Straggler);
+  const Finding* f = find_finding(a, FindingKind::Straggler);
   ASSERT_NE(f, nullptr) << text_report(a);
   EXPECT_EQ(f->ranks, std::vector<int>{1});
   // Where it falls behind: the 30 ms sleep, exactly where it is.
@@ -97,7 +94,7 @@ TEST(HorovodFixtures, StragglerFromNvtxPhasesWithItsInjectedDelay) {
 TEST(HorovodFixtures, NoStragglerOnThePlainRuns) {
   for (const char* name : {"plain", "plain-nvtx"}) {
     const Analysis& a = fixture(name);
-    EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << name << "\n" << text_report(a);
+    EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << name << "\n" << text_report(a);
   }
 }
 
@@ -105,7 +102,7 @@ TEST(HorovodFixtures, StragglerWithoutPhasesSaysWhyItCannotBeSeen) {
   // No NVTX: all collectives come from Horovod's background thread and meet in lockstep. Nobody is named (in
   // particular not rank 0, whom the cycle's phase makes wait), and the report says why in one line.
   const Analysis& a = fixture("straggler-rank1-30ms");
-  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << text_report(a);
   EXPECT_FALSE(a.lateness.measurable());
   EXPECT_NE(a.lateness.basis.find("background thread"), std::string::npos) << a.lateness.basis;
   // The text report wraps at 100 columns: compare with runs of white space as one space.
@@ -136,7 +133,7 @@ TEST(HorovodFixtures, AdviceFitsTheJob) {
   }
   for (const char* name : {"plain", "straggler-rank1-30ms"}) {
     const Analysis& a = fixture(name);
-    const Finding* f = find(a, FindingKind::LatencyBound);
+    const Finding* f = find_finding(a, FindingKind::LatencyBound);
     ASSERT_NE(f, nullptr) << name << "\n" << text_report(a);
     EXPECT_NE(f->suggestion.find("HOROVOD_CYCLE_TIME="), std::string::npos) << f->suggestion;
     EXPECT_EQ(f->suggestion.find("HOROVOD_FUSION_THRESHOLD="), std::string::npos) << f->suggestion;
@@ -152,8 +149,8 @@ TEST(HorovodFixtures, HungJobIsAStallNotAMismatch) {
   // until the job is killed. Each rank's last writer batch was lost at the kill (21 853 vs 21 851 calls): that is
   // a truncated trace, not a collective mismatch, and the cycling is no straggler.
   const Analysis& a = fixture("hang-rank1-never-submits");
-  EXPECT_EQ(find(a, FindingKind::Mismatch), nullptr) << text_report(a);
-  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  EXPECT_EQ(find_finding(a, FindingKind::Mismatch), nullptr) << text_report(a);
+  EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << text_report(a);
   ASSERT_FALSE(a.findings.empty());
   const Finding& f = a.findings.front();
   EXPECT_EQ(f.kind, FindingKind::Stall) << text_report(a);
@@ -171,8 +168,8 @@ TEST(HorovodFixtures, HungJobIsAStallNotAMismatch) {
 TEST(HorovodFixtures, NoMismatchHangOrStallOnThePlainRuns) {
   for (const char* name : {"plain", "plain-nvtx", "straggler-rank1-30ms", "straggler-rank1-30ms-nvtx"}) {
     const Analysis& a = fixture(name);
-    EXPECT_EQ(find(a, FindingKind::Mismatch), nullptr) << name << "\n" << text_report(a);
-    EXPECT_EQ(find(a, FindingKind::Stall), nullptr) << name << "\n" << text_report(a);
+    EXPECT_EQ(find_finding(a, FindingKind::Mismatch), nullptr) << name << "\n" << text_report(a);
+    EXPECT_EQ(find_finding(a, FindingKind::Stall), nullptr) << name << "\n" << text_report(a);
     EXPECT_TRUE(a.notes.empty()) << name;
   }
 }

@@ -20,11 +20,14 @@
 #include "../common/hung_job.hpp"
 #include "test_support.hpp"
 #include <iostream>
+#include "finding_lookup.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope::analyzer;
 
 namespace {
+
+using collscope::test::find_finding;
 
 using collscope::test::bin_dir;
 using collscope::test::read_file;
@@ -56,12 +59,6 @@ class RealRuns : public ::testing::Test {
   }
 };
 
-const Finding* find(const Analysis& a, FindingKind k) {
-  for (const auto& f : a.findings)
-    if (f.kind == k) return &f;
-  return nullptr;
-}
-
 constexpr const char* kShort = "--steps 12 --model-scale 0.02";
 
 }  // namespace
@@ -71,7 +68,7 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
   const double slow_ms = 30;
   ASSERT_EQ(trace_trainer(dir, 2, fmt::format("{} --slow-rank 1 --slow-ms {}", kShort, slow_ms)), 0);
   const Analysis a = analyze_run(dir.string());
-  const Finding* f = find(a, FindingKind::Straggler);
+  const Finding* f = find_finding(a, FindingKind::Straggler);
   if (f == nullptr) {
     // At heavy load (load 11 on 2 cores, 2026-12-07: steps of 230 ms against 20 ms quiet) the other rank's own
     // delays exceed the injected 30 ms in a few steps, so rank 1 was the latest in 9 of 12, too few for the sign
@@ -85,7 +82,7 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
     // for a CPU 49 % of its steps, so it was 11.61 ms late per step against rank 1's 18.46, below the straggler's
     // 3x dominance): then the report must say so, with CPU contention naming rank 0, and rank 1 must still be the
     // latest.
-    const Finding* contention = find(a, FindingKind::CpuContention);
+    const Finding* contention = find_finding(a, FindingKind::CpuContention);
     const bool other_rank_contended =
         contention != nullptr && std::find(contention->ranks.begin(), contention->ranks.end(), 0) != contention->ranks.end();
     ASSERT_TRUE(noted || other_rank_contended) << text_report(a);
@@ -132,7 +129,7 @@ TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
   EXPECT_EQ(f->evidence.at("period_steps"), 10) << text_report(a);
   EXPECT_GE(f->cost_ns, 0.75 * 3000e6) << text_report(a);
   EXPECT_LE(f->cost_ns, 1.25 * 3000e6) << text_report(a);
-  EXPECT_EQ(find(a, FindingKind::Straggler), nullptr) << text_report(a);
+  EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << text_report(a);
 }
 
 TEST_F(RealRuns, NoStragglerWithoutInjectionTenRuns) {
@@ -146,7 +143,7 @@ TEST_F(RealRuns, NoStragglerWithoutInjectionTenRuns) {
     const auto dir = run_root() / fmt::format("plain-{}", i);
     ASSERT_EQ(trace_trainer(dir, 2, "--steps 8 --model-scale 0.02"), 0);
     const Analysis a = analyze_run(dir.string());
-    if (const Finding* f = find(a, FindingKind::Straggler)) {
+    if (const Finding* f = find_finding(a, FindingKind::Straggler)) {
       ++named;
       std::cout << "run " << i << " has a straggler:\n" << text_report(a);
       EXPECT_NE(f->evidence.at("cause_code"), 1.0) << "a 'more work' straggler in a plain run:\n" << text_report(a);
@@ -204,7 +201,7 @@ TEST_F(RealRuns, SharedCoreIsCpuContention) {
     ASSERT_EQ(shell(cmd), 0) << read_file(dir / "job.log");
   }
   const Analysis a = analyze_run(dir.string());
-  const Finding* f = find(a, FindingKind::CpuContention);
+  const Finding* f = find_finding(a, FindingKind::CpuContention);
   ASSERT_NE(f, nullptr) << text_report(a);
   ASSERT_FALSE(f->ranks.empty());
   // Which ranks it names depends on the rest of the machine: beside the test loop at load 11 (2026-12-07) every
@@ -214,7 +211,7 @@ TEST_F(RealRuns, SharedCoreIsCpuContention) {
   // contends.
   std::cout << "ranks named: " << fmt::format("{}", fmt::join(f->ranks, ",")) << "; rank 1's step thread waited "
             << f->evidence.at("rank_1_run_queue_pct") << " % of its steps\n";
-  if (const Finding* s = find(a, FindingKind::Straggler)) {
+  if (const Finding* s = find_finding(a, FindingKind::Straggler)) {
     EXPECT_NE(s->evidence.at("cause_code"), 1.0) << text_report(a);
   }
 }
@@ -223,13 +220,13 @@ TEST_F(RealRuns, LatencyBoundOnlyWithTinyFusionThreshold) {
   const auto tiny = run_root() / "tiny-threshold";
   ASSERT_EQ(trace_trainer(tiny, 2, fmt::format("{} --fusion-threshold 4096", kShort)), 0);
   const Analysis a = analyze_run(tiny.string());
-  const Finding* f = find(a, FindingKind::LatencyBound);
+  const Finding* f = find_finding(a, FindingKind::LatencyBound);
   ASSERT_NE(f, nullptr) << text_report(a);
   EXPECT_GT(f->evidence.at("suggested_fusion_threshold_bytes"), 4096);
   const auto sensible = run_root() / "sensible-threshold";
   ASSERT_EQ(trace_trainer(sensible, 2, fmt::format("{} --fusion-threshold 67108864", kShort)), 0);
   const Analysis b = analyze_run(sensible.string());
-  EXPECT_EQ(find(b, FindingKind::LatencyBound), nullptr) << text_report(b);
+  EXPECT_EQ(find_finding(b, FindingKind::LatencyBound), nullptr) << text_report(b);
 }
 
 TEST_F(RealRuns, MismatchNamesSkippingRank) {
@@ -355,7 +352,7 @@ TEST_F(RealRuns, PerThreadCommunicatorsUnderThreadMultipleAreNoMismatch) {
             0);
   const Analysis a = analyze_run(dir.string());
   EXPECT_GE(a.run.collective_count(), 3u * 3 * 300) << text_report(a);  // every Iallreduce of every thread
-  EXPECT_EQ(find(a, FindingKind::Mismatch), nullptr) << text_report(a);
-  EXPECT_EQ(find(a, FindingKind::ProcessSetImbalance), nullptr) << text_report(a);
+  EXPECT_EQ(find_finding(a, FindingKind::Mismatch), nullptr) << text_report(a);
+  EXPECT_EQ(find_finding(a, FindingKind::ProcessSetImbalance), nullptr) << text_report(a);
   EXPECT_TRUE(a.notes.empty()) << text_report(a);
 }

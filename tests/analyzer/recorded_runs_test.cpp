@@ -7,19 +7,12 @@
 
 #include <algorithm>
 
+#include "finding_lookup.hpp"
 #include "test_support.hpp"
 
 using namespace collscope::analyzer;
 
-namespace {
-
-const Finding* find(const Analysis& a, FindingKind k) {
-  for (const auto& f : a.findings)
-    if (f.kind == k) return &f;
-  return nullptr;
-}
-
-}  // namespace
+using collscope::test::find_finding;
 
 // Ranks bound one to a core; in `shared-core/` 3 spinning processes were pinned to rank 1's core. The contended
 // run gets the CPU contention finding with rank 1 in it; its cost per step (the most any rank's step thread waited
@@ -29,8 +22,8 @@ TEST(RecordedRuns, SharedCoreIsCpuContentionWithItsCost) {
   const Analysis alone = analyze_run(collscope::test::unpack_test_data("fusion-trainer-contention/alone").string());
   const Analysis shared =
       analyze_run(collscope::test::unpack_test_data("fusion-trainer-contention/shared-core").string());
-  EXPECT_EQ(find(alone, FindingKind::CpuContention), nullptr) << text_report(alone);
-  const Finding* f = find(shared, FindingKind::CpuContention);
+  EXPECT_EQ(find_finding(alone, FindingKind::CpuContention), nullptr) << text_report(alone);
+  const Finding* f = find_finding(shared, FindingKind::CpuContention);
   ASSERT_NE(f, nullptr) << text_report(shared);
   EXPECT_NE(std::find(f->ranks.begin(), f->ranks.end(), 1), f->ranks.end()) << text_report(shared);
   EXPECT_GE(f->evidence.at("rank_1_run_queue_pct"), 100 * DetectorThresholds{}.contention_min_share);
@@ -41,7 +34,7 @@ TEST(RecordedRuns, SharedCoreIsCpuContentionWithItsCost) {
   EXPECT_LE(per_step, (1 + 0.55) * added) << text_report(shared);
   EXPECT_DOUBLE_EQ(f->cost_ns, per_step * shared.steps.measured_steps());
   // Contention is not uneven work: no rank is told to balance it.
-  if (const Finding* s = find(shared, FindingKind::Straggler)) {
+  if (const Finding* s = find_finding(shared, FindingKind::Straggler)) {
     EXPECT_NE(s->evidence.at("cause_code"), 1.0);
   }
 }
@@ -68,7 +61,7 @@ TEST(RecordedRuns, RealHorovodStepsAreItsOwnAndItsCpuContentionNamesTheCycle) {
       analyze_run(collscope::test::unpack_test_data("horovod-0.28.1-cpu-samples/plain-nvtx").string());
   EXPECT_EQ(a.steps.steps.size(), 40u) << text_report(a);
   EXPECT_EQ(a.steps.method, collscope::run::StepMethod::Nvtx);
-  const Finding* f = find(a, FindingKind::CpuContention);
+  const Finding* f = find_finding(a, FindingKind::CpuContention);
   ASSERT_NE(f, nullptr) << text_report(a);
   EXPECT_EQ(f->ranks.size(), 2u) << text_report(a);
   EXPECT_NE(f->suggestion.find("HOROVOD_CYCLE_TIME longer than the 1 ms in effect"), std::string::npos) << f->suggestion;

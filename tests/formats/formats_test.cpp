@@ -22,12 +22,15 @@
 #include <sstream>
 
 #include "test_support.hpp"
+#include "finding_lookup.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope;
 using nlohmann::json;
 
 namespace {
+
+using collscope::test::find_finding;
 
 using collscope::test::bin_dir;
 using collscope::test::shell;
@@ -67,12 +70,6 @@ class FormatsOnSample : public ::testing::Test {
   }
 };
 
-const analyzer::Finding* find(const analyzer::Analysis& a, analyzer::FindingKind k) {
-  for (const auto& f : a.findings)
-    if (f.kind == k) return &f;
-  return nullptr;
-}
-
 }  // namespace
 
 TEST_F(FormatsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
@@ -100,13 +97,13 @@ TEST_F(FormatsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
 
   const auto a = analyzer::analyze_run(run.string());
   EXPECT_EQ(a.steps.steps.size(), static_cast<std::size_t>(steps));
-  const auto* f = find(a, analyzer::FindingKind::Straggler);
+  const auto* f = find_finding(a, analyzer::FindingKind::Straggler);
   // On a loaded host the coordinator's negotiation can set the ticks more than the injected delay does: then the
   // import says so (one line) and no straggler is named, never a wrong figure.
   if (!counts.lateness_unknown.empty()) {
     EXPECT_EQ(f, nullptr) << analyzer::text_report(a);
     EXPECT_NE(a.lateness.basis.find("readiness ticks"), std::string::npos) << a.lateness.basis;
-    EXPECT_EQ(find(a, analyzer::FindingKind::ExposedCommunication), nullptr) << analyzer::text_report(a);
+    EXPECT_EQ(find_finding(a, analyzer::FindingKind::ExposedCommunication), nullptr) << analyzer::text_report(a);
     GTEST_SKIP() << "ticks not usable in this run: " << counts.lateness_unknown;
   }
   ASSERT_NE(f, nullptr) << analyzer::text_report(a);
@@ -117,7 +114,7 @@ TEST_F(FormatsOnSample, HorovodTimelineAloneNamesTheInjectedStraggler) {
   EXPECT_GE(per_step, 0.5 * slow_ms * 1e6) << analyzer::text_report(a);
   EXPECT_LE(per_step, 1.2 * slow_ms * 1e6) << analyzer::text_report(a);
   // The timeline holds no compute: nothing can be said about overlap.
-  EXPECT_EQ(find(a, analyzer::FindingKind::ExposedCommunication), nullptr) << analyzer::text_report(a);
+  EXPECT_EQ(find_finding(a, analyzer::FindingKind::ExposedCommunication), nullptr) << analyzer::text_report(a);
 }
 
 TEST_F(FormatsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
@@ -134,7 +131,7 @@ TEST_F(FormatsOnSample, HorovodTimelineOfAPlainRunHasNoStragglerOfNote) {
     const auto run = test_root() / fmt::format("plain-imported-{}", i);
     formats::import_horovod_timeline(timeline.string(), run.string());
     const auto a = analyzer::analyze_run(run.string());
-    if (const auto* f = find(a, analyzer::FindingKind::Straggler)) {
+    if (const auto* f = find_finding(a, analyzer::FindingKind::Straggler)) {
       std::cout << "run " << i << " names a straggler:\n" << analyzer::text_report(a);
       EXPECT_NE(f->evidence.at("cause_code"), 1.0) << analyzer::text_report(a);
       EXPECT_LE(f->evidence.at("sign_test_p"), 0.01) << analyzer::text_report(a);
@@ -512,7 +509,7 @@ TEST(HorovodTimelineImport, StepsFromTheGradientsDespiteOneOffBroadcasts) {
   // of its last allreduce.
   EXPECT_NEAR(a.steps.median_step_ns, 20e6, 0.01e6);
   EXPECT_NEAR(a.steps.steps.back().end_ns - a.steps.steps.back().start_ns, 6.039e6, 0.01e6);
-  const auto* f = find(a, analyzer::FindingKind::Straggler);
+  const auto* f = find_finding(a, analyzer::FindingKind::Straggler);
   ASSERT_NE(f, nullptr) << analyzer::text_report(a);
   EXPECT_EQ(f->ranks, std::vector<int>{2});
   EXPECT_NEAR(f->evidence.at("delay_per_step_ns"), 5e6, 0.05e6) << analyzer::text_report(a);

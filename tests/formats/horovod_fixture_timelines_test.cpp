@@ -9,11 +9,14 @@
 #include <filesystem>
 
 #include "test_support.hpp"
+#include "finding_lookup.hpp"
 
 namespace fs = std::filesystem;
 using namespace collscope;
 
 namespace {
+
+using collscope::test::find_finding;
 
 struct Imported {
   formats::HorovodImportCounts counts;
@@ -33,12 +36,6 @@ const Imported& imported(const std::string& name) {
   x.counts = formats::import_horovod_timeline(json.string(), (root / name).string());
   x.analysis = analyzer::analyze_run((root / name).string());
   return cache.emplace(name, std::move(x)).first->second;
-}
-
-const analyzer::Finding* find(const analyzer::Analysis& a, analyzer::FindingKind k) {
-  for (const auto& f : a.findings)
-    if (f.kind == k) return &f;
-  return nullptr;
 }
 
 }  // namespace
@@ -69,7 +66,7 @@ TEST(HorovodFixtureTimelines, CacheOnCannotShowStragglersAndSaysSo) {
   EXPECT_NE(counts.lateness_unknown.find("HOROVOD_CACHE_CAPACITY=0"), std::string::npos) << counts.lateness_unknown;
   EXPECT_EQ(a.lateness.source, run::LatenessSource::None);
   EXPECT_NE(a.lateness.basis.find("response cache"), std::string::npos) << a.lateness.basis;
-  EXPECT_EQ(find(a, analyzer::FindingKind::Straggler), nullptr) << analyzer::text_report(a);
+  EXPECT_EQ(find_finding(a, analyzer::FindingKind::Straggler), nullptr) << analyzer::text_report(a);
 }
 
 TEST(HorovodFixtureTimelines, CacheOffNegotiationLagIsNotAStraggler) {
@@ -81,7 +78,7 @@ TEST(HorovodFixtureTimelines, CacheOffNegotiationLagIsNotAStraggler) {
     EXPECT_EQ(counts.steps_without_ticks, 0) << name;
     EXPECT_NE(counts.lateness_unknown.find("negotiation delays set them"), std::string::npos) << name << ": " << counts.lateness_unknown;
     EXPECT_EQ(a.lateness.source, run::LatenessSource::None) << name;
-    EXPECT_EQ(find(a, analyzer::FindingKind::Straggler), nullptr) << name << "\n" << analyzer::text_report(a);
-    EXPECT_EQ(find(a, analyzer::FindingKind::ExposedCommunication), nullptr) << name;
+    EXPECT_EQ(find_finding(a, analyzer::FindingKind::Straggler), nullptr) << name << "\n" << analyzer::text_report(a);
+    EXPECT_EQ(find_finding(a, analyzer::FindingKind::ExposedCommunication), nullptr) << name;
   }
 }
