@@ -32,6 +32,18 @@ TEST(CostCurve, InterpolatesMediansAndPoolsFallingTimes) {
   EXPECT_LT(c.ns(300'000), 1'000'000);
 }
 
+// Real Horovod on 2 busy cores measured 0.2 ms at 256 KiB and 11.8 ms at 512 KiB (its few large buffers were the
+// descheduled ones): a buffer twice the size costs at most two of the smaller, so bandwidth never falls with size.
+TEST(CostCurve, BandwidthNeverFallsWithSize) {
+  predict::CostCurve c;
+  for (int i = 0; i < 5; ++i) c.add(256 << 10, 200'000), c.add(512 << 10, 11'800'000), c.add(1 << 20, 43'000'000);
+  c.finish();
+  EXPECT_NEAR(c.ns(256 << 10), 200'000, 1);
+  EXPECT_NEAR(c.ns(512 << 10), 400'000, 1);
+  EXPECT_NEAR(c.ns(1 << 20), 800'000, 1);
+  EXPECT_NEAR(c.ns(4 << 20), 3'200'000, 1);  // beyond: at most the best bandwidth measured
+}
+
 TEST(Knobs, KnownUnknownAndMalformed) {
   predict::Change change;
   std::vector<std::string> not_predicted;
@@ -139,20 +151,31 @@ TEST(PredictRecorded, DdpRunInDdpsOwnKnobAndNoNumberTheModelCannotSupport) {
 }
 
 // Real Horovod 0.28.1 on 2 busy cores (tests/data/horovod-0.28.1-cpu-samples, README there): its background
-// thread polls in MPI every 1 ms cycle beside the training thread, and untraced runs measured 16 % shorter steps at
-// a 4.5 ms cycle (141.8 against 168.7 ms). Without CPU sharing the replay predicted the wrong way (+1-2 % on the
-// fixtures, +38 % in predict_vs_horovod.py); with it, shorter, within the run-to-run noise of the measured gain
-// (docs/performance.md: -22 % predicted from this trace).
+// thread polls in MPI every 1 ms cycle beside the training thread, and untraced runs measured shorter steps at longer
+// cycles: 141.8, 135.0 and 104.1 ms at 4.5, 9 and 20 ms against 168.7 ms at 1 ms (noise +-18.4 ms). Without CPU
+// sharing the replay predicted the wrong way (+1-2 % on the fixtures, +38 % in predict_vs_horovod.py). With it but
+// with the transfer curve as measured (1.6 GB/s at 256-505 KiB, 0.05 GB/s at 514-972 KiB: the few large buffers
+// were the descheduled ones), 9 and 20 ms came out 0 and +14 % longer; bandwidth that never falls with size gives
+// -22, -25 and -24 %.
 TEST(PredictRecorded, RealHorovodLongerCycleGivesTheCpuBack) {
   const auto model = model_of(unpack_test_data("horovod-0.28.1-cpu-samples/plain-nvtx").string());
   ASSERT_TRUE(model.usable) << model.why_not;
   EXPECT_TRUE(model.cpu_sharing);
-  const auto p = predict::predict(model, {.cycle_time_ms = 4.5});
-  ASSERT_GT(p.steps_replayed, 0) << predict::prediction_text(p, "RUN");
-  const double change = p.step_ms / p.baseline_step_ms - 1;
-  const double measured = 141.8 / 168.7 - 1, noise = 18.4 / 168.7;  // the README's untraced medians
-  EXPECT_LT(change, 0) << predict::prediction_text(p, "RUN");
-  EXPECT_NEAR(change, measured, noise) << predict::prediction_text(p, "RUN");
+  const double baseline = 168.7, noise = 18.4 / 168.7;  // the README's untraced medians
+  for (const auto& [cycle_ms, measured_ms] : {std::pair{4.5, 141.8}, {9.0, 135.0}, {20.0, 104.1}}) {
+    const auto p = predict::predict(model, {.cycle_time_ms = cycle_ms});
+    ASSERT_GT(p.steps_replayed, 0) << predict::prediction_text(p, "RUN");
+    const double change = p.step_ms / p.baseline_step_ms - 1, measured = measured_ms / baseline - 1;
+    std::printf("HOROVOD_CYCLE_TIME=%g: predicted %+.1f %%, measured %+.1f %%\n", cycle_ms, 100 * change,
+                100 * measured);
+    // The direction wherever the real change exceeds the noise (all three); the size within the noise where the
+    // model holds it (4.5 and 9 ms). At 20 ms it predicts -24 % for -38 %: what a cycle that long gives back
+    // beyond the polling (the training thread alone on a core most of the step) is not modelled.
+    EXPECT_LT(change, 0) << cycle_ms << " ms: " << predict::prediction_text(p, "RUN");
+    if (cycle_ms < 20) {
+      EXPECT_NEAR(change, measured, noise) << cycle_ms << " ms: " << predict::prediction_text(p, "RUN");
+    }
+  }
 }
 
 }  // namespace
