@@ -1,6 +1,8 @@
 // The pipeline from a run directory to findings.
 #include <collscope/analyzer/analysis.hpp>
+#include <collscope/predict/replay.hpp>
 #include <collscope/run/job_settings.hpp>
+#include <collscope/run/workload.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -54,7 +56,12 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
   a.op_sizes = op_size_stats(matched);
   if (run.point_to_point_count() > 0)
     a.point_to_point = run::summarize_point_to_point(run, run::measure_point_to_point_waits(run, clocks));
-  a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options});
+  // The replay model, for the advice in Horovod's knobs to quote its predicted step (the one model of a step under
+  // changed settings: docs/design.md, "Predict").
+  std::optional<predict::ReplayModel> replay;
+  if (!a.steps.steps.empty() && run::job_settings(run, run::describe_workload(run)).horovod_applies)
+    replay = predict::build_model(run, clocks, matched, a.steps);
+  a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options, replay ? &*replay : nullptr});
   if (auto note = straggler_within_noise({run, clocks, matched, a.steps, a.lateness, options})) a.notes.push_back(*note);
   for (const auto& t : matched.truncations) {
     const auto& name = run.communicators[t.comm].shown_name();

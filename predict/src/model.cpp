@@ -391,6 +391,12 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
         run::format_ms(wait), run::format_ms(mpi)));
   } else {
     for (auto& g : m.steps) g.cpu.clear();
+    if (m.negotiates)
+      m.assumptions.push_back(
+          "CPU sharing not replayed: the trace has no scheduler counters on a compute thread apart from the "
+          "communicating one (NVTX steps and cpu samples, schema 1.5), so the CPU a communication thread polling in "
+          "MPI takes from compute on a shared core is left out; where ranks share cores, a longer cycle gives more "
+          "than predicted");
   }
   m.baseline_step_ns = steps.median_step_ns;
   m.baseline_samples_per_s = steps.throughput_samples_per_s;

@@ -2,6 +2,7 @@
 // What the detectors share (internal to the analyzer): the common input and small helpers.
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/findings.hpp>
+#include <collscope/predict/replay.hpp>
 #include <collscope/run/job_settings.hpp>
 #include <collscope/run/workload.hpp>
 
@@ -39,6 +40,12 @@ inline double binomial_tail(int k, int n, double p) {
                     (n - i) * std::log1p(-p));
   return std::min(1.0, sum);
 }
+
+// The replay model's prediction of the run's median step under `change`, as one sentence for a knob's advice
+// (" The replay of this run (`collscope predict`) gives 141.39 ms per step (...), -25 % against the measured ...").
+// Adds its figures to f's evidence (predicted_step_ns, predicted_step_low_ns/_high_ns, predicted_change_pct). Empty
+// when the run has no usable model or the model cannot predict the change: the advice then quotes no saving.
+std::string predicted_step_clause(const DetectorInput& in, const predict::Change& change, Finding& f);
 
 // A probability as people read it, never in scientific notation: "0.073", "< 0.001".
 inline std::string format_chance(double p) { return p < 0.001 ? std::string("< 0.001") : fmt::format("{:.3f}", p); }

@@ -83,7 +83,8 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
         "while fused collectives carry on average {} of the {} threshold.",
         matched_gaps, gaps, 0.3 * cycle_ms, 1.3 * cycle_ms, cycle_ms, format_ms(stall_ns), format_bytes(fused_bytes / fused_uses),
         format_bytes(double(*threshold)));
-    f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.", suggested);
+    f.suggestion = fmt::format("Lower the cycle time: HOROVOD_CYCLE_TIME={:.1f} (ms); the buffers are not the limit.{}",
+                               suggested, detail::predicted_step_clause(in, {.cycle_time_ms = suggested}, f));
     out.push_back(std::move(f));
   } else if (knobs.fusion_threshold_bytes.set_by_job() && fill < limits.underfilled_max_fill && fused_uses >= 10 &&
              matched_gaps < limits.stall_min_gap_share * double(gaps)) {

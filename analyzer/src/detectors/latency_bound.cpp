@@ -111,8 +111,9 @@ std::vector<Finding> detect_latency_bound(const DetectorInput& in) {
       f.evidence["suggested_fusion_threshold_bytes"] = double(suggested);
       f.suggestion = fmt::format(
           "Raise the fusion threshold: HOROVOD_FUSION_THRESHOLD={} ({}, now {}) so that a step's tensors travel in "
-          "one collective; saves about {}.",
-          suggested, format_bytes(double(suggested)), format_bytes(double(threshold)), format_ms(f.cost_ns));
+          "one collective.{}",
+          suggested, format_bytes(double(suggested)), format_bytes(double(threshold)),
+          detail::predicted_step_clause(in, {.fusion_threshold_bytes = suggested}, f));
     } else {
       // The threshold already holds a step's tensors: each cycle sends what is ready by then, so a short cycle
       // splits them. A cycle that gathers them in about 8 collectives over the time they take to become ready
@@ -127,11 +128,11 @@ std::vector<Finding> detect_latency_bound(const DetectorInput& in) {
       f.suggestion = fmt::format(
           "Raise the cycle time: HOROVOD_CYCLE_TIME={:g} (ms; now {:g}). The fusion threshold ({}) already holds a "
           "step's {} of tensors, so it is not what splits them: each {:g} ms cycle sends whatever is ready{}. Try "
-          "values around it with `collscope tune` (samples/spaces/horovod.yaml); saves up to about {}.",
+          "values around it with `collscope tune` (samples/spaces/horovod.yaml).{}",
           suggested, cycle_ms, format_bytes(double(threshold)), format_bytes(bytes_per_step),
           cycle_ms,
           span_ms > 0 ? fmt::format(", and the gradients take {} to become ready in a step", format_ms(span_ms * 1e6)) : "",
-          format_ms(f.cost_ns));
+          detail::predicted_step_clause(in, {.cycle_time_ms = suggested}, f));
     }
   } else {
     f.suggestion = fmt::format(

@@ -9,6 +9,10 @@
 #include <string_view>
 #include <vector>
 
+namespace collscope::predict {
+struct ReplayModel;
+}
+
 namespace collscope::analyzer {
 
 enum class FindingKind {
@@ -143,6 +147,9 @@ struct DetectorInput {
   const StepSummary& steps;
   const Lateness& lateness;
   const AnalysisOptions& options;
+  // The replay model of the run (collscope predict), which knob advice quotes for its predicted step; nullptr where
+  // no advice quotes it (a job without Horovod's knobs) or the run has no steps.
+  const predict::ReplayModel* replay = nullptr;
   const DetectorThresholds& limits() const { return options.thresholds; }
 };
 
