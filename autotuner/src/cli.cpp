@@ -76,6 +76,9 @@ struct ProgressPrinter {
   void operator()(const AdviceFound& e) const {
     fmt::print(stderr, "collscope tune: the analyzer advises, from the defaults' trace: {}\n", e.origin);
   }
+  void operator()(const ModelScreened& e) const {
+    fmt::print(stderr, "collscope tune: the replay model of the best trial's trace picks {}\n", e.origin);
+  }
   void operator()(const ExplorationStopped& e) const { fmt::print(stderr, "collscope tune: stopped exploring: {}\n", e.rule); }
   void operator()(const TrialStarted& e) const {
     fmt::print(stderr, "collscope tune: {} ({}): {}\n", counter_text(e.counter), e.kind, e.settings);
@@ -164,6 +167,9 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
       ->type_name("SECONDS");
   tune_cmd->add_flag("--fixed-batch", options->fixed_batch,
                      "Keep the objective's batch_size knob at its default (a different batch changes the optimisation)");
+  tune_cmd->add_flag_callback("--no-model-screening", [options] { options->model_screening = false; },
+                              "Do not screen settings with the replay model of the best trial's trace (collscope "
+                              "predict): the strategy alone chooses after the analyzer's advice");
   tune_cmd->add_option("--warm-start", options->warm_start,
                        "Earlier study of the same job and space (repeatable): its trials seed the model")
       ->type_name("STUDY");

@@ -3,6 +3,8 @@
 // fires; then the confirmation runs.
 #include <collscope/autotuner/search_rules.hpp>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -96,6 +98,9 @@ Exploration choose_exploration(Study& study, const TuningPlan& plan, const Study
   } else if (plan.bayesian && state.advice && !state.advice_done) {
     record.kind = kKindAdvice;  // what the analyzer advises on the defaults' trace: a first guess that often wins
     record.values = state.advice->values;
+  } else if (state.screened) {
+    record.kind = kKindPredicted;  // the replay model's pick from the best trial's trace
+    record.values = state.screened->values;
   } else if (plan.bayesian && plan.warm.best && !state.warm_best_done) {
     record.kind = kKindWarmBest;
     record.values = plan.warm.best->values;
@@ -134,6 +139,7 @@ std::string phase_of(const std::string& kind) {
   if (kind == kKindNoiseRepeat) return "repeating the best to measure the noise";
   if (kind == kKindDefault) return "the job's defaults";
   if (kind == kKindAdvice) return "the analyzer's advice";
+  if (kind == kKindPredicted) return "the replay model's pick";
   return "exploring";
 }
 
@@ -186,6 +192,42 @@ void ask_for_advice(Study& study, const TuningPlan& plan, StudyState& state, con
   if (state.advice) tell(progress, AdviceFound{state.advice->origin});
 }
 
+void screen_next_trial(Study& study, const TuningPlan& plan, StudyState& state, const TuneProgress& progress) {
+  state.screened.reset();
+  if (!plan.model_screening || state.stopped_by || state.explored >= plan.budget || !state.default_done) return;
+  if (!state.advice_read || (state.advice && !state.advice_done)) return;  // the advice runs first
+  if (state.ranked.empty()) return;
+  // The best setting's latest successful run with a trace: the model is anchored on what was measured nearest.
+  const TrialRecord* traced = nullptr;
+  for (const auto& t : state.history) {
+    const auto& ids = state.ranked.front().trial_ids;
+    if (t.status == TrialStatus::Ok && !t.dir.empty() && std::find(ids.begin(), ids.end(), t.id) != ids.end())
+      traced = &t;
+  }
+  if (!traced) return;
+  std::vector<TriedSetting> tried;
+  for (const auto& t : state.history)
+    if (is_finished(t.status)) tried.push_back({t.values, t.status == TrialStatus::Ok ? t.score : std::nullopt});
+  const Screening s = screen_with_model(plan.space, (std::filesystem::path(traced->dir) / "trace").string(),
+                                        state.ranked.front().values, traced->id, tried, kMinPredictedGain);
+  if (!s.usable) return;  // the strategy goes on, as without a model
+  std::optional<std::string> rule;
+  if (state.predicted_done >= kMaxPredictedTrials)
+    rule = fmt::format("the replay model's {} picks ran (the most it gets)", kMaxPredictedTrials);
+  else if (!s.best)
+    rule = fmt::format("the replay model of trial {}'s trace (the best so far) predicts none of {} untried settings "
+                       "{:.0f} % better",
+                       traced->id, s.candidates, 100 * kMinPredictedGain);
+  if (rule) {
+    study.set_meta("stop_rule", *rule);
+    state.stopped_by = *rule;
+    tell(progress, ExplorationStopped{*rule});
+    return;
+  }
+  state.screened = s.best;
+  tell(progress, ModelScreened{s.best->origin});
+}
+
 StudyState read_study_state(const Study& study, const TuningPlan& plan) {
   StudyState state;
   state.history = study.trials();
@@ -199,10 +241,11 @@ StudyState read_study_state(const Study& study, const TuningPlan& plan) {
     state.default_done |= t.kind == kKindDefault;
     state.advice_done |= t.kind == kKindAdvice;
     state.warm_best_done |= t.kind == kKindWarmBest;
+    if (t.kind == kKindPredicted) ++state.predicted_done;
     state.noise_done |= t.kind == kKindNoiseRepeat;
   }
   state.explored = state.strategy_trials + (state.default_done ? 1 : 0) + (state.advice_done ? 1 : 0) +
-                   (state.warm_best_done ? 1 : 0);
+                   (state.warm_best_done ? 1 : 0) + state.predicted_done;
   if (const auto advice = study.meta("advice")) {
     state.advice_read = true;
     state.advice = parse_advice(plan.space, *advice);

@@ -11,7 +11,7 @@
 namespace collscope::autotuner {
 
 bool is_strategy_kind(const std::string& kind) {
-  return kind != kKindDefault && kind != kKindAdvice && kind != kKindNoiseRepeat && kind != kKindWarmBest && kind != kKindConfirm;
+  return kind != kKindDefault && kind != kKindAdvice && kind != kKindPredicted && kind != kKindNoiseRepeat && kind != kKindWarmBest && kind != kKindConfirm;
 }
 
 std::optional<NoiseEstimate> estimate_noise(const SearchSpace& space, const std::vector<TrialRecord>& trials) {

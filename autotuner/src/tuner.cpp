@@ -100,6 +100,7 @@ TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
                         .command = opened.command,
                         .bayesian = bayesian,
                         .horovod = horovod,
+                        .model_screening = bayesian && options.model_screening,
                         .budget = opened.budget,
                         .design_skip = bayesian ? std::min(strategy.initial_design_size(), warm.successes) : 0,
                         .timeout_s = options.trial_timeout_s.value_or(space.trial().timeout_s),
@@ -116,6 +117,7 @@ TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
   while (!(interrupted = stop.load())) {
     StudyState state = read_study_state(study, plan);
     ask_for_advice(study, plan, state, options.progress);
+    screen_next_trial(study, plan, state, options.progress);
     auto next = choose_next_trial(study, plan, state, options.progress);
     if (!next) break;
     const TrialRun run = launch_and_watch(study, plan, state, *next, options.progress, stop);

@@ -3,6 +3,7 @@
 // killed tuner left running, then per trial read where the study stands, choose the next trial, launch and watch
 // it, record it. Internal to the autotuner.
 #include <collscope/autotuner/advice.hpp>
+#include <collscope/autotuner/model_screening.hpp>
 #include <collscope/autotuner/progress.hpp>
 #include <collscope/autotuner/strategy.hpp>
 #include <collscope/autotuner/study.hpp>
@@ -62,6 +63,7 @@ struct TuningPlan {
   std::vector<std::string> command;
   bool bayesian = false;
   bool horovod = false;
+  bool model_screening = false;  // Bayesian studies with TuneOptions::model_screening
   int budget = 0;           // exploration trials
   int design_skip = 0;      // initial-design points the warm start's scored trials replace
   double timeout_s = 0;     // one trial's wall-clock limit
@@ -83,6 +85,9 @@ struct StudyState {
   // The analyzer's advice on the defaults' trace (study meta "advice", written once the defaults ran).
   std::optional<AdvisedSetting> advice;
   bool advice_read = false;               // the defaults' trace was asked (meta "advice" exists), whatever it said
+  int predicted_done = 0;                 // the replay model's picks run
+  // The replay model's pick from the best trial's trace (screen_next_trial), when it has one.
+  std::optional<ScreenedSetting> screened;
   std::vector<double> walls;              // s, each finished trial's wall time
   std::vector<BestSettings> ranked;       // distinct successful settings, best mean first
   std::optional<std::string> stopped_by;  // the stop rule that ended exploration
@@ -94,6 +99,17 @@ StudyState read_study_state(const Study& study, const TuningPlan& plan);
 // Once the job's defaults ran (Bayesian studies): analyzes their trace and keeps its advice in the study (meta
 // "advice", so a resumed study runs the same advice) and in `state`. Does nothing when already asked.
 void ask_for_advice(Study& study, const TuningPlan& plan, StudyState& state, const TuneProgress& progress);
+
+// --- Screen with the replay model ----------------------------------------------------------------------------------
+
+// Once the defaults and the advice ran (studies with TuningPlan::model_screening): screens the space with the
+// replay model of the best trial's trace and keeps its pick in `state`. When the model replays the trace but
+// predicts nothing untried at least kMinPredictedGain better, or its picks reached kMaxPredictedTrials, exploration
+// stops (meta "stop_rule"): the strategy's search is what the model replaces. Where the model cannot replay the
+// trace, nothing changes and the strategy goes on.
+inline constexpr double kMinPredictedGain = 0.03;
+inline constexpr int kMaxPredictedTrials = 5;
+void screen_next_trial(Study& study, const TuningPlan& plan, StudyState& state, const TuneProgress& progress);
 
 // --- Choose the next trial -----------------------------------------------------------------------------------------
 

@@ -31,12 +31,7 @@ int run_predict(const PredictArgs& args) {
   change.balanced = args.balanced;
   change.async = args.async;
   Prediction p = naming_input(args.run_dir, "replaying this run", [&] {
-    run::Run run = run::load_run(args.run_dir);
-    const auto clocks = run::ClockAligner().align(run);
-    const auto matched = run::CollectiveMatcher().match(run, clocks);
-    const auto batch = run::command_line_int(run, "batch-size").value_or(0);
-    const auto steps = run::StepDetector({.batch_size = batch}).detect(run, clocks, matched);
-    const ReplayModel model = build_model(run, clocks, matched, steps);
+    const ReplayModel model = model_of_run(args.run_dir);
     if (!model.usable) throw InputError(fmt::format("{}: cannot replay: {}", args.run_dir, model.why_not));
     return predict(model, change);
   });

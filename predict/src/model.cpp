@@ -414,4 +414,13 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   return m;
 }
 
+ReplayModel model_of_run(const std::string& run_dir) {
+  const run::Run run = run::load_run(run_dir);
+  const auto clocks = run::ClockAligner().align(run);
+  const auto matched = run::CollectiveMatcher().match(run, clocks);
+  const auto batch = run::command_line_int(run, "batch-size").value_or(0);
+  const auto steps = run::StepDetector({.batch_size = batch}).detect(run, clocks, matched);
+  return build_model(run, clocks, matched, steps);
+}
+
 }  // namespace collscope::predict

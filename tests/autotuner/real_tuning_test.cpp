@@ -150,7 +150,8 @@ trial: {timeout_s: 20, confirm_top: 1, confirm_repeats: 1, early_stopping: false
 }
 
 // The analyzer's advice on the defaults' trace is the trial after them, before the model chooses: a 4 KiB fusion
-// threshold makes the trainer latency-bound, and the second trial runs the threshold the finding advises.
+// threshold makes the trainer latency-bound, and the second trial runs the threshold the finding advises. Without
+// the replay model's screen (the next test), the strategy follows.
 TEST(RealTuning, AdviceOnTheDefaultsTraceIsTheSecondTrial) {
   if (!fs::exists(bin_dir() + "/fusion_trainer")) GTEST_SKIP() << "fusion_trainer sample not built";
   const fs::path dir = fresh_dir("advice");
@@ -160,9 +161,10 @@ TEST(RealTuning, AdviceOnTheDefaultsTraceIsTheSecondTrial) {
 objective: {kind: throughput, batch_size: 16, warmup_steps: 1}
 trial: {timeout_s: 60, confirm_top: 0, early_stopping: false}
 )Y");
-  const int rc = run({bin_dir() + "/collscope", "tune", "space.yaml", "--study", "s.sqlite", "--trials", "3", "--", "mpirun",
-                      "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader", bin_dir() + "/fusion_trainer",
-                      "--batch-size", "16", "--steps", "8", "--warmup-steps", "1", "--model-scale", "0.02"},
+  const int rc = run({bin_dir() + "/collscope", "tune", "space.yaml", "--study", "s.sqlite", "--trials", "3",
+                      "--no-model-screening", "--", "mpirun", "-np", "2", "--oversubscribe", "--mca", "btl",
+                      "self,vader", bin_dir() + "/fusion_trainer", "--batch-size", "16", "--steps", "8",
+                      "--warmup-steps", "1", "--model-scale", "0.02"},
                      dir, dir / "tune.log");
   ASSERT_EQ(rc, 0) << read(dir / "tune.log");
   const auto trials = Study::open((dir / "s.sqlite").string()).trials();
@@ -181,6 +183,45 @@ trial: {timeout_s: 60, confirm_top: 0, early_stopping: false}
   EXPECT_NE(read(dir / "tune.log").find(", the analyzer's advice (advice): fusion_threshold="), std::string::npos)
       << read(dir / "tune.log");
   EXPECT_EQ(trials[2].kind, "design");  // then the model's initial design, as without advice
+}
+
+// After the defaults (and the analyzer's advice, when it has any), the replay model of the best trial's trace screens
+// the space: its picks run for real (each refining its predictions, each new best re-anchoring it), and exploration
+// stops when it predicts nothing untried 3 % better, well inside the budget; the strategy never runs. (From a 4 KiB
+// threshold's trace the model does not reproduce the run and the strategy goes on: the test above.)
+TEST(RealTuning, ReplayModelPicksAfterTheDefaultsAndEndsExploration) {
+  if (!fs::exists(bin_dir() + "/fusion_trainer")) GTEST_SKIP() << "fusion_trainer sample not built";
+  const fs::path dir = fresh_dir("screen");
+  write(dir / "space.yaml", R"Y(knobs:
+  - {name: fusion_threshold, env: HOROVOD_FUSION_THRESHOLD, type: integer, scale: log, min: 4096, max: 268435456, default: 134217728}
+  - {name: cycle_time_ms, env: HOROVOD_CYCLE_TIME, type: real, scale: log, min: 0.5, max: 50, default: 1}
+objective: {kind: throughput, batch_size: 16, warmup_steps: 1}
+trial: {timeout_s: 60, confirm_top: 0, early_stopping: false}
+)Y");
+  const int budget = 12;
+  const int rc = run({bin_dir() + "/collscope", "tune", "space.yaml", "--study", "s.sqlite", "--trials",
+                      std::to_string(budget), "--", "mpirun", "-np", "2", "--oversubscribe", "--mca", "btl",
+                      "self,vader", bin_dir() + "/fusion_trainer", "--batch-size", "16", "--steps", "8",
+                      "--warmup-steps", "1", "--model-scale", "0.02"},
+                     dir, dir / "tune.log");
+  ASSERT_EQ(rc, 0) << read(dir / "tune.log");
+  const Study study = Study::open((dir / "s.sqlite").string());
+  const auto trials = study.trials();
+  ASSERT_GE(trials.size(), 1u) << read(dir / "tune.log");
+  EXPECT_EQ(trials[0].kind, kKindDefault);
+  ASSERT_EQ(trials[0].status, TrialStatus::Ok) << trials[0].reason;
+  int predicted = 0;
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    if (i == 1 && trials[i].kind == kKindAdvice) continue;
+    EXPECT_EQ(trials[i].kind, kKindPredicted) << read(dir / "tune.log");  // never the strategy's
+    ++predicted;
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(trials[i].values, trials[j].values) << "trial " << i + 1;
+  }
+  EXPECT_LE(predicted, 5);
+  const auto rule = study.meta("stop_rule");
+  ASSERT_TRUE(rule.has_value()) << read(dir / "tune.log");
+  EXPECT_NE(rule->find("replay model"), std::string::npos) << *rule;
+  EXPECT_LT(static_cast<int>(trials.size()), budget) << read(dir / "tune.log");
 }
 
 // A job the analyzer gives no advice on (nothing traced): the defaults, then the strategy, as before advice existed.

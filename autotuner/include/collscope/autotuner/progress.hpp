@@ -30,6 +30,10 @@ struct LeftoverNotStopped {
 struct AdviceFound {
   std::string origin;  // "latency_bound: HOROVOD_FUSION_THRESHOLD=1048576"
 };
+// The replay model of the best trial's trace picks the next trial (model_screening.hpp).
+struct ModelScreened {
+  std::string origin;  // "cycle_time_ms=9.6: predicted +22 % samples/s over trial 2"
+};
 // A stop rule ended exploration; the confirmation runs follow.
 struct ExplorationStopped {
   std::string rule;  // worded for people, as stop_rule() gives it
@@ -66,7 +70,8 @@ struct TrialFinished {
   double eta_s = 0;                 // the rest of the planned trials at this session's pace
 };
 
-using TuneEvent = std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, AdviceFound, ExplorationStopped,
+using TuneEvent = std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, AdviceFound, ModelScreened,
+                               ExplorationStopped,
                                TrialStarted, TrialRunning, ObjectiveChosen, TrialFinished>;
 // Called on the tuner's thread, between and during trials; empty: nobody is told.
 using TuneProgress = std::function<void(const TuneEvent&)>;

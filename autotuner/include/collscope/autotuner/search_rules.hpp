@@ -12,10 +12,11 @@
 namespace collscope::autotuner {
 
 // Trial kinds the tuner adds around the strategy's: the job's defaults first, then the analyzer's advice on the
-// defaults' trace (advice.hpp), one deliberate repeat of the best point after the initial design (to measure the
+// defaults' trace (advice.hpp), the replay model's picks (model_screening.hpp), one deliberate repeat of the best point after the initial design (to measure the
 // noise), the earlier studies' best (warm start), confirmation runs.
 inline constexpr const char* kKindDefault = "default";
 inline constexpr const char* kKindAdvice = "advice";
+inline constexpr const char* kKindPredicted = "predicted";  // the replay model's pick (model_screening.hpp)
 inline constexpr const char* kKindNoiseRepeat = "noise-repeat";
 inline constexpr const char* kKindWarmBest = "warm-best";
 inline constexpr const char* kKindConfirm = "confirm";

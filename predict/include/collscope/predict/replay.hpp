@@ -118,6 +118,11 @@ struct ReplayModel {
 ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, const run::MatchedRun& matched,
                         const run::StepSummary& steps);
 
+// The model of the run in `run_dir`: loaded, aligned, matched, its steps found (the batch size from its command
+// line), as `collscope predict` and the tuner's screen read a trace. Throws InputError naming the directory when it
+// cannot be read; a run that cannot be replayed gives a model with usable false and why_not.
+ReplayModel model_of_run(const std::string& run_dir);
+
 // Replays every step of the model under the change.
 Prediction predict(const ReplayModel& model, const Change& change);
 
