@@ -112,7 +112,8 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
 }
 
 // Rank 1 computes 1 s more in steps 10, 20 and 30 only, as a checkpoint would take it: the slow steps name it, with
-// their period and what they cost (the injected 3 s, which is what the job would save without them: ±25 %); no
+// their period and what they cost (the injected 3 s of CPU work, which is what the job would save without them:
+// ±25 %, stretched by the CPU share rank 1 waited for); no
 // straggler (its median step is not late). At load 9 on 2 cores plain steps came 3.6x the median and 240 ms
 // longer at random: the pause is 4x that, so those steps are not of its kind (slow_steps_min_share_of_largest).
 TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
@@ -128,7 +129,11 @@ TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
   EXPECT_EQ(f->evidence.at("slow_steps"), 3) << text_report(a);
   EXPECT_EQ(f->evidence.at("period_steps"), 10) << text_report(a);
   EXPECT_GE(f->cost_ns, 0.75 * 3000e6) << text_report(a);
-  EXPECT_LE(f->cost_ns, 1.25 * 3000e6) << text_report(a);
+  // The pause is CPU work: where rank 1's step thread shares its core (waiting for a CPU a share w of its steps,
+  // its scheduler counters), 1 s of it takes 1 s / (1 - w) of wall time. Beside the timing loop at load 11.6 rank 1
+  // waited 33 % and the pauses cost 3 842 ms, over a bound that held only for a core of its own.
+  const double waited = a.lateness.step_run_queue_share.size() > 1 ? a.lateness.step_run_queue_share[1] : 0.0;
+  EXPECT_LE(f->cost_ns, 1.25 * 3000e6 / (1 - std::min(waited, 0.9))) << text_report(a);
   EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << text_report(a);
 }
 
