@@ -50,7 +50,9 @@ OpenedStudy resume_study(const TuneOptions& options, const SearchSpace& file_spa
   const auto seed = stored_number<std::uint64_t>(study, "seed", 0, 0, std::numeric_limits<std::uint64_t>::max());
   const int budget = options.trials > 0 ? options.trials : stored_number<int>(study, "trials", 20, 1, 1'000'000);
   study.set_meta("trials", std::to_string(budget));
-  return OpenedStudy{std::move(study), std::move(command), std::move(strategy_text), seed, budget};
+  // A resumed study screens as it began: one made before the screen existed goes on without it.
+  const bool screening = study.meta("model_screening").value_or("0") == "1";
+  return OpenedStudy{std::move(study), std::move(command), std::move(strategy_text), seed, budget, screening};
 }
 
 OpenedStudy create_study(const TuneOptions& options, const SearchSpace& file_space) {
@@ -65,8 +67,9 @@ OpenedStudy create_study(const TuneOptions& options, const SearchSpace& file_spa
                                                    {"strategy", strategy_text},
                                                    {"seed", std::to_string(options.seed)},
                                                    {"trials", std::to_string(budget)},
-                                                   {"fixed_batch", options.fixed_batch ? "1" : "0"}});
-  return OpenedStudy{std::move(study), options.command, strategy_text, options.seed, budget};
+                                                   {"fixed_batch", options.fixed_batch ? "1" : "0"},
+                                                   {"model_screening", options.model_screening ? "1" : "0"}});
+  return OpenedStudy{std::move(study), options.command, strategy_text, options.seed, budget, options.model_screening};
 }
 }  // namespace
 

@@ -100,7 +100,7 @@ TuneResult tune(const TuneOptions& options, const std::atomic<bool>& stop) {
                         .command = opened.command,
                         .bayesian = bayesian,
                         .horovod = horovod,
-                        .model_screening = bayesian && options.model_screening,
+                        .model_screening = bayesian && opened.model_screening,
                         .budget = opened.budget,
                         .design_skip = bayesian ? std::min(strategy.initial_design_size(), warm.successes) : 0,
                         .timeout_s = options.trial_timeout_s.value_or(space.trial().timeout_s),

@@ -32,6 +32,7 @@ struct OpenedStudy {
   std::string strategy_text;         // "bo", "random", ...
   std::uint64_t seed = 0;
   int budget = 0;  // exploration trials
+  bool model_screening = true;  // the study's own (meta "model_screening"; absent in studies made before it: off)
 };
 // Creates the study, or opens it for --resume (refused when the space file changed since). Throws InputError.
 OpenedStudy open_or_resume_study(const TuneOptions& options, const SearchSpace& file_space);

@@ -197,6 +197,7 @@ TEST(RealTuning, AdviceOnTheDefaultsTraceIsTheSecondTrial) {
   EXPECT_NE(read(dir / "tune.log").find(", the analyzer's advice (advice): fusion_threshold="), std::string::npos)
       << read(dir / "tune.log");
   EXPECT_EQ(trials[2].kind, "design");  // then the model's initial design, as without advice
+  EXPECT_EQ(Study::open((dir / "s.sqlite").string()).meta("model_screening"), "0");  // what --resume goes on with
 }
 
 // After the defaults (and the analyzer's advice, when it has any), the replay model of the best trial's trace screens
@@ -210,6 +211,7 @@ TEST(RealTuning, ReplayModelPicksAfterTheDefaultsAndEndsExploration) {
   const int budget = 12;
   ASSERT_EQ(tune_trainer(dir, 134217728, budget, {}), 0) << read(dir / "tune.log");
   const Study study = Study::open((dir / "s.sqlite").string());
+  EXPECT_EQ(study.meta("model_screening"), "1");
   const auto trials = study.trials();
   ASSERT_GE(trials.size(), 1u) << read(dir / "tune.log");
   EXPECT_EQ(trials[0].kind, kKindDefault);

@@ -35,7 +35,8 @@ struct TuneOptions {
   std::optional<double> time_budget_s;  // stop exploring after this much tuning time (confirmation still runs)
   bool fixed_batch = false;             // keep the objective's batch_size knob at its default
   // Bayesian studies: after the analyzer's advice, screen the space with the replay model of the best trial's trace
-  // and run its best predictions (model_screening.hpp), ending exploration when it predicts nothing better.
+  // and run its best predictions (model_screening.hpp), ending exploration when it predicts nothing better. Kept in
+  // the study (meta "model_screening"): --resume goes on as the study began.
   bool model_screening = true;
   std::vector<std::string> warm_start;  // earlier studies of the same job and space: their trials seed the model
 };
