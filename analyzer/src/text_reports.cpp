@@ -288,6 +288,10 @@ nlohmann::json json_report(const Analysis& a) {
     if (r < a.lateness.step_run_queue_share.size()) {  // with CPU samples and steps (run/lateness.hpp)
       ranks.back()["run_queue_per_step_ns"] = a.lateness.step_run_queue_ns[r];
       ranks.back()["run_queue_share_pct"] = 100 * a.lateness.step_run_queue_share[r];
+      if (r < a.lateness.comm_run_queue_share.size() && a.lateness.comm_run_queue_share[r] > 0) {
+        ranks.back()["comm_run_queue_per_step_ns"] = a.lateness.comm_run_queue_ns[r];
+        ranks.back()["comm_run_queue_share_pct"] = 100 * a.lateness.comm_run_queue_share[r];
+      }
     }
     ranks.back().update({{"p2p_calls", p.calls},
                          {"p2p_ns", p.time_ns},

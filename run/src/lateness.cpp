@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 
 namespace collscope::run {
 namespace {
@@ -35,28 +36,52 @@ bool every_rank_has_counters(const Run& run, const std::vector<std::int64_t>& th
   return true;
 }
 
-// Run-queue delay of each rank's thread `thread[r]` inside its measured steps' windows: Lateness::step_run_queue_*.
+// Run-queue delay of thread `thread` of rank `r` inside its measured steps' windows: the median over the steps
+// of the time it waited runnable for a CPU (ns) and of that time's share of the window (0..1). Zeros without
+// its counters. With `beside` (another thread of the rank), only the wait beyond that thread's CPU time in the
+// window: what it waited for other than its own rank's thread.
+std::pair<double, double> run_queue_in_steps(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
+                                             std::size_t r, std::int64_t thread, std::int64_t beside = -1) {
+  const ThreadCounters counters(run.ranks[r], thread, clocks.offset_ns[r]);
+  const ThreadCounters other(run.ranks[r], beside, clocks.offset_ns[r]);
+  std::vector<double> waited, share;
+  for (std::size_t k = static_cast<std::size_t>(steps.warmup_steps); k < steps.steps.size(); ++k) {
+    const Step& st = steps.steps[k];
+    if (r >= st.rank_start_ns.size() || r >= st.rank_duration_ns.size() || !(st.rank_duration_ns[r] > 0)) continue;
+    const std::int64_t a = st.rank_start_ns[r], b = a + static_cast<std::int64_t>(st.rank_duration_ns[r]);
+    const auto d = counters.over(a, b);
+    if (!d) continue;
+    double wait = d->second;
+    if (beside >= 0) {
+      const auto o = other.over(a, b);
+      if (!o) continue;
+      wait -= o->first;
+    }
+    waited.push_back(std::max(0.0, wait));
+    share.push_back(std::clamp(wait / st.rank_duration_ns[r], 0.0, 1.0));
+  }
+  return {median_of(waited), median_of(share)};
+}
+
+// Each rank's thread `thread[r]` (Lateness::step_run_queue_*) and, where another thread makes most of its
+// synchronising collectives (a background communication thread: Horovod's, a fusion thread), that one
+// (Lateness::comm_run_queue_*).
 void step_run_queue(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
                     const std::vector<std::int64_t>& thread, Lateness& out) {
   const std::size_t nranks = run.ranks.size();
   if (steps.measured_steps() <= 0) return;
   out.step_run_queue_ns.assign(nranks, 0);
   out.step_run_queue_share.assign(nranks, 0);
-  std::vector<double> waited, share;
+  out.comm_run_queue_ns.assign(nranks, 0);
+  out.comm_run_queue_share.assign(nranks, 0);
   for (std::size_t r = 0; r < nranks; ++r) {
-    const ThreadCounters counters(run.ranks[r], thread[r], clocks.offset_ns[r]);
-    waited.clear(), share.clear();
-    for (std::size_t k = static_cast<std::size_t>(steps.warmup_steps); k < steps.steps.size(); ++k) {
-      const Step& st = steps.steps[k];
-      if (r >= st.rank_start_ns.size() || r >= st.rank_duration_ns.size() || !(st.rank_duration_ns[r] > 0)) continue;
-      const std::int64_t a = st.rank_start_ns[r], b = a + static_cast<std::int64_t>(st.rank_duration_ns[r]);
-      const auto d = counters.over(a, b);
-      if (!d) continue;
-      waited.push_back(std::max(0.0, d->second));
-      share.push_back(std::clamp(d->second / st.rank_duration_ns[r], 0.0, 1.0));
-    }
-    out.step_run_queue_ns[r] = median_of(waited);
-    out.step_run_queue_share[r] = median_of(share);
+    std::tie(out.step_run_queue_ns[r], out.step_run_queue_share[r]) = run_queue_in_steps(run, clocks, steps, r, thread[r]);
+    std::map<std::int64_t, int> sync_threads;
+    for (const auto& c : run.ranks[r].collectives)
+      if (store::is_synchronising(c.op)) ++sync_threads[c.thread];
+    const std::int64_t comm = busiest_thread(sync_threads);
+    if (comm >= 0 && comm != thread[r])
+      std::tie(out.comm_run_queue_ns[r], out.comm_run_queue_share[r]) = run_queue_in_steps(run, clocks, steps, r, comm, thread[r]);
   }
 }
 

@@ -113,9 +113,9 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
 
 // Rank 1 computes 1 s more in steps 10, 20 and 30 only, as a checkpoint would take it: the slow steps name it, with
 // their period and what they cost (the injected 3 s of CPU work, which is what the job would save without them:
-// ±25 %, stretched by the CPU share rank 1 waited for); no
-// straggler (its median step is not late). At load 9 on 2 cores plain steps came 3.6x the median and 240 ms
-// longer at random: the pause is 4x that, so those steps are not of its kind (slow_steps_min_share_of_largest).
+// ±25 %, stretched by the CPU share rank 1 waited for); no "more work" straggler (its median step is not late). At
+// load 9 on 2 cores plain steps came 3.6x the median and 240 ms longer at random: the pause is 4x that, so those
+// steps are not of its kind (slow_steps_min_share_of_largest).
 TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
   const auto dir = run_root() / "periodic-pause";
   ASSERT_EQ(trace_trainer(dir, 2, "--steps 40 --model-scale 0.02 --slow-rank 1 --slow-ms 1000 --slow-every 10"), 0);
@@ -126,15 +126,28 @@ TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
   for (const auto& x : a.findings)
     if (x.kind == FindingKind::SlowSteps && x.ranks == std::vector<int>{1}) f = &x;
   ASSERT_NE(f, nullptr) << text_report(a);
-  EXPECT_EQ(f->evidence.at("slow_steps"), 3) << text_report(a);
+  // Steps 10, 20 and 30; on a busy host rank 1 may also start the job late, by a quarter of a pause or more (step 0
+  // at 6x the median, rank 1 256 ms late, once in 31 runs beside the timing loop at load 5.6): then step 0 is one
+  // of them, in the same period.
+  const bool late_start = f->evidence.at("first_slow_step") == 0;
+  EXPECT_EQ(f->evidence.at("slow_steps"), late_start ? 4 : 3) << text_report(a);
+  EXPECT_EQ(f->evidence.at("first_slow_step"), late_start ? 0 : 10) << text_report(a);
   EXPECT_EQ(f->evidence.at("period_steps"), 10) << text_report(a);
   EXPECT_GE(f->cost_ns, 0.75 * 3000e6) << text_report(a);
   // The pause is CPU work: where rank 1's step thread shares its core (waiting for a CPU a share w of its steps,
   // its scheduler counters), 1 s of it takes 1 s / (1 - w) of wall time. Beside the timing loop at load 11.6 rank 1
   // waited 33 % and the pauses cost 3 842 ms, over a bound that held only for a core of its own.
   const double waited = a.lateness.step_run_queue_share.size() > 1 ? a.lateness.step_run_queue_share[1] : 0.0;
-  EXPECT_LE(f->cost_ns, 1.25 * 3000e6 / (1 - std::min(waited, 0.9))) << text_report(a);
-  EXPECT_EQ(find_finding(a, FindingKind::Straggler), nullptr) << text_report(a);
+  // A late start no longer than a pause adds at most that.
+  EXPECT_LE(f->cost_ns, 1.25 * 3000e6 / (1 - std::min(waited, 0.9)) + (late_start ? 1000e6 : 0.0)) << text_report(a);
+  // The pauses are not a straggler's. On a busy host rank 1 may really wait for a CPU in its plain steps too (3.2-3.6
+  // ms a step, 10-13 % of it, in 2 of 31 runs at load 4-6, the latest rank in 30 of 40 steps): a straggler of that
+  // cause may be named, costing its median lateness per step, not the pauses again.
+  if (const Finding* s = find_finding(a, FindingKind::Straggler)) {
+    EXPECT_NE(s->evidence.at("cause_code"), 1.0) << text_report(a);
+    EXPECT_LE(s->cost_ns, 0.1 * f->cost_ns) << text_report(a);
+    EXPECT_LE(s->evidence.at("lateness_per_step_ns"), 0.05 * 1000e6) << text_report(a);
+  }
 }
 
 TEST_F(RealRuns, NoStragglerWithoutInjectionTenRuns) {
@@ -188,9 +201,12 @@ class PinnedSpinners {
 };
 
 // Ranks bound one to a core, and 3 processes spinning on rank 1's core (as samples/fusion_trainer/bench/
-// contention_cost.sh does): the report names CPU contention, and tells no rank to balance its work. The finding named rank 1 in 78 of 78 such runs (1 or 3 spinners) on this project's 2-core VMs; its step
-// thread waited 21-51 % of its steps where read (the finding from 15 %); alone, bound the same way, the step
-// threads waited at most 6.4 % (docs/performance.md, "Straggler causes on a shared 2-core machine").
+// contention_cost.sh does): the report names CPU contention, and tells no rank to balance its work. The finding
+// named rank 1 in 78 of 78 such runs (1 or 3 spinners) on this project's 2-core VMs; its step thread waited 21-51 %
+// of its steps where read (the finding from 15 %); alone, bound the same way, the step threads waited at most 6.4 %
+// (docs/performance.md, "Straggler causes on a shared 2-core machine"). Once in 31 runs beside the timing loop
+// (load 5) both step threads waited under 15 %, blocked on their fusion threads (collectives 91 % of the step), and
+// nothing was named: the fusion thread's own wait counts too (72-76 % in 5 runs beside a spinner; alone 0-0.8 %).
 TEST_F(RealRuns, SharedCoreIsCpuContention) {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(0, &allowed) || !CPU_ISSET(1, &allowed))
@@ -214,8 +230,10 @@ TEST_F(RealRuns, SharedCoreIsCpuContention) {
   // step), and rank 0 (22 %) was named while rank 1 stayed at 15 %. The recorded pair
   // (RecordedRuns.SharedCoreIsCpuContentionWithItsCost) checks that rank 1 is named when the spinners are what
   // contends.
+  const auto comm = f->evidence.find("rank_1_comm_run_queue_pct");
   std::cout << "ranks named: " << fmt::format("{}", fmt::join(f->ranks, ",")) << "; rank 1's step thread waited "
-            << f->evidence.at("rank_1_run_queue_pct") << " % of its steps\n";
+            << f->evidence.at("rank_1_run_queue_pct") << " % of its steps, its communication thread "
+            << (comm != f->evidence.end() ? comm->second : 0.0) << " % beyond its step thread's CPU time\n";
   if (const Finding* s = find_finding(a, FindingKind::Straggler)) {
     EXPECT_NE(s->evidence.at("cause_code"), 1.0) << text_report(a);
   }

@@ -38,8 +38,17 @@ TEST(RealJobs, ShippedHorovodSpaceRunsWithoutNvtx) {
                        " --model-scale 0.02 > out.txt 2> err.txt");
   const std::string out = read_file(dir / "out.txt"), err = read_file(dir / "err.txt");
   ASSERT_EQ(rc, 0) << out << err;
-  const auto trials = Study::open((dir / "s.sqlite").string()).trials();
-  ASSERT_GE(trials.size(), 3u);
+  const Study study = Study::open((dir / "s.sqlite").string());
+  const auto trials = study.trials();
+  // Three trials, unless the replay model of the defaults' trace predicted no untried setting 3 % better and ended
+  // the exploration after the advice's trial (once in 31 runs beside the timing loop): then the study says so.
+  if (trials.size() < 3u) {
+    ASSERT_FALSE(trials.empty());
+    const auto rule = study.meta("stop_rule");
+    ASSERT_TRUE(rule.has_value());
+    EXPECT_NE(rule->find("replay model"), std::string::npos) << *rule;
+    EXPECT_NE(err.find("replay model"), std::string::npos) << err;
+  }
   EXPECT_EQ(trials[0].kind, "default");
   EXPECT_EQ(trials[0].status, TrialStatus::Ok) << trials[0].reason;  // batch 64 <= --max-batch-size 96
   EXPECT_NE(err.find("trial 1/"), std::string::npos) << err;

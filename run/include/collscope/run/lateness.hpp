@@ -80,6 +80,12 @@ struct Lateness {
   // share of the window (0..1). The job-wide CPU contention finding reads them. Empty with `causes`, or without
   // steps.
   std::vector<double> step_run_queue_ns, step_run_queue_share;
+  // The same, per rank index, for the thread that makes most of its synchronising collectives where that is another
+  // one (a background communication thread, as Horovod's and the fusion trainer's): the step thread waits blocked
+  // (not runnable) while it communicates, so a contended core shows here. Only its wait beyond the step thread's
+  // CPU time in the window counts: bound to one core with it, it waits while its own step thread computes, which
+  // is not contention (the recorded fusion trainer alone: 39-52 % of that). Zeros where the step thread makes them.
+  std::vector<double> comm_run_queue_ns, comm_run_queue_share;
   // How many measured steps each rank was the latest in, and the steps measured (the straggler's sign test).
   std::vector<int> steps_latest;
   int measured_steps = 0;
