@@ -1,6 +1,5 @@
 // The pipeline from a run directory to findings.
 #include <collscope/analyzer/analysis.hpp>
-#include <collscope/predict/replay.hpp>
 #include <collscope/run/job_settings.hpp>
 #include <collscope/run/workload.hpp>
 
@@ -10,6 +9,8 @@
 #include <map>
 
 #include <fmt/format.h>
+
+#include "lazy_replay_model.hpp"
 
 namespace collscope::analyzer {
 namespace {
@@ -58,10 +59,9 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
     a.point_to_point = run::summarize_point_to_point(run, run::measure_point_to_point_waits(run, clocks));
   // The replay model, for the advice in Horovod's knobs to quote its predicted step (the one model of a step under
   // changed settings: docs/design.md, "Predict").
-  std::optional<predict::ReplayModel> replay;
-  if (!a.steps.steps.empty() && run::job_settings(run, run::describe_workload(run)).horovod_applies)
-    replay = predict::build_model(run, clocks, matched, a.steps);
-  a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options, replay ? &*replay : nullptr});
+  const LazyReplayModel replay(run, clocks, matched, a.steps);
+  const bool advice_may_quote = run::job_settings(run, run::describe_workload(run)).horovod_applies;
+  a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options, advice_may_quote ? &replay : nullptr});
   if (auto note = straggler_within_noise({run, clocks, matched, a.steps, a.lateness, options})) a.notes.push_back(*note);
   for (const auto& t : matched.truncations) {
     const auto& name = run.communicators[t.comm].shown_name();

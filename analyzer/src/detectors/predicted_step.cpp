@@ -1,13 +1,18 @@
 // What a knob's advice quotes for its effect: the replay model's predicted step (collscope predict), the one
 // definition of a predicted step time (docs/design.md, "Predict").
 #include "detector_support.hpp"
+#include "../lazy_replay_model.hpp"
 
 #include <collscope/predict/replay.hpp>
 #include <collscope/run/format.hpp>
 
 #include <fmt/format.h>
 
-namespace collscope::analyzer::detail {
+namespace collscope::analyzer {
+
+const predict::ReplayModel* DetectorInput::replay() const { return replay_model ? replay_model->get() : nullptr; }
+
+namespace detail {
 namespace {
 
 // Where the model cannot replay CPU sharing (docs/design.md, "Predict"), what its figure leaves out: on real
@@ -23,8 +28,9 @@ std::string cpu_caveat(const predict::ReplayModel& model) {
 }  // namespace
 
 std::string predicted_step_clause(const DetectorInput& in, const predict::Change& change, Finding& f) {
-  if (!in.replay || !in.replay->usable) return "";
-  const predict::Prediction p = predict::predict(*in.replay, change);
+  const predict::ReplayModel* model = in.replay();
+  if (!model || !model->usable) return "";
+  const predict::Prediction p = predict::predict(*model, change);
   if (!p.not_predicted.empty() || p.steps_replayed == 0 || !(p.baseline_step_ms > 0) || !(p.step_ms > 0)) return "";
   const double change_pct = 100 * (p.step_ms / p.baseline_step_ms - 1);
   f.evidence["predicted_step_ns"] = p.step_ms * 1e6;
@@ -36,14 +42,15 @@ std::string predicted_step_clause(const DetectorInput& in, const predict::Change
   if (change_pct >= 0)
     return fmt::format(" The replay of this run (`collscope predict`) does not expect it to shorten the step here: {}, "
                        "{:+.0f} % against the measured {}.{}",
-                       band, change_pct, run::format_ms(p.baseline_step_ms * 1e6), cpu_caveat(*in.replay));
+                       band, change_pct, run::format_ms(p.baseline_step_ms * 1e6), cpu_caveat(*model));
   const int steps = in.steps.measured_steps();
   return fmt::format(" The replay of this run (`collscope predict`) gives {}, {:+.0f} % against the measured {}{}.{}",
                      band, change_pct, run::format_ms(p.baseline_step_ms * 1e6),
                      steps > 0 ? fmt::format(": about {} over the {} measured steps",
                                              run::format_ms((p.baseline_step_ms - p.step_ms) * 1e6 * steps), steps)
                                : "",
-                     cpu_caveat(*in.replay));
+                     cpu_caveat(*model));
 }
 
-}  // namespace collscope::analyzer::detail
+}  // namespace detail
+}  // namespace collscope::analyzer

@@ -15,6 +15,8 @@ struct ReplayModel;
 
 namespace collscope::analyzer {
 
+class LazyReplayModel;  // analyzer/src/lazy_replay_model.hpp
+
 enum class FindingKind {
   Straggler,
   LatencyBound,
@@ -147,10 +149,12 @@ struct DetectorInput {
   const StepSummary& steps;
   const Lateness& lateness;
   const AnalysisOptions& options;
-  // The replay model of the run (collscope predict), which knob advice quotes for its predicted step; nullptr where
-  // no advice quotes it (a job without Horovod's knobs) or the run has no steps.
-  const predict::ReplayModel* replay = nullptr;
+  // The replay model of the run (collscope predict), which knob advice quotes for its predicted step: built the
+  // first time a detector asks (most runs get no knob advice, and building it reads every step of every rank);
+  // nullptr where no advice may quote it (a job without Horovod's knobs) or the run has no steps.
+  const LazyReplayModel* replay_model = nullptr;
   const DetectorThresholds& limits() const { return options.thresholds; }
+  const predict::ReplayModel* replay() const;
 };
 
 // Each detector looks at one thing (one file each in src/detectors/); detect_findings runs them all.
