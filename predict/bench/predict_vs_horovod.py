@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from prediction_table import print_table
+from prediction_table import print_table, run_rounds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JOB = os.path.join(ROOT, "tests", "data", "horovod-0.28.1-cpu", "train_hvd.py")
@@ -110,32 +110,25 @@ def main():
     site = os.path.abspath(args.horovod_site)
     work = tempfile.mkdtemp(prefix="predict_vs_horovod.")
     shim = build_shim(work)
-    predicted = {label: [] for label, *_ in SETTINGS}
-    against = {label: [] for label, *_ in SETTINGS}
-    measured = {label: [] for label, *_ in SETTINGS}
-    baseline = []
-    for round_ in range(args.rounds):
-        runs = {}
-        for name, extra in BASELINES.items():
-            runs[name] = os.path.join(work, f"{name}-{round_}")
-            env = environment(site, shim, {})
-            # The job marks its own ranges; without collscope's Python annotation the traces read the same to
-            # an older collscope given as --against (before the annotation had its own NVTX domain).
-            run([collscope, "trace", "--no-python-annotation", "-o", runs[name], "--"] +
-                job_command(args.steps, extra, env), env)
-        for label, predict_args, _, _, base in SETTINGS:
-            predicted[label].append(predict(collscope, runs[base], predict_args))
-            if args.against:
-                against[label].append(predict(args.against, runs[base], predict_args))
-        order = [("baseline", {}, [])] + [(label, env, extra) for label, _, env, extra, _ in SETTINGS]
-        shift = round_ % len(order)
-        for label, extra_env, extra in order[shift:] + order[:shift]:
-            env = environment(site, shim, extra_env)
-            value = median_step_ms(run(job_command(args.steps, extra, env), env))
-            (baseline if label == "baseline" else measured[label]).append(value)
-        print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr)
+
+    def trace(name, extra, round_):
+        run_dir = os.path.join(work, f"{name}-{round_}")
+        env = environment(site, shim, {})
+        # The job marks its own ranges; without collscope's Python annotation the traces read the same to an older
+        # collscope given as --against (before the annotation had its own NVTX domain).
+        run([collscope, "trace", "--no-python-annotation", "-o", run_dir, "--"] + job_command(args.steps, extra, env),
+            env)
+        return run_dir
+
+    def measure(extra_env, extra):
+        env = environment(site, shim, extra_env)
+        return median_step_ms(run(job_command(args.steps, extra, env), env))
+
+    predicted, against, measured, baseline = run_rounds(
+        args.rounds, SETTINGS, BASELINES, trace, lambda binary, run_dir, a: predict(binary or collscope, run_dir, a),
+        measure, args.against)
     print_table(f"train_hvd.py --nvtx, batch {BATCH}, 2 ranks, {args.steps} steps", [label for label, *_ in SETTINGS],
-                predicted, measured, baseline, against if args.against else None)
+                predicted, measured, baseline, against)
     shutil.rmtree(work, ignore_errors=True)
 
 

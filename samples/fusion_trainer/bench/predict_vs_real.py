@@ -25,7 +25,7 @@ import tempfile
 
 # The table is the predict component's, shared with predict/bench/predict_vs_horovod.py.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "predict", "bench"))
-from prediction_table import print_table  # noqa: E402
+from prediction_table import print_table, run_rounds  # noqa: E402
 
 BATCH = 32
 # (label, `collscope predict` arguments, trainer environment, trainer arguments, baseline)
@@ -98,35 +98,28 @@ def main():
     args = parser.parse_args()
     build = os.path.abspath(args.build_dir)
     work = tempfile.mkdtemp(prefix="predict_vs_real.")
-    predicted = {label: [] for label, *_ in SETTINGS}
-    against = {label: [] for label, *_ in SETTINGS}
-    measured = {label: [] for label, *_ in SETTINGS}
-    baseline = []
-    for round_ in range(args.rounds):
-        runs = {}
-        for name, extra in BASELINES.items():
-            runs[name] = os.path.join(work, f"{name}-{round_}")
-            trace(build, args.steps, runs[name], extra)
-        for label, predict_args, _, _, base in SETTINGS:
-            predicted[label].append(predict(os.path.join(build, "bin", "collscope"), runs[base], predict_args)
-                                    ["predicted"]["step_ms"])
-            if args.against:
-                against[label].append(predict(args.against, runs[base], predict_args)["predicted"]["step_ms"])
-        # Real runs, the order rotated each round.
-        order = [("baseline", {}, [])] + [(label, env, extra) for label, _, env, extra, _ in SETTINGS]
-        shift = round_ % len(order)
-        for label, env, extra in order[shift:] + order[:shift]:
-            value = measure(build, args.steps, env, extra)
-            (baseline if label == "baseline" else measured[label]).append(value)
-        print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr)
-        if args.record and round_ == args.rounds - 1:
-            os.makedirs(args.record, exist_ok=True)
-            for name, path in runs.items():
-                target = os.path.join(args.record, name)
-                shutil.rmtree(target, ignore_errors=True)
-                shutil.copytree(path, target)
+    collscope = os.path.join(build, "bin", "collscope")
+
+    def traced(name, extra, round_):
+        run_dir = os.path.join(work, f"{name}-{round_}")
+        trace(build, args.steps, run_dir, extra)
+        return run_dir
+
+    def keep(runs):  # --record: the last round's traced runs
+        if not args.record:
+            return
+        os.makedirs(args.record, exist_ok=True)
+        for name, path in runs.items():
+            target = os.path.join(args.record, name)
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(path, target)
+
+    predicted, against, measured, baseline = run_rounds(
+        args.rounds, SETTINGS, BASELINES, traced,
+        lambda binary, run_dir, a: predict(binary or collscope, run_dir, a)["predicted"]["step_ms"],
+        lambda env, extra: measure(build, args.steps, env, extra), args.against, keep)
     print_table(f"plain, batch {BATCH}, 2 ranks, {args.steps} steps", [label for label, *_ in SETTINGS], predicted,
-                measured, baseline, against if args.against else None)
+                measured, baseline, against)
     if args.record:
         with open(os.path.join(args.record, "measured.json"), "w") as f:
             json.dump({"steps": args.steps, "batch_size": BATCH, "rounds": args.rounds,
