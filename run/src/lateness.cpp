@@ -92,6 +92,7 @@ void causes_from_windows(const Run& run, const ClockAlignment& clocks, const Ste
                          const std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>>& windows,
                          Lateness& out) {
   if (!every_rank_has_counters(run, thread)) return;
+  out.counters_thread = thread;
   step_run_queue(run, clocks, steps, thread, out);
   const std::size_t nranks = run.ranks.size();
   const std::size_t nsteps = windows.empty() ? 0 : windows[0].size();

@@ -40,6 +40,24 @@ TEST(RecordedRuns, SharedCoreIsCpuContentionWithItsCost) {
   }
 }
 
+// Real LAMMPS (Debian's lmp, its crack example) with a process spinning on each core (tests/data/lammps-crack-loaded,
+// README there): the ranks lose whole scheduler slices, so a few steps take 150-600 ms where most take 0.37 ms, every
+// rank slow in them. The slow steps say why from the ranks' scheduler counters: waiting for a CPU, most of their
+// extra time; the machine's, so info and no change to the job (before: "a pause of the job's own ... or of the
+// machine").
+TEST(RecordedRuns, LammpsSlowStepsOnALoadedMachineAreTheMachines) {
+  const Analysis a = analyze_run(collscope::test::unpack_test_data("lammps-crack-loaded/loaded").string());
+  const Finding* f = find_finding(a, FindingKind::SlowSteps);
+  ASSERT_NE(f, nullptr) << text_report(a);
+  EXPECT_TRUE(f->ranks.empty()) << text_report(a);  // every rank slow together
+  ASSERT_TRUE(f->evidence.contains("cause_code")) << text_report(a);
+  EXPECT_EQ(f->evidence.at("cause_code"), 3.0) << text_report(a);
+  EXPECT_GE(f->evidence.at("run_queue_excess_ns"), 0.5 * f->evidence.at("excess_ns")) << text_report(a);
+  EXPECT_EQ(f->severity, Severity::Info);
+  EXPECT_NE(f->suggestion.find("the machine, not the job"), std::string::npos) << f->suggestion;
+  EXPECT_EQ(f->suggestion.find("garbage collection"), std::string::npos) << f->suggestion;
+}
+
 // compare lists a new CPU contention finding but does not fail on it: it is the machine's state (here: spinners on
 // a core), not what a change did. Its step time still regresses the comparison.
 TEST(RecordedRuns, CompareListsCpuContentionWithoutGatingOnIt) {

@@ -5,11 +5,15 @@
 // end (aligned), what the job's wall clock spends on it.
 #include "detector_support.hpp"
 
+#include <collscope/run/thread_counters.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
+#include <optional>
 
 namespace collscope::analyzer {
 
@@ -39,6 +43,67 @@ std::string step_list(const std::vector<SlowStep>& slow, const StepSummary& step
   return s;
 }
 
+// Where the slow steps' time beyond a usual step went, from the ranks' scheduler counters (the thread lateness reads,
+// Lateness::counters_thread): on a CPU (work of the job's own: a checkpoint, an evaluation, garbage collection),
+// waiting runnable for one (the machine: other processes, more busy threads than cores) or off one (blocked: I/O,
+// sleeps, page faults). Each part is the slow steps' time in it less the median step's, summed over the slow steps;
+// over the late rank, or averaged over every rank where none is late. Unmeasured without counters.
+struct PauseTimes {
+  bool measured = false;
+  double on_cpu_ns = 0, run_queue_ns = 0, off_cpu_ns = 0;
+  enum Cause { Unknown = 0, OnCpu = 1, WaitingForCpu = 3, OffCpu = 4 };
+  Cause cause() const {
+    if (!measured) return Unknown;
+    if (run_queue_ns >= on_cpu_ns && run_queue_ns >= off_cpu_ns) return WaitingForCpu;
+    return on_cpu_ns >= off_cpu_ns ? OnCpu : OffCpu;
+  }
+};
+
+PauseTimes pause_times(const DetectorInput& in, const std::vector<SlowStep>& slow, int rank) {
+  const Lateness& lateness = in.lateness;
+  const StepSummary& steps = in.steps;
+  PauseTimes out;
+  const std::size_t nranks = in.run.ranks.size();
+  if (lateness.counters_thread.size() != nranks) return out;
+  std::vector<std::size_t> ranks;
+  if (rank >= 0) ranks.push_back(static_cast<std::size_t>(rank));
+  else
+    for (std::size_t r = 0; r < nranks; ++r) ranks.push_back(r);
+  std::vector<bool> is_slow(steps.steps.size(), false);
+  for (const auto& s : slow) is_slow[s.step] = true;
+  int counted = 0;
+  for (std::size_t r : ranks) {
+    const run::ThreadCounters counters(in.run.ranks[r], lateness.counters_thread[r], in.clocks.offset_ns[r]);
+    // (on a CPU, waiting, off a CPU) in step k's span, ns.
+    auto parts = [&](std::size_t k) -> std::optional<std::array<double, 3>> {
+      const auto& st = steps.steps[k];
+      const auto d = counters.over(st.start_ns, st.end_ns);
+      if (!d) return std::nullopt;
+      const double span = double(st.end_ns - st.start_ns);
+      return std::array<double, 3>{d->first, d->second, std::max(0.0, span - d->first - d->second)};
+    };
+    std::array<std::vector<double>, 3> usual;
+    for (std::size_t k = static_cast<std::size_t>(std::max(0, steps.warmup_steps)); k < steps.steps.size(); ++k)
+      if (!is_slow[k])
+        if (const auto p = parts(k))
+          for (int i = 0; i < 3; ++i) usual[i].push_back((*p)[i]);
+    if (usual[0].empty()) return out;
+    const std::array<double, 3> median = {median_of(usual[0]), median_of(usual[1]), median_of(usual[2])};
+    std::array<double, 3> sum{};
+    for (const auto& s : slow) {
+      const auto p = parts(s.step);
+      if (!p) return out;
+      for (int i = 0; i < 3; ++i) sum[i] += std::max(0.0, (*p)[i] - median[i]);
+    }
+    out.on_cpu_ns += sum[0], out.run_queue_ns += sum[1], out.off_cpu_ns += sum[2];
+    ++counted;
+  }
+  if (counted == 0) return out;
+  out.on_cpu_ns /= counted, out.run_queue_ns /= counted, out.off_cpu_ns /= counted;
+  out.measured = true;
+  return out;
+}
+
 Finding slow_steps_finding(const DetectorInput& in, const std::vector<SlowStep>& slow, int rank, double median,
                            double total, std::size_t measured, double excess) {
   const StepSummary& steps = in.steps;
@@ -52,10 +117,14 @@ Finding slow_steps_finding(const DetectorInput& in, const std::vector<SlowStep>&
                                              : fmt::format("steps {}", step_list(slow, steps));
   const std::string spans_text = slow.size() == 1 ? format_ms(slowest)
                                                   : fmt::format("{}-{}", format_ms(fastest), format_ms(slowest));
+  const PauseTimes times = pause_times(in, slow, rank);
+  const bool machine = times.cause() == PauseTimes::WaitingForCpu;
   Finding f;
   f.kind = FindingKind::SlowSteps;
-  // Neither one rank nor a period: nothing says what to change (a busy host slows every rank at random), so info.
-  f.severity = excess >= limits.slow_steps_warning_time_share * total && (world_rank >= 0 || !period.empty())
+  // Neither one rank nor a period: nothing says what to change (a busy host slows every rank at random), so info;
+  // nor where the ranks waited for a CPU: the machine's state, which no change to the job fixes (as cpu_contention,
+  // listed by compare but not failing it).
+  f.severity = excess >= limits.slow_steps_warning_time_share * total && (world_rank >= 0 || !period.empty()) && !machine
                    ? Severity::Warning
                    : Severity::Info;
   if (world_rank >= 0) f.ranks = {world_rank};
@@ -86,7 +155,28 @@ Finding slow_steps_finding(const DetectorInput& in, const std::vector<SlowStep>&
                                     "they waited", one ? "it" : "each", world_rank,
                                     format_ms(late), one ? "" : " in all")
                       : std::string("no one rank is late in them: every rank is slow in them together"));
+  if (times.measured) {
+    f.evidence["cause_code"] = double(times.cause());
+    f.evidence["on_cpu_excess_ns"] = times.on_cpu_ns;
+    f.evidence["run_queue_excess_ns"] = times.run_queue_ns;
+    f.evidence["off_cpu_excess_ns"] = times.off_cpu_ns;
+    f.evidence_text += fmt::format(
+        ". Where that time went beyond a usual step ({}): {} on a CPU, {} waiting for one, {} off one",
+        world_rank >= 0 ? fmt::format("rank {}'s scheduler counters", world_rank)
+                        : std::string("the ranks' scheduler counters, their mean"),
+        format_ms(times.on_cpu_ns), format_ms(times.run_queue_ns), format_ms(times.off_cpu_ns));
+  }
   const std::string when = !period.empty() ? period : one ? "in " + which : "in those steps";
+  if (machine) {
+    f.suggestion = fmt::format(
+        "{} waited runnable for a CPU {}, longer than {} spent on one or blocked: the machine, not the job: other "
+        "processes on the node took the CPUs then, or more threads were busy than there are cores. Look at the "
+        "node's other processes (top -H) and the binding (mpirun --bind-to core --report-bindings); the job itself "
+        "needs no change. Up to {} of job time.",
+        world_rank >= 0 ? fmt::format("Rank {}", world_rank) : std::string("Every rank"), when,
+        world_rank >= 0 ? "it" : "they", format_ms(excess));
+    return f;
+  }
   f.suggestion = world_rank >= 0
       ? fmt::format("Rank {} does something the others do not {} (a checkpoint, an evaluation, logging, a data reload "
                     "on one rank), and the others wait for it at the next collective: make it asynchronous, less "

@@ -86,6 +86,9 @@ struct Lateness {
   // CPU time in the window counts: bound to one core with it, it waits while its own step thread computes, which
   // is not contention (the recorded fusion trainer alone: 39-52 % of that). Zeros where the step thread makes them.
   std::vector<double> comm_run_queue_ns, comm_run_queue_share;
+  // Per rank index: the thread whose scheduler counters `causes` and `step_run_queue_*` read (run/thread_counters.hpp),
+  // for detectors that read the counters over other windows (the slow steps). Empty with `causes`.
+  std::vector<std::int64_t> counters_thread;
   // How many measured steps each rank was the latest in, and the steps measured (the straggler's sign test).
   std::vector<int> steps_latest;
   int measured_steps = 0;
