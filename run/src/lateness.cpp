@@ -13,7 +13,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <tuple>
 
 namespace collscope::run {
 namespace {
@@ -36,15 +35,21 @@ bool every_rank_has_counters(const Run& run, const std::vector<std::int64_t>& th
   return true;
 }
 
-// Run-queue delay of thread `thread` of rank `r` inside its measured steps' windows: the median over the steps
-// of the time it waited runnable for a CPU (ns) and of that time's share of the window (0..1). Zeros without
-// its counters. With `beside` (another thread of the rank), only the wait beyond that thread's CPU time in the
-// window: what it waited for other than its own rank's thread.
-std::pair<double, double> run_queue_in_steps(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
-                                             std::size_t r, std::int64_t thread, std::int64_t beside = -1) {
+// Run-queue delay of thread `thread` of rank `r` inside its measured steps' windows (Lateness::step_run_queue_*):
+// the time it waited runnable for a CPU, per step as the mean over the steps (ns), as a share of the windows' total
+// time, and the median over the steps of each step's share (0..1). Zeros without its counters. With `beside` (another
+// thread of the rank), only the wait beyond that thread's CPU time in the window: what it waited for other than its
+// own rank's thread.
+struct RunQueueInSteps {
+  double mean_ns = 0, share = 0, median_share = 0;
+};
+
+RunQueueInSteps run_queue_in_steps(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
+                                   std::size_t r, std::int64_t thread, std::int64_t beside = -1) {
   const ThreadCounters counters(run.ranks[r], thread, clocks.offset_ns[r]);
   const ThreadCounters other(run.ranks[r], beside, clocks.offset_ns[r]);
-  std::vector<double> waited, share;
+  double waited = 0, window = 0;  // ns, over the measured steps
+  std::vector<double> shares;
   for (std::size_t k = static_cast<std::size_t>(steps.warmup_steps); k < steps.steps.size(); ++k) {
     const Step& st = steps.steps[k];
     if (r >= st.rank_start_ns.size() || r >= st.rank_duration_ns.size() || !(st.rank_duration_ns[r] > 0)) continue;
@@ -57,10 +62,13 @@ std::pair<double, double> run_queue_in_steps(const Run& run, const ClockAlignmen
       if (!o) continue;
       wait -= o->first;
     }
-    waited.push_back(std::max(0.0, wait));
-    share.push_back(std::clamp(wait / st.rank_duration_ns[r], 0.0, 1.0));
+    wait = std::max(0.0, wait);
+    waited += wait;
+    window += st.rank_duration_ns[r];
+    shares.push_back(std::clamp(wait / st.rank_duration_ns[r], 0.0, 1.0));
   }
-  return {median_of(waited), median_of(share)};
+  if (shares.empty() || !(window > 0)) return {};
+  return {waited / double(shares.size()), std::clamp(waited / window, 0.0, 1.0), median_of(shares)};
 }
 
 // Each rank's thread `thread[r]` (Lateness::step_run_queue_*) and, where another thread makes most of its
@@ -72,16 +80,23 @@ void step_run_queue(const Run& run, const ClockAlignment& clocks, const StepSumm
   if (steps.measured_steps() <= 0) return;
   out.step_run_queue_ns.assign(nranks, 0);
   out.step_run_queue_share.assign(nranks, 0);
+  out.step_run_queue_median_share.assign(nranks, 0);
   out.comm_run_queue_ns.assign(nranks, 0);
   out.comm_run_queue_share.assign(nranks, 0);
+  out.comm_run_queue_median_share.assign(nranks, 0);
   for (std::size_t r = 0; r < nranks; ++r) {
-    std::tie(out.step_run_queue_ns[r], out.step_run_queue_share[r]) = run_queue_in_steps(run, clocks, steps, r, thread[r]);
+    const RunQueueInSteps own = run_queue_in_steps(run, clocks, steps, r, thread[r]);
+    out.step_run_queue_ns[r] = own.mean_ns, out.step_run_queue_share[r] = own.share;
+    out.step_run_queue_median_share[r] = own.median_share;
     std::map<std::int64_t, int> sync_threads;
     for (const auto& c : run.ranks[r].collectives)
       if (store::is_synchronising(c.op)) ++sync_threads[c.thread];
     const std::int64_t comm = busiest_thread(sync_threads);
-    if (comm >= 0 && comm != thread[r])
-      std::tie(out.comm_run_queue_ns[r], out.comm_run_queue_share[r]) = run_queue_in_steps(run, clocks, steps, r, comm, thread[r]);
+    if (comm >= 0 && comm != thread[r]) {
+      const RunQueueInSteps c = run_queue_in_steps(run, clocks, steps, r, comm, thread[r]);
+      out.comm_run_queue_ns[r] = c.mean_ns, out.comm_run_queue_share[r] = c.share;
+      out.comm_run_queue_median_share[r] = c.median_share;
+    }
   }
 }
 

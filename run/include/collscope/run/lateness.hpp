@@ -76,16 +76,18 @@ struct Lateness {
   std::vector<LatenessCauses> causes;
   // Per rank index, on the same thread as the causes (the one that marks its steps, or makes its synchronising
   // collectives): over each measured step's window of that rank (Step::rank_start_ns, rank_duration_ns), the time
-  // the thread waited runnable for a CPU (run-queue delay), its median over the steps, ns, and the median of its
-  // share of the window (0..1). The job-wide CPU contention finding reads them. Empty with `causes`, or without
-  // steps.
-  std::vector<double> step_run_queue_ns, step_run_queue_share;
+  // the thread waited runnable for a CPU (run-queue delay): per step, the mean over the steps, ns; its share of the
+  // windows' total time; and the median over the steps of each step's share (0..1). A steadily shared core shows in
+  // the median; a loaded host that takes whole scheduler slices from a few steps only in the total (real LAMMPS
+  // beside a spinner per core waited 85 % of its steps' time while its median step waited nothing). The job-wide
+  // CPU contention finding reads them. Empty with `causes`, or without steps.
+  std::vector<double> step_run_queue_ns, step_run_queue_share, step_run_queue_median_share;
   // The same, per rank index, for the thread that makes most of its synchronising collectives where that is another
   // one (a background communication thread, as Horovod's and the fusion trainer's): the step thread waits blocked
   // (not runnable) while it communicates, so a contended core shows here. Only its wait beyond the step thread's
   // CPU time in the window counts: bound to one core with it, it waits while its own step thread computes, which
   // is not contention (the recorded fusion trainer alone: 39-52 % of that). Zeros where the step thread makes them.
-  std::vector<double> comm_run_queue_ns, comm_run_queue_share;
+  std::vector<double> comm_run_queue_ns, comm_run_queue_share, comm_run_queue_median_share;
   // Per rank index: the thread whose scheduler counters `causes` and `step_run_queue_*` read (run/thread_counters.hpp),
   // for detectors that read the counters over other windows (the slow steps). Empty with `causes`.
   std::vector<std::int64_t> counters_thread;
