@@ -61,7 +61,8 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
   // changed settings: docs/design.md, "Predict").
   const LazyReplayModel replay(run, clocks, matched, a.steps);
   const bool advice_may_quote = run::job_settings(run, run::describe_workload(run)).horovod_applies;
-  a.findings = detect_findings({run, clocks, matched, a.steps, a.lateness, options, advice_may_quote ? &replay : nullptr});
+  a.findings =
+      detect_findings({run, clocks, matched, a.steps, a.lateness, options, advice_may_quote ? &replay : nullptr});
   if (auto note = straggler_within_noise({run, clocks, matched, a.steps, a.lateness, options})) a.notes.push_back(*note);
   for (const auto& t : matched.truncations) {
     const auto& name = run.communicators[t.comm].shown_name();

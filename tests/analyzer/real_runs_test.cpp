@@ -137,7 +137,8 @@ TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
   // their extra time; never blocked.
   ASSERT_TRUE(f->evidence.contains("cause_code")) << text_report(a);
   EXPECT_NE(f->evidence.at("cause_code"), 4.0) << text_report(a);
-  EXPECT_GE(f->evidence.at("on_cpu_excess_ns") + f->evidence.at("run_queue_excess_ns"), 0.5 * f->evidence.at("excess_ns"))
+  EXPECT_GE(f->evidence.at("on_cpu_excess_ns") + f->evidence.at("run_queue_excess_ns"),
+            0.5 * f->evidence.at("excess_ns"))
       << text_report(a);
   EXPECT_GE(f->cost_ns, 0.75 * 3000e6) << text_report(a);
   // The pause is CPU work: where rank 1's step thread shares its core (waiting for a CPU a share w of its steps,

@@ -1,7 +1,7 @@
 // CPU contention: the ranks' step threads, or the threads they wait for while they communicate, wait runnable for
-// a CPU a real share of each step (other processes on the node, more busy threads than cores, ranks bound to shared
-// cores). A cause of slow steps that no knob of the job's communication fixes, and that a straggler finding sees
-// only when one rank waits more than the others.
+// a CPU a real share of their steps' time (other processes on the node, more busy threads than cores, ranks bound
+// to shared cores). A cause of slow steps that no knob of the job's communication fixes, and that a straggler
+// finding sees only when one rank waits more than the others.
 #include "detector_support.hpp"
 
 #include <fmt/format.h>
@@ -52,7 +52,7 @@ std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
     return out;
   std::vector<WaitingThread> threads;
   for (std::size_t r = 0; r < nranks; ++r) threads.push_back(waiting_thread(late, r, limits));
-  // The ranks whose step thread or communication thread waits at least the minimum share, most waiting first.
+  // The ranks whose step thread or communication thread waits (WaitingThread::waits), most waiting first.
   std::vector<std::size_t> waiting;
   for (std::size_t r = 0; r < nranks; ++r)
     if (threads[r].waits(limits)) waiting.push_back(r);
@@ -72,10 +72,11 @@ std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
     shares += fmt::format("{}rank {} {:.0f} %{}", i ? ", " : "", in.run.ranks[waiting[i]].world_rank,
                           100 * threads[waiting[i]].share, threads[waiting[i]].comm ? " (communication thread)" : "");
   if (waiting.size() > named) shares += fmt::format(" and {} more ranks", waiting.size() - named);
-  const std::string who = any_comm ? (waiting.size() == 1 ? "A rank's threads wait" : "The ranks' threads wait")
-                                   : (waiting.size() == 1 ? "A rank's step thread waits" : "The ranks' step threads wait");
-  f.title = fmt::format("{} for a CPU inside {} steps: {} of {} steps' time", who, waiting.size() == 1 ? "its" : "their",
-                        shares, waiting.size() == 1 ? "its" : "their");
+  const std::string who = any_comm
+                              ? (waiting.size() == 1 ? "A rank's threads wait" : "The ranks' threads wait")
+                              : (waiting.size() == 1 ? "A rank's step thread waits" : "The ranks' step threads wait");
+  f.title = fmt::format("{} for a CPU inside {} steps: {} of {} steps' time", who,
+                        waiting.size() == 1 ? "its" : "their", shares, waiting.size() == 1 ? "its" : "their");
   // The cost: the most any rank's thread waited for a CPU inside the measured steps, in all (its mean per step times
   // the steps). The ranks meet every step, and a step thread waits for its communication thread, so the steps are at
   // least that much longer than they would be with the CPU to themselves; docs/analyzer.md gives its error against
@@ -102,8 +103,8 @@ std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
       in.run.ranks[most].world_rank,
       threads[most].comm ? "thread that makes its collectives (not the one that runs its steps, which waits for it)"
                          : "thread that runs its steps",
-      format_ms(per_step), 100 * top_share, format_ms(steps.median_step_ns), nranks,
-      100 * least, 100 * highest, steps.measured_steps(),
+      format_ms(per_step), 100 * top_share, format_ms(steps.median_step_ns), nranks, 100 * least, 100 * highest,
+      steps.measured_steps(),
       any_comm ? "; for each rank the more waiting of its step thread and its communication thread" : "");
   f.suggestion =
       "More threads are ready to run than there are CPUs for them where these ranks run. Look for other processes "

@@ -1,7 +1,7 @@
 // What a knob's advice quotes for its effect: the replay model's predicted step (collscope predict), the one
 // definition of a predicted step time (docs/design.md, "Predict").
-#include "detector_support.hpp"
 #include "../lazy_replay_model.hpp"
+#include "detector_support.hpp"
 
 #include <collscope/predict/replay.hpp>
 #include <collscope/run/format.hpp>
@@ -40,9 +40,10 @@ std::string predicted_step_clause(const DetectorInput& in, const predict::Change
   const std::string band = fmt::format("{} per step ({}–{})", run::format_ms(p.step_ms * 1e6),
                                        run::format_ms(p.step_low_ms * 1e6), run::format_ms(p.step_high_ms * 1e6));
   if (change_pct >= 0)
-    return fmt::format(" The replay of this run (`collscope predict`) does not expect it to shorten the step here: {}, "
-                       "{:+.0f} % against the measured {}.{}",
-                       band, change_pct, run::format_ms(p.baseline_step_ms * 1e6), cpu_caveat(*model));
+    return fmt::format(
+        " The replay of this run (`collscope predict`) does not expect it to shorten the step here: {}, "
+        "{:+.0f} % against the measured {}.{}",
+        band, change_pct, run::format_ms(p.baseline_step_ms * 1e6), cpu_caveat(*model));
   const int steps = in.steps.measured_steps();
   return fmt::format(" The replay of this run (`collscope predict`) gives {}, {:+.0f} % against the measured {}{}.{}",
                      band, change_pct, run::format_ms(p.baseline_step_ms * 1e6),

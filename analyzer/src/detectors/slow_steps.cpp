@@ -124,9 +124,10 @@ Finding slow_steps_finding(const DetectorInput& in, const std::vector<SlowStep>&
   // Neither one rank nor a period: nothing says what to change (a busy host slows every rank at random), so info;
   // nor where the ranks waited for a CPU: the machine's state, which no change to the job fixes (as cpu_contention,
   // listed by compare but not failing it).
-  f.severity = excess >= limits.slow_steps_warning_time_share * total && (world_rank >= 0 || !period.empty()) && !machine
-                   ? Severity::Warning
-                   : Severity::Info;
+  f.severity =
+      excess >= limits.slow_steps_warning_time_share * total && (world_rank >= 0 || !period.empty()) && !machine
+          ? Severity::Warning
+          : Severity::Info;
   if (world_rank >= 0) f.ranks = {world_rank};
   const bool one = slow.size() == 1;
   f.title = fmt::format("{} of {} steps {} {} from the first rank's start to the last rank's end, where the median step "
@@ -160,11 +161,11 @@ Finding slow_steps_finding(const DetectorInput& in, const std::vector<SlowStep>&
     f.evidence["on_cpu_excess_ns"] = times.on_cpu_ns;
     f.evidence["run_queue_excess_ns"] = times.run_queue_ns;
     f.evidence["off_cpu_excess_ns"] = times.off_cpu_ns;
-    f.evidence_text += fmt::format(
-        ". Where that time went beyond a usual step ({}): {} on a CPU, {} waiting for one, {} off one",
-        world_rank >= 0 ? fmt::format("rank {}'s scheduler counters", world_rank)
-                        : std::string("the ranks' scheduler counters, their mean"),
-        format_ms(times.on_cpu_ns), format_ms(times.run_queue_ns), format_ms(times.off_cpu_ns));
+    f.evidence_text +=
+        fmt::format(". Where that time went beyond a usual step ({}): {} on a CPU, {} waiting for one, {} off one",
+                    world_rank >= 0 ? fmt::format("rank {}'s scheduler counters", world_rank)
+                                    : std::string("the ranks' scheduler counters, their mean"),
+                    format_ms(times.on_cpu_ns), format_ms(times.run_queue_ns), format_ms(times.off_cpu_ns));
   }
   const std::string when = !period.empty() ? period : one ? "in " + which : "in those steps";
   if (machine) {
