@@ -133,13 +133,15 @@ TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
   EXPECT_EQ(f->evidence.at("slow_steps"), late_start ? 4 : 3) << text_report(a);
   EXPECT_EQ(f->evidence.at("first_slow_step"), late_start ? 0 : 10) << text_report(a);
   EXPECT_EQ(f->evidence.at("period_steps"), 10) << text_report(a);
-  // The pauses are CPU work on rank 1 (its scheduler counters): on a CPU, or on a busy host waiting for one, most of
-  // their extra time; never blocked.
+  // The pauses are CPU work on rank 1 (its scheduler counters): on a CPU, or on a busy host also waiting for one
+  // (beside the timing loop at load 8: 0.89 s on a CPU, 2.11 s waiting), but as its usual steps wait, not the
+  // machine's: the advice is the job's, never "the job itself needs no change".
   ASSERT_TRUE(f->evidence.contains("cause_code")) << text_report(a);
-  EXPECT_NE(f->evidence.at("cause_code"), 4.0) << text_report(a);
+  EXPECT_EQ(f->evidence.at("cause_code"), 1.0) << text_report(a);
   EXPECT_GE(f->evidence.at("on_cpu_excess_ns") + f->evidence.at("run_queue_excess_ns"),
             0.5 * f->evidence.at("excess_ns"))
       << text_report(a);
+  EXPECT_EQ(f->suggestion.find("needs no change"), std::string::npos) << f->suggestion;
   EXPECT_GE(f->cost_ns, 0.75 * 3000e6) << text_report(a);
   // The pause is CPU work: where rank 1's step thread shares its core (waiting for a CPU a share w of its steps,
   // its scheduler counters), 1 s of it takes 1 s / (1 - w) of wall time. Beside the timing loop at load 11.6 rank 1
