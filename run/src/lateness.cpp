@@ -47,7 +47,8 @@ struct RunQueueInSteps {
 RunQueueInSteps run_queue_in_steps(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
                                    std::size_t r, std::int64_t thread, std::int64_t beside = -1) {
   const ThreadCounters counters(run.ranks[r], thread, clocks.offset_ns[r]);
-  const ThreadCounters other(run.ranks[r], beside, clocks.offset_ns[r]);
+  std::optional<ThreadCounters> other;
+  if (beside >= 0) other.emplace(run.ranks[r], beside, clocks.offset_ns[r]);
   double waited = 0, window = 0;  // ns, over the measured steps
   std::vector<double> shares;
   for (std::size_t k = static_cast<std::size_t>(steps.warmup_steps); k < steps.steps.size(); ++k) {
@@ -57,8 +58,8 @@ RunQueueInSteps run_queue_in_steps(const Run& run, const ClockAlignment& clocks,
     const auto d = counters.over(a, b);
     if (!d) continue;
     double wait = d->second;
-    if (beside >= 0) {
-      const auto o = other.over(a, b);
+    if (other) {
+      const auto o = other->over(a, b);
       if (!o) continue;
       wait -= o->first;
     }
@@ -88,10 +89,7 @@ void step_run_queue(const Run& run, const ClockAlignment& clocks, const StepSumm
     const RunQueueInSteps own = run_queue_in_steps(run, clocks, steps, r, thread[r]);
     out.step_run_queue_ns[r] = own.mean_ns, out.step_run_queue_share[r] = own.share;
     out.step_run_queue_median_share[r] = own.median_share;
-    std::map<std::int64_t, int> sync_threads;
-    for (const auto& c : run.ranks[r].collectives)
-      if (store::is_synchronising(c.op)) ++sync_threads[c.thread];
-    const std::int64_t comm = busiest_thread(sync_threads);
+    const std::int64_t comm = sync_thread(run.ranks[r]);
     if (comm >= 0 && comm != thread[r]) {
       const RunQueueInSteps c = run_queue_in_steps(run, clocks, steps, r, comm, thread[r]);
       out.comm_run_queue_ns[r] = c.mean_ns, out.comm_run_queue_share[r] = c.share;
@@ -180,12 +178,7 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
   // Causes: each rank's own time is the gaps between its calls on the thread that makes its synchronising ones.
   const std::size_t buckets = out.lateness_ns.empty() ? 0 : out.lateness_ns[0].size();
   std::vector<std::int64_t> thread(nranks, -1);
-  for (std::size_t r = 0; r < nranks; ++r) {
-    std::map<std::int64_t, int> sync_threads;
-    for (const auto& c : run.ranks[r].collectives)
-      if (store::is_synchronising(c.op)) ++sync_threads[c.thread];
-    thread[r] = busiest_thread(sync_threads);
-  }
+  for (std::size_t r = 0; r < nranks; ++r) thread[r] = sync_thread(run.ranks[r]);
   if (!every_rank_has_counters(run, thread)) return;
   std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>> windows(
       nranks, std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(buckets));

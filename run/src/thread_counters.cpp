@@ -39,4 +39,11 @@ std::int64_t step_thread(const RankTrace& rank, const StepNames& step_names) {
   return busiest_thread(steps);
 }
 
+std::int64_t sync_thread(const RankTrace& rank) {
+  std::map<std::int64_t, int> calls;
+  for (const auto& c : rank.collectives)
+    if (store::is_synchronising(c.op)) ++calls[c.thread];
+  return busiest_thread(calls);
+}
+
 }  // namespace collscope::run

@@ -34,4 +34,8 @@ std::int64_t busiest_thread(const std::map<std::int64_t, int>& rows_per_thread);
 // The thread that marks a rank's steps: the one with the most ranges named as steps; -1 when none.
 std::int64_t step_thread(const RankTrace& rank, const StepNames& step_names);
 
+// The thread that makes most of a rank's synchronising collectives (its communication thread where the job has a
+// background one, as Horovod does); -1 when it made none.
+std::int64_t sync_thread(const RankTrace& rank);
+
 }  // namespace collscope::run
