@@ -60,7 +60,7 @@ struct PauseTimes {
   Cause cause() const {
     if (!measured) return Unknown;
     const double stretch = usual_run_queue_ns / std::max(usual_on_cpu_ns, 1e3);  // waiting per ns on a CPU
-    if (run_queue_ns >= on_cpu_ns && run_queue_ns >= off_cpu_ns)  // else work, stretched by the machine
+    if (run_queue_ns >= on_cpu_ns && run_queue_ns >= off_cpu_ns)                 // else work, stretched by the machine
       return run_queue_ns > 2 * stretch * on_cpu_ns ? WaitingForCpu : OnCpu;
     return on_cpu_ns >= off_cpu_ns ? OnCpu : OffCpu;
   }
