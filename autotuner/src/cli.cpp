@@ -79,6 +79,10 @@ struct ProgressPrinter {
   void operator()(const ModelScreened& e) const {
     fmt::print(stderr, "collscope tune: the replay model of the best trial's trace picks {}\n", e.origin);
   }
+  void operator()(const ModelNotUsed& e) const {
+    fmt::print(stderr, "collscope tune: the replay model of trial {}'s trace is not used, the strategy goes on: {}\n",
+               e.trial, e.why_not);
+  }
   void operator()(const ExplorationStopped& e) const { fmt::print(stderr, "collscope tune: stopped exploring: {}\n", e.rule); }
   void operator()(const TrialStarted& e) const {
     fmt::print(stderr, "collscope tune: {} ({}): {}\n", counter_text(e.counter), e.kind, e.settings);

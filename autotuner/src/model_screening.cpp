@@ -102,15 +102,18 @@ Screening screen_with_model(const SearchSpace& space, const std::string& run_dir
   }
   const bool maximize = space.objective().maximize;
   // What the model predicts of the objective: samples/s where it is maximised, the step (ms) where minimised.
+  std::string first_not_predicted;  // why the model gave no prediction, the first time it gave none
   const auto predicted = [&](const Assignment& values) -> std::optional<double> {
     const predict::Prediction p = predict::predict(model, change_of(mapped, values, traced));
+    if (first_not_predicted.empty() && !p.not_predicted.empty()) first_not_predicted = p.not_predicted.front();
     if (!p.not_predicted.empty() || p.steps_replayed == 0) return std::nullopt;
     const double v = maximize ? p.samples_per_s : p.step_ms;
     return v > 0 && std::isfinite(v) ? std::optional(v) : std::nullopt;
   };
   const auto base = predicted(traced);
   if (!base) {
-    out.why_not = "the model gives no prediction for the traced setting itself";
+    out.why_not = "the model gives no prediction for the traced setting itself" +
+                  (first_not_predicted.empty() ? std::string() : " (" + first_not_predicted + ")");
     return out;
   }
   // Refinement by the real runs: measured / predicted at each setting run that differs from the traced one in the

@@ -68,3 +68,16 @@ TEST(ModelScreening, UnreadableTraceOrSpaceWithoutItsKnobsIsNotUsable) {
   EXPECT_FALSE(unmapped.usable);
   EXPECT_NE(unmapped.why_not.find("no knob the replay model changes"), std::string::npos) << unmapped.why_not;
 }
+
+// A run the model does not reproduce (tests/data/ddp-gloo-small-buckets: its bucket allreduces timed with their
+// queueing, replayed at 3.8 x the measured step): not usable, and the line the tuner prints says why, in the model's
+// own words, not only that there is no prediction.
+TEST(ModelScreening, ARunTheModelDoesNotReproduceIsNotUsedAndSaysWhy) {
+  const SearchSpace space = SearchSpace::load(std::string(COLLSCOPE_TEST_SOURCE_DIR) + "/samples/spaces/ddp-gloo.yaml");
+  const auto traced = *space.defaults();
+  const Screening s = screen_with_model(space, std::string(COLLSCOPE_TEST_DATA_DIR) + "/ddp-gloo-small-buckets",
+                                        traced, 1, {{traced, 100.0}}, 0.03);
+  EXPECT_FALSE(s.usable);
+  EXPECT_FALSE(s.best.has_value());
+  EXPECT_NE(s.why_not.find("the model does not reproduce this run"), std::string::npos) << s.why_not;
+}

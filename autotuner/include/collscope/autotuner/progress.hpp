@@ -34,6 +34,12 @@ struct AdviceFound {
 struct ModelScreened {
   std::string origin;  // "cycle_time_ms=9.6: predicted +22 % samples/s over trial 2"
 };
+// The replay model of the best trial's trace cannot screen the space (Screening::why_not): the strategy goes on.
+// Told once per trace.
+struct ModelNotUsed {
+  int trial = 0;
+  std::string why_not;
+};
 // A stop rule ended exploration; the confirmation runs follow.
 struct ExplorationStopped {
   std::string rule;  // worded for people, as stop_rule() gives it
@@ -71,7 +77,7 @@ struct TrialFinished {
 };
 
 using TuneEvent = std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, AdviceFound, ModelScreened,
-                               ExplorationStopped,
+                               ModelNotUsed, ExplorationStopped,
                                TrialStarted, TrialRunning, ObjectiveChosen, TrialFinished>;
 // Called on the tuner's thread, between and during trials; empty: nobody is told.
 using TuneProgress = std::function<void(const TuneEvent&)>;
