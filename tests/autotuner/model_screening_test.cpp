@@ -75,8 +75,8 @@ TEST(ModelScreening, UnreadableTraceOrSpaceWithoutItsKnobsIsNotUsable) {
 TEST(ModelScreening, ARunTheModelDoesNotReproduceIsNotUsedAndSaysWhy) {
   const SearchSpace space = SearchSpace::load(std::string(COLLSCOPE_TEST_SOURCE_DIR) + "/samples/spaces/ddp-gloo.yaml");
   const auto traced = *space.defaults();
-  const Screening s = screen_with_model(space, std::string(COLLSCOPE_TEST_DATA_DIR) + "/ddp-gloo-small-buckets",
-                                        traced, 1, {{traced, 100.0}}, 0.03);
+  const Screening s = screen_with_model(space, std::string(COLLSCOPE_TEST_DATA_DIR) + "/ddp-gloo-small-buckets", traced,
+                                        1, {{traced, 100.0}}, 0.03);
   EXPECT_FALSE(s.usable);
   EXPECT_FALSE(s.best.has_value());
   EXPECT_NE(s.why_not.find("the model does not reproduce this run"), std::string::npos) << s.why_not;

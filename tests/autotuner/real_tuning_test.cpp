@@ -225,13 +225,16 @@ TEST(RealTuning, ReplayModelPicksAfterTheDefaultsAndEndsExploration) {
     for (auto t = trials.begin(); t != first_strategy; ++t)
       if (t->status == TrialStatus::Ok && t->score && (!best || *t->score > *best->score)) best = &*t;
     ASSERT_NE(best, nullptr) << read(dir / "tune.log");
-    EXPECT_NE(read(dir / "tune.log").find("the replay model of trial " + std::to_string(best->id) + "'s trace is not used"),
-              std::string::npos)
+    EXPECT_NE(
+        read(dir / "tune.log").find("the replay model of trial " + std::to_string(best->id) + "'s trace is not used"),
+        std::string::npos)
         << read(dir / "tune.log");
     const auto model = collscope::predict::model_of_run((fs::path(best->dir) / "trace").string());
     EXPECT_TRUE(!model.usable || collscope::predict::predict(model, {}).steps_replayed == 0)
-        << "trial " << best->id << "'s trace replays, yet the strategy ran:\n" << read(dir / "tune.log");
-    std::printf("the model did not replay trial %d's trace: the strategy went on at trial %d\n", best->id, first_strategy->id);
+        << "trial " << best->id << "'s trace replays, yet the strategy ran:\n"
+        << read(dir / "tune.log");
+    std::printf("the model did not replay trial %d's trace: the strategy went on at trial %d\n", best->id,
+                first_strategy->id);
     return;
   }
   int predicted = 0;

@@ -76,9 +76,9 @@ struct TrialFinished {
   double eta_s = 0;                 // the rest of the planned trials at this session's pace
 };
 
-using TuneEvent = std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, AdviceFound, ModelScreened,
-                               ModelNotUsed, ExplorationStopped,
-                               TrialStarted, TrialRunning, ObjectiveChosen, TrialFinished>;
+using TuneEvent =
+    std::variant<WarmStartSkipped, WarmStartLoaded, LeftoverNotStopped, AdviceFound, ModelScreened, ModelNotUsed,
+                 ExplorationStopped, TrialStarted, TrialRunning, ObjectiveChosen, TrialFinished>;
 // Called on the tuner's thread, between and during trials; empty: nobody is told.
 using TuneProgress = std::function<void(const TuneEvent&)>;
 
