@@ -115,9 +115,15 @@ int run_compare(const CompareArgs& args) {
   AnalysisOptions o;
   o.threads = *threads;
   o.batch_size = args.batch_size;
-  const Analysis base = analyze_named(args.base_dir, o);
-  const Analysis next = analyze_named(args.new_dir, o);
-  const Comparison c = compare_analyses(base, next, gate, !args.allow_new_findings);
+  // One run's events in memory at a time: each run is reduced to its results before the next is read.
+  const auto results_of = [&](const std::string& dir) {
+    Analysis a = analyze_named(dir, o);
+    std::string read_from = a.run.dir;
+    return std::pair<RunResults, std::string>(std::move(static_cast<RunResults&>(a)), std::move(read_from));
+  };
+  const auto [base, base_dir] = results_of(args.base_dir);
+  const auto [next, new_dir] = results_of(args.new_dir);
+  const Comparison c = compare_results(base, base_dir, next, new_dir, gate, !args.allow_new_findings);
   std::string text;
   switch (format) {
     case ReportFormat::Json: text = json_text(comparison_json(c)) + "\n"; break;

@@ -80,7 +80,7 @@ MetricComparison compare_samples(std::string name, std::string label, std::strin
   return m;
 }
 
-std::map<std::string, FindingChange> finding_keys(const Analysis& a) {
+std::map<std::string, FindingChange> finding_keys(const RunResults& a) {
   std::map<std::string, FindingChange> out;
   for (const auto& f : a.findings) {
     std::string k(finding_kind_name(f.kind));
@@ -158,12 +158,17 @@ std::vector<const FindingChange*> Comparison::failing_findings() const {
 }
 
 Comparison compare_analyses(const Analysis& base, const Analysis& next, double max_regression, bool gate_new_findings) {
+  return compare_results(base, base.run.dir, next, next.run.dir, max_regression, gate_new_findings);
+}
+
+Comparison compare_results(const RunResults& base, const std::string& base_dir, const RunResults& next,
+                           const std::string& new_dir, double max_regression, bool gate_new_findings) {
   Comparison c;
-  c.base_dir = base.run.dir;
-  c.new_dir = next.run.dir;
+  c.base_dir = base_dir;
+  c.new_dir = new_dir;
   c.max_regression = max_regression;
   c.gate_new_findings = gate_new_findings;
-  auto per_step = [](const Analysis& a, auto field) {
+  auto per_step = [](const RunResults& a, auto field) {
     std::vector<double> v;
     for (const auto& s : a.steps.steps) v.push_back(field(s) / 1e6);
     return v;

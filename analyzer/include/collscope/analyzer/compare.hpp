@@ -57,6 +57,10 @@ MannWhitneyResult mann_whitney_u(const std::vector<double>& a, const std::vector
 // Busbw is compared only for sizes from base.options.thresholds.bandwidth_min_bytes (below that, latency decides).
 Comparison compare_analyses(const Analysis& base, const Analysis& next, double max_regression,
                             bool gate_new_findings = true);
+// The same from the two runs' results alone (`collscope compare` keeps one run's events at a time: the base run's
+// are freed before the new run is read, so its peak memory is one analysis's, not two).
+Comparison compare_results(const RunResults& base, const std::string& base_dir, const RunResults& next,
+                           const std::string& new_dir, double max_regression, bool gate_new_findings = true);
 std::string comparison_text(const Comparison& c);
 std::string comparison_markdown(const Comparison& c);
 nlohmann::json comparison_json(const Comparison& c);
