@@ -1,7 +1,8 @@
-// Chrome trace export. Streams each rank's rows straight to the output (a 10 M-row run never sits in memory);
-// only the flow points (32 B per collective) are kept until the end, to chain each collective across ranks.
-// Point-to-point calls come from the loaded run instead (run::load_run holds them anyway, 88 B each), because
-// their arrows need run::match_messages, which pairs sends and receives across all ranks.
+// Chrome trace export. Streams each rank's rows straight to the output; only the flow points (24 B per collective)
+// are kept until the end, to chain each collective across ranks. The run is loaded for its clock alignment, which
+// reads every collective; they are freed before the rows stream, so the peak is the larger of the two, not their
+// sum. Point-to-point calls come from the loaded run instead (88 B each), because their arrows need
+// run::match_messages, which pairs sends and receives across all ranks.
 #include <collscope/formats/chrome_trace.hpp>
 #include <collscope/run/clock_alignment.hpp>
 #include <collscope/run/matching.hpp>
@@ -34,15 +35,26 @@ using detail::json_quote;
 constexpr std::int64_t kGpuLaneBase = 1'000'000'000;
 
 struct FlowPoint {
-  std::uint64_t key = 0;  // communicator key: the same on every member rank
-  std::int64_t seq = 0;
   std::int64_t ts_ns = 0;
+  std::int32_t comm = 0;  // the communicator's place in key order (CommunicatorOrder): the same on every member rank
+  std::int32_t seq = 0;
   std::int32_t pid = 0;
-  std::int64_t tid = 0;
+  std::int32_t tid = 0;  // a Linux thread id (at most 2^22) or the tracer's thread number
   bool operator<(const FlowPoint& o) const {
-    return std::tie(key, seq, ts_ns, pid) < std::tie(o.key, o.seq, o.ts_ns, o.pid);
+    return std::tie(comm, seq, ts_ns, pid) < std::tie(o.comm, o.seq, o.ts_ns, o.pid);
   }
 };
+static_assert(sizeof(FlowPoint) == 24, "a flow point per collective of the run is held until the end");
+
+// Each communicator key's place among the run's keys in ascending order: flow points sort by it as by the key.
+using CommunicatorOrder = std::map<std::uint64_t, std::int32_t>;
+CommunicatorOrder communicator_order(const run::Run& run) {
+  CommunicatorOrder order;
+  for (const auto& c : run.communicators) order.emplace(c.key, 0);
+  std::int32_t place = 0;
+  for (auto& [key, p] : order) p = place++;
+  return order;
+}
 
 // Buffers formatted events and writes them in 1 MiB pieces.
 class EventStream {
@@ -79,10 +91,10 @@ class RankExporter {
   // offset_ns: what turns this file's CLOCK_MONOTONIC into run time (run::ClockAlignment's offset − origin).
   RankExporter(const run::RankTrace& rank, const run::Run& run, const std::vector<detail::Completion>& completions,
                std::int64_t offset_ns, const ChromeExportOptions& options, EventStream& out, std::vector<FlowPoint>* flows,
-               ChromeExportCounts& counts)
+               const CommunicatorOrder& comm_order, ChromeExportCounts& counts)
       : rank_(rank), run_(run), completions_(completions), reader_(rank.path),
-        screen_(rank.path, run::read_anchors(reader_, anchor_warnings_)), out_(out), flows_(flows), counts_(counts),
-        from_(options.from_ns), to_(options.to_ns) {
+        screen_(rank.path, run::read_anchors(reader_, anchor_warnings_)), out_(out), flows_(flows),
+        comm_order_(comm_order), counts_(counts), from_(options.from_ns), to_(options.to_ns) {
     offset_ = offset_ns;
     pid_ = static_cast<std::int32_t>(reader_.meta_int(store::meta_key::kWorldRank).value_or(counts.ranks));
     strings_ = reader_.strings();
@@ -168,8 +180,9 @@ class RankExporter {
                  micros(gpu_end_ns - *r.gpu_start_ns), r.seq);
     if (flows_) {
       auto c = comms_.find(r.comm);
-      if (c != comms_.end() && c->second.size > 1)
-        flows_->push_back({c->second.key, r.seq, r.start_ns + offset_, pid_, thread_tid});
+      const auto place = c != comms_.end() ? comm_order_.find(c->second.key) : comm_order_.end();
+      if (c != comms_.end() && c->second.size > 1 && place != comm_order_.end())
+        flows_->push_back({r.start_ns + offset_, place->second, r.seq, pid_, static_cast<std::int32_t>(thread_tid)});
     }
     ++counts_.collectives;
   }
@@ -269,6 +282,7 @@ class RankExporter {
   run::RowScreen screen_;
   EventStream& out_;
   std::vector<FlowPoint>* flows_;
+  const CommunicatorOrder& comm_order_;
   ChromeExportCounts& counts_;
   std::int64_t offset_ = 0;
   std::int32_t pid_ = 0;
@@ -286,7 +300,7 @@ std::uint64_t write_flows(std::vector<FlowPoint>& points, EventStream& out, Chro
   std::uint64_t id = 0;
   for (std::size_t i = 0; i < points.size();) {
     std::size_t j = i;
-    while (j < points.size() && points[j].key == points[i].key && points[j].seq == points[i].seq) ++j;
+    while (j < points.size() && points[j].comm == points[i].comm && points[j].seq == points[i].seq) ++j;
     if (j - i >= 2) {
       ++id;
       for (std::size_t k = i; k < j; ++k) {
@@ -354,8 +368,18 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
   // Times on the run's one aligned clock (collscope::run: per host, refined from the collectives), from the run's
   // origin: the report, the viewer and this export agree to the nanosecond. Only the collectives are held for
   // that (the rest streams from the files below).
-  const run::Run run = detail::load_run_for_export(run_dir, {.nvtx_ranges = false, .gpu_activities = false});
+  run::Run run = detail::load_run_for_export(run_dir, {.nvtx_ranges = false, .gpu_activities = false});
   const run::ClockAlignment clocks = run::ClockAligner().align(run);
+  // The rows stream from the files below: the loaded collectives are done with. A flow point per collective at
+  // most, reserved at once (growing by doubling would hold up to twice that).
+  std::size_t collectives = 0;
+  for (auto& rank : run.ranks) {
+    collectives += rank.collectives.size();
+    std::vector<run::CollectiveCall>().swap(rank.collectives);
+    std::vector<run::NonblockingCollective>().swap(rank.nonblocking_collectives);
+    std::vector<store::CpuSampleRow>().swap(rank.cpu_samples);
+  }
+  const CommunicatorOrder comm_order = communicator_order(run);
   for (int r : options.ranks)
     if (run.rank_index(r) < 0)
       throw InputError(fmt::format("{}: no rank {} (the run has {} rank files)", run_dir, r, run.ranks.size()));
@@ -363,6 +387,7 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
   ChromeExportCounts counts;
   counts.problems = run.problems;
   std::vector<FlowPoint> flows;
+  if (options.flows) flows.reserve(collectives);
   std::vector<std::vector<detail::Completion>> completions;
   for (const auto& rank : run.ranks) completions.push_back(detail::completions(rank, false));
   {
@@ -374,7 +399,7 @@ ChromeExportCounts export_chrome_trace(const std::string& run_dir, std::ostream&
       if (!options.ranks.empty() && std::find(options.ranks.begin(), options.ranks.end(), rank.world_rank) == options.ranks.end())
         continue;
       RankExporter exporter(rank, run, completions[i], clocks.offset_ns[i] - clocks.origin_ns, options, events,
-                            options.flows ? &flows : nullptr, counts);
+                            options.flows ? &flows : nullptr, comm_order, counts);
       exporter.run();
       for (auto& w : exporter.warnings())
         if (std::find(counts.problems.begin(), counts.problems.end(), w) == counts.problems.end())
