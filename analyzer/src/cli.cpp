@@ -5,6 +5,7 @@
 #include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/output_file.hpp>
 
 #include <fmt/format.h>
 
@@ -39,10 +40,7 @@ void write_output(const std::string& path, const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return;
   }
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot write", path));
-  f << text;
-  if (!f) throw InputError(fmt::format("{}: write failed", path));
+  store::write_output_file(path, [&](std::ostream& f) { f << text; });
 }
 
 // "5%", "5", "0.05" → 0.05 (a bare number above 1 is read as percent).

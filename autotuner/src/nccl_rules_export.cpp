@@ -5,6 +5,7 @@
 // checks it with the plugin's own parser and writes it normalised, with where it came from.
 #include <collscope/autotuner/tuner.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/output_file.hpp>
 #include <collscope/tracer/nccl_tuning_rules.hpp>
 
 #include <fmt/format.h>
@@ -45,16 +46,7 @@ void write_nccl_rules(const SearchSpace& space, const BestSettings& best, const 
   out += "# op min_bytes max_bytes algo proto channels [ranks=N] [chunk=BYTES]\n";
   for (const auto& r : *rules) out += nccl_tuner::format_rule(r) + "\n";
   // Written whole or not at all: a tuned table half written would apply half the choices.
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream f(partial, std::ios::trunc);
-    if (!f) throw InputError(fmt::format("{}: cannot write the --export-nccl-rules file", path));
-    f << out;
-    if (!f) throw Error(fmt::format("{}: write failed", partial));
-  }
-  std::error_code ec;
-  std::filesystem::rename(partial, path, ec);
-  if (ec) throw Error(fmt::format("{}: cannot rename {} into place: {}", path, partial, ec.message()));
+  store::write_output_file(path, [&](std::ostream& f) { f << out; });
 }
 
 }  // namespace collscope::autotuner

@@ -2,6 +2,7 @@
 #include <collscope/autotuner/search_rules.hpp>
 #include <collscope/autotuner/tuner.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/output_file.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -115,16 +116,15 @@ void write_export_env(const SearchSpace& space, const BestSettings& best, const 
   for (std::size_t i = 0; i < space.knobs().size(); ++i)
     if (i >= best.values.size() || has_control_character(best.values[i]))
       throw InputError(fmt::format("{}: knob {}: its value holds a control character; not written", path, space.knobs()[i].name));
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw InputError(fmt::format("{}: cannot write the --export-env file", path));
-  out << fmt::format("# collscope tune: best settings, mean {} over {} run(s)\n",
-                     format_score(best.mean_score, space.objective().unit), best.runs);
-  for (std::size_t i = 0; i < space.knobs().size(); ++i) {
-    const Knob& k = space.knobs()[i];
-    if (k.env) out << "export " << *k.env << "=" << shell_quote(best.values[i]) << "\n";
-    else out << "# " << k.name << "=" << shell_quote(best.values[i]) << " (passed as {" << k.name << "} in the command)\n";
-  }
-  if (!out) throw Error(fmt::format("{}: write failed", path));
+  store::write_output_file(path, [&](std::ostream& out) {
+    out << fmt::format("# collscope tune: best settings, mean {} over {} run(s)\n",
+                       format_score(best.mean_score, space.objective().unit), best.runs);
+    for (std::size_t i = 0; i < space.knobs().size(); ++i) {
+      const Knob& k = space.knobs()[i];
+      if (k.env) out << "export " << *k.env << "=" << shell_quote(best.values[i]) << "\n";
+      else out << "# " << k.name << "=" << shell_quote(best.values[i]) << " (passed as {" << k.name << "} in the command)\n";
+    }
+  });
 }
 
 std::vector<TrialRecord> checked_trials(const Study& study, const SearchSpace& space) {

@@ -4,6 +4,7 @@
 #include <collscope/formats/otf2.hpp>
 #include <collscope/formats/torch_profiler.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/output_file.hpp>
 #include <collscope/store/schema.hpp>
 
 #include <fmt/format.h>
@@ -101,20 +102,9 @@ int run_export(const ExportArgs& args) {
     counts = naming_input(args.run_dir, "exporting this run",
                           [&] { return export_chrome_trace(args.run_dir, std::cout, options); });
   } else {
-    // Written next to the target and renamed: a failed export never leaves half a file under the name asked for.
-    const std::string partial = args.output + ".partial";
-    try {
-      std::ofstream out(partial, std::ios::binary);
-      if (!out) throw InputError(fmt::format("{}: cannot write", args.output));
+    store::write_output_file(args.output, [&](std::ostream& out) {
       counts = naming_input(args.run_dir, "exporting this run", [&] { return export_chrome_trace(args.run_dir, out, options); });
-      out.close();
-      if (!out) throw InputError(fmt::format("{}: write failed", args.output));
-    } catch (...) {
-      std::error_code ec;
-      std::filesystem::remove(partial, ec);
-      throw;
-    }
-    std::filesystem::rename(partial, args.output);
+    });
   }
   for (const auto& p : counts.problems) std::fprintf(stderr, "collscope export: %s\n", p.c_str());
   std::fprintf(stderr,

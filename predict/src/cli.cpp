@@ -4,6 +4,7 @@
 #include <collscope/predict/replay.hpp>
 #include <collscope/run/job_settings.hpp>
 #include <collscope/store/error.hpp>
+#include <collscope/store/output_file.hpp>
 
 #include <fmt/format.h>
 
@@ -40,8 +41,7 @@ int run_predict(const PredictArgs& args) {
   if (args.output.empty() || args.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
-    std::ofstream f(args.output, std::ios::binary);
-    if (!(f << text)) throw InputError(fmt::format("{}: cannot write", args.output));
+    store::write_output_file(args.output, [&](std::ostream& f) { f << text; });
   }
   return 0;
 }
