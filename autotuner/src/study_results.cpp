@@ -122,7 +122,9 @@ void write_export_env(const SearchSpace& space, const BestSettings& best, const 
     for (std::size_t i = 0; i < space.knobs().size(); ++i) {
       const Knob& k = space.knobs()[i];
       if (k.env) out << "export " << *k.env << "=" << shell_quote(best.values[i]) << "\n";
-      else out << "# " << k.name << "=" << shell_quote(best.values[i]) << " (passed as {" << k.name << "} in the command)\n";
+      else
+        out << "# " << k.name << "=" << shell_quote(best.values[i]) << " (passed as {" << k.name
+            << "} in the command)\n";
     }
   });
 }

@@ -90,11 +90,19 @@ class RankExporter {
  public:
   // offset_ns: what turns this file's CLOCK_MONOTONIC into run time (run::ClockAlignment's offset − origin).
   RankExporter(const run::RankTrace& rank, const run::Run& run, const std::vector<detail::Completion>& completions,
-               std::int64_t offset_ns, const ChromeExportOptions& options, EventStream& out, std::vector<FlowPoint>* flows,
-               const CommunicatorOrder& comm_order, ChromeExportCounts& counts)
-      : rank_(rank), run_(run), completions_(completions), reader_(rank.path),
-        screen_(rank.path, run::read_anchors(reader_, anchor_warnings_)), out_(out), flows_(flows),
-        comm_order_(comm_order), counts_(counts), from_(options.from_ns), to_(options.to_ns) {
+               std::int64_t offset_ns, const ChromeExportOptions& options, EventStream& out,
+               std::vector<FlowPoint>* flows, const CommunicatorOrder& comm_order, ChromeExportCounts& counts)
+      : rank_(rank),
+        run_(run),
+        completions_(completions),
+        reader_(rank.path),
+        screen_(rank.path, run::read_anchors(reader_, anchor_warnings_)),
+        out_(out),
+        flows_(flows),
+        comm_order_(comm_order),
+        counts_(counts),
+        from_(options.from_ns),
+        to_(options.to_ns) {
     offset_ = offset_ns;
     pid_ = static_cast<std::int32_t>(reader_.meta_int(store::meta_key::kWorldRank).value_or(counts.ranks));
     strings_ = reader_.strings();
