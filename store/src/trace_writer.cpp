@@ -154,7 +154,10 @@ TraceWriter::TraceWriter(std::string path) : path_(std::move(path)) {
 }
 
 TraceWriter::TraceWriter(std::string path, Existing) : path_(std::move(path)) {
-  if (!std::filesystem::is_regular_file(path_)) throw Error(fmt::format("{}: no such trace file", path_));
+  if (!std::filesystem::is_regular_file(path_)) {
+    if (std::filesystem::exists(path_)) throw Error(fmt::format("{}: not a trace file (not a regular file)", path_));
+    throw Error(fmt::format("{}: no such trace file", path_));
+  }
   impl_ = std::make_unique<Impl>(path_, sqlite::OpenMode::ReadWrite);
   impl_->db.set_busy_timeout(5000);
   bool is_trace = false;
