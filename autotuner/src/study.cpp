@@ -120,7 +120,8 @@ Study Study::create(const std::string& path, const std::map<std::string, std::st
 Study Study::open(const std::string& path, Access access) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    if (std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: not a study file (not a regular file)", path));
+    if (std::filesystem::exists(path, ec))
+      throw InputError(fmt::format("{}: not a study file (not a regular file)", path));
     throw InputError(fmt::format("{}: no such study file", path));
   }
   Study s(path, store::sqlite::Database(path, access == Access::ReadOnly ? store::sqlite::OpenMode::ReadOnly
