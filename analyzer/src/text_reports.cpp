@@ -285,12 +285,12 @@ nlohmann::json json_report(const Analysis& a) {
                                        {"hidden_by_compute_ns", b.overlap_ns},
                                        {"other_ns", b.other_ns}};
     }
-    if (r < a.lateness.step_run_queue_share.size()) {  // with CPU samples and steps (run/lateness.hpp)
-      ranks.back()["run_queue_per_step_ns"] = a.lateness.step_run_queue_ns[r];
-      ranks.back()["run_queue_share_pct"] = 100 * a.lateness.step_run_queue_share[r];
-      if (r < a.lateness.comm_run_queue_share.size() && a.lateness.comm_run_queue_share[r] > 0) {
-        ranks.back()["comm_run_queue_per_step_ns"] = a.lateness.comm_run_queue_ns[r];
-        ranks.back()["comm_run_queue_share_pct"] = 100 * a.lateness.comm_run_queue_share[r];
+    if (r < a.lateness.step_thread_wait.size()) {  // with CPU samples and steps (run/lateness.hpp)
+      ranks.back()["run_queue_per_step_ns"] = a.lateness.step_thread_wait[r].per_step_ns;
+      ranks.back()["run_queue_share_pct"] = 100 * a.lateness.step_thread_wait[r].share;
+      if (r < a.lateness.comm_thread_wait.size() && a.lateness.comm_thread_wait[r].share > 0) {
+        ranks.back()["comm_run_queue_per_step_ns"] = a.lateness.comm_thread_wait[r].per_step_ns;
+        ranks.back()["comm_run_queue_share_pct"] = 100 * a.lateness.comm_thread_wait[r].share;
       }
     }
     ranks.back().update({{"p2p_calls", p.calls},

@@ -35,17 +35,11 @@ bool every_rank_has_counters(const Run& run, const std::vector<std::int64_t>& th
   return true;
 }
 
-// Run-queue delay of thread `thread` of rank `r` inside its measured steps' windows (Lateness::step_run_queue_*):
-// the time it waited runnable for a CPU, per step as the mean over the steps (ns), as a share of the windows' total
-// time, and the median over the steps of each step's share (0..1). Zeros without its counters. With `beside` (another
-// thread of the rank), only the wait beyond that thread's CPU time in the window: what it waited for other than its
-// own rank's thread.
-struct RunQueueInSteps {
-  double mean_ns = 0, share = 0, median_share = 0;
-};
-
-RunQueueInSteps run_queue_in_steps(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
-                                   std::size_t r, std::int64_t thread, std::int64_t beside = -1) {
+// Run-queue delay of thread `thread` of rank `r` inside its measured steps' windows (Lateness::step_thread_wait);
+// zeros without its counters. With `beside` (another thread of the rank), only the wait beyond that thread's CPU
+// time in the window: what it waited for other than its own rank's thread.
+RunQueueWait run_queue_in_steps(const Run& run, const ClockAlignment& clocks, const StepSummary& steps, std::size_t r,
+                                std::int64_t thread, std::int64_t beside = -1) {
   const ThreadCounters counters(run.ranks[r], thread, clocks.offset_ns[r]);
   std::optional<ThreadCounters> other;
   if (beside >= 0) other.emplace(run.ranks[r], beside, clocks.offset_ns[r]);
@@ -72,29 +66,19 @@ RunQueueInSteps run_queue_in_steps(const Run& run, const ClockAlignment& clocks,
   return {waited / double(shares.size()), std::clamp(waited / window, 0.0, 1.0), median_of(shares)};
 }
 
-// Each rank's thread `thread[r]` (Lateness::step_run_queue_*) and, where another thread makes most of its
+// Each rank's thread `thread[r]` (Lateness::step_thread_wait) and, where another thread makes most of its
 // synchronising collectives (a background communication thread: Horovod's, a fusion thread), that one
-// (Lateness::comm_run_queue_*).
+// (Lateness::comm_thread_wait).
 void step_run_queue(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
                     const std::vector<std::int64_t>& thread, Lateness& out) {
   const std::size_t nranks = run.ranks.size();
   if (steps.measured_steps() <= 0) return;
-  out.step_run_queue_ns.assign(nranks, 0);
-  out.step_run_queue_share.assign(nranks, 0);
-  out.step_run_queue_median_share.assign(nranks, 0);
-  out.comm_run_queue_ns.assign(nranks, 0);
-  out.comm_run_queue_share.assign(nranks, 0);
-  out.comm_run_queue_median_share.assign(nranks, 0);
+  out.step_thread_wait.assign(nranks, {});
+  out.comm_thread_wait.assign(nranks, {});
   for (std::size_t r = 0; r < nranks; ++r) {
-    const RunQueueInSteps own = run_queue_in_steps(run, clocks, steps, r, thread[r]);
-    out.step_run_queue_ns[r] = own.mean_ns, out.step_run_queue_share[r] = own.share;
-    out.step_run_queue_median_share[r] = own.median_share;
+    out.step_thread_wait[r] = run_queue_in_steps(run, clocks, steps, r, thread[r]);
     const std::int64_t comm = sync_thread(run.ranks[r]);
-    if (comm >= 0 && comm != thread[r]) {
-      const RunQueueInSteps c = run_queue_in_steps(run, clocks, steps, r, comm, thread[r]);
-      out.comm_run_queue_ns[r] = c.mean_ns, out.comm_run_queue_share[r] = c.share;
-      out.comm_run_queue_median_share[r] = c.median_share;
-    }
+    if (comm >= 0 && comm != thread[r]) out.comm_thread_wait[r] = run_queue_in_steps(run, clocks, steps, r, comm, thread[r]);
   }
 }
 

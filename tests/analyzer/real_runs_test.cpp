@@ -146,7 +146,7 @@ TEST_F(RealRuns, PeriodicPauseIsSlowStepsWithItsCost) {
   // The pause is CPU work: where rank 1's step thread shares its core (waiting for a CPU a share w of its steps,
   // its scheduler counters), 1 s of it takes 1 s / (1 - w) of wall time. Beside the timing loop at load 11.6 rank 1
   // waited 33 % and the pauses cost 3 842 ms, over a bound that held only for a core of its own.
-  const double waited = a.lateness.step_run_queue_share.size() > 1 ? a.lateness.step_run_queue_share[1] : 0.0;
+  const double waited = a.lateness.step_thread_wait.size() > 1 ? a.lateness.step_thread_wait[1].share : 0.0;
   // A late start no longer than a pause adds at most that.
   EXPECT_LE(f->cost_ns, 1.25 * 3000e6 / (1 - std::min(waited, 0.9)) + (late_start ? 1000e6 : 0.0)) << text_report(a);
   // The pauses are not a straggler's. On a busy host rank 1 may really wait for a CPU in its plain steps too (3.2-3.6

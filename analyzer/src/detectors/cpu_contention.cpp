@@ -30,10 +30,11 @@ struct WaitingThread {
 };
 
 WaitingThread waiting_thread(const Lateness& late, std::size_t r, const DetectorThresholds& limits) {
-  WaitingThread w{late.step_run_queue_share[r], late.step_run_queue_median_share[r], late.step_run_queue_ns[r], false};
-  if (r < late.comm_run_queue_share.size()) {
-    const WaitingThread c{late.comm_run_queue_share[r], late.comm_run_queue_median_share[r], late.comm_run_queue_ns[r],
-                          true};
+  const RunQueueWait& step = late.step_thread_wait[r];
+  WaitingThread w{step.share, step.median_share, step.per_step_ns, false};
+  if (r < late.comm_thread_wait.size()) {
+    const RunQueueWait& comm = late.comm_thread_wait[r];
+    const WaitingThread c{comm.share, comm.median_share, comm.per_step_ns, true};
     if ((c.waits(limits) && !w.waits(limits)) || (c.waits(limits) == w.waits(limits) && c.share > w.share)) w = c;
   }
   return w;
@@ -46,7 +47,7 @@ std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
   const StepSummary& steps = in.steps;
   const DetectorThresholds& limits = in.limits();
   std::vector<Finding> out;
-  const std::size_t nranks = late.step_run_queue_share.size();
+  const std::size_t nranks = late.step_thread_wait.size();
   if (nranks == 0 || nranks != in.run.ranks.size() || steps.measured_steps() < limits.contention_min_steps ||
       !(steps.median_step_ns > 0))
     return out;
@@ -90,9 +91,9 @@ std::vector<Finding> detect_cpu_contention(const DetectorInput& in) {
                 {"measured_steps", double(steps.measured_steps())}};
   for (std::size_t r = 0; r < nranks; ++r) {
     const int world = in.run.ranks[r].world_rank;
-    f.evidence[fmt::format("rank_{}_run_queue_pct", world)] = 100 * late.step_run_queue_share[r];
-    if (r < late.comm_run_queue_share.size() && late.comm_run_queue_share[r] > 0)
-      f.evidence[fmt::format("rank_{}_comm_run_queue_pct", world)] = 100 * late.comm_run_queue_share[r];
+    f.evidence[fmt::format("rank_{}_run_queue_pct", world)] = 100 * late.step_thread_wait[r].share;
+    if (r < late.comm_thread_wait.size() && late.comm_thread_wait[r].share > 0)
+      f.evidence[fmt::format("rank_{}_comm_run_queue_pct", world)] = 100 * late.comm_thread_wait[r].share;
   }
   double least = 1, highest = 0;
   for (const auto& t : threads) least = std::min(least, t.share), highest = std::max(highest, t.share);

@@ -59,6 +59,14 @@ struct LatenessCauses {
   double own_ns = 0;  // the time these add up to on this rank (its own part of the step), median per step
 };
 
+// A thread's run-queue delay inside its rank's measured step windows (Step::rank_start_ns, rank_duration_ns): the
+// time it waited runnable for a CPU.
+struct RunQueueWait {
+  double per_step_ns = 0;   // the mean over the measured steps
+  double share = 0;         // of the windows' total time, 0..1
+  double median_share = 0;  // the median over the steps of each step's share, 0..1
+};
+
 struct Lateness {
   LatenessSource source = LatenessSource::None;
   std::string basis;  // one line: what the numbers rest on, or why lateness cannot be measured
@@ -75,20 +83,18 @@ struct Lateness {
   // Per rank index; empty when the trace has no CPU samples (before schema 1.4, COLLSCOPE_CPU_SAMPLE_US=0).
   std::vector<LatenessCauses> causes;
   // Per rank index, on the same thread as the causes (the one that marks its steps, or makes its synchronising
-  // collectives): over each measured step's window of that rank (Step::rank_start_ns, rank_duration_ns), the time
-  // the thread waited runnable for a CPU (run-queue delay): per step, the mean over the steps, ns; its share of the
-  // windows' total time; and the median over the steps of each step's share (0..1). A steadily shared core shows in
-  // the median; a loaded host that takes whole scheduler slices from a few steps only in the total (real LAMMPS
-  // beside a spinner per core waited 85 % of its steps' time while its median step waited nothing). The job-wide
-  // CPU contention finding reads them. Empty with `causes`, or without steps.
-  std::vector<double> step_run_queue_ns, step_run_queue_share, step_run_queue_median_share;
+  // collectives). A steadily shared core shows in the median share; a loaded host that takes whole scheduler slices
+  // from a few steps only in the total (real LAMMPS beside a spinner per core waited 85 % of its steps' time while
+  // its median step waited nothing). The job-wide CPU contention finding reads them. Empty with `causes`, or
+  // without steps.
+  std::vector<RunQueueWait> step_thread_wait;
   // The same, per rank index, for the thread that makes most of its synchronising collectives where that is another
   // one (a background communication thread, as Horovod's and the fusion trainer's): the step thread waits blocked
   // (not runnable) while it communicates, so a contended core shows here. Only its wait beyond the step thread's
   // CPU time in the window counts: bound to one core with it, it waits while its own step thread computes, which
   // is not contention (the recorded fusion trainer alone: 39-52 % of that). Zeros where the step thread makes them.
-  std::vector<double> comm_run_queue_ns, comm_run_queue_share, comm_run_queue_median_share;
-  // Per rank index: the thread whose scheduler counters `causes` and `step_run_queue_*` read (run/thread_counters.hpp),
+  std::vector<RunQueueWait> comm_thread_wait;
+  // Per rank index: the thread whose scheduler counters `causes` and `step_thread_wait` read (run/thread_counters.hpp),
   // for detectors that read the counters over other windows (the slow steps). Empty with `causes`.
   std::vector<std::int64_t> counters_thread;
   // How many measured steps each rank was the latest in, and the steps measured (the straggler's sign test).
