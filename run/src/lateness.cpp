@@ -78,7 +78,8 @@ void step_run_queue(const Run& run, const ClockAlignment& clocks, const StepSumm
   for (std::size_t r = 0; r < nranks; ++r) {
     out.step_thread_wait[r] = run_queue_in_steps(run, clocks, steps, r, thread[r]);
     const std::int64_t comm = sync_thread(run.ranks[r]);
-    if (comm >= 0 && comm != thread[r]) out.comm_thread_wait[r] = run_queue_in_steps(run, clocks, steps, r, comm, thread[r]);
+    if (comm >= 0 && comm != thread[r])
+      out.comm_thread_wait[r] = run_queue_in_steps(run, clocks, steps, r, comm, thread[r]);
   }
 }
 
