@@ -103,7 +103,13 @@ int run_export(const ExportArgs& args) {
                           [&] { return export_chrome_trace(args.run_dir, std::cout, options); });
   } else {
     store::write_output_file(args.output, [&](std::ostream& out) {
-      counts = naming_input(args.run_dir, "exporting this run", [&] { return export_chrome_trace(args.run_dir, out, options); });
+      try {
+        counts = naming_input(args.run_dir, "exporting this run",
+                              [&] { return export_chrome_trace(args.run_dir, out, options); });
+      } catch (const InputError&) {
+        if (!out) throw InputError(fmt::format("{}: write failed", args.output));  // the output's fault, not the run's
+        throw;
+      }
     });
   }
   for (const auto& p : counts.problems) std::fprintf(stderr, "collscope export: %s\n", p.c_str());
