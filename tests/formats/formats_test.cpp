@@ -294,11 +294,14 @@ TEST_F(FormatsOnSample, ChromeTraceHoldsEveryRowAndLinksEveryMatchedCollective) 
   // A device is written in place, never replaced by a renamed file (`-o /dev/stdout` once replaced the device link
   // with the whole trace as a regular file); a full one is one line naming it, exit 2.
   const auto err = test_root() / "device.err";
-  EXPECT_EQ(shell(fmt::format("{}/collscope export {} -o /dev/stdout > /dev/null 2> {}", bin_dir(), run.string(), err.string())), 0)
+  EXPECT_EQ(shell(fmt::format("{}/collscope export {} -o /dev/stdout > /dev/null 2> {}", bin_dir(), run.string(),
+                              err.string())),
+            0)
       << read_text(err);
   EXPECT_TRUE(fs::is_symlink(fs::symlink_status("/dev/stdout")) || fs::is_character_file(fs::status("/dev/stdout")));
   if (fs::is_character_file(fs::status("/dev/full"))) {
-    EXPECT_EQ(shell(fmt::format("{}/collscope export {} -o /dev/full 2> {}", bin_dir(), run.string(), err.string())), 2);
+    EXPECT_EQ(shell(fmt::format("{}/collscope export {} -o /dev/full 2> {}", bin_dir(), run.string(), err.string())),
+              2);
     EXPECT_EQ(read_text(err), "collscope: /dev/full: write failed\n");
     EXPECT_TRUE(fs::is_character_file(fs::status("/dev/full")));
   }
