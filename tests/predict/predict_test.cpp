@@ -79,17 +79,24 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// The target is a median absolute error <= 10 % and each <= 20 %. These recordings (taken while other
-// builds kept the 2-core host at a load of 13-15: the baseline's own run-to-run noise was +-57 ms on 133 ms) do
-// not meet it: the errors are -9 % to +37 %, median of the absolute errors 24 % (docs/performance.md). The bounds below hold the model
-// to what it reaches on them, so that it cannot get worse unseen; tighten them when quieter recordings replace
-// these.
+// The target: a median absolute error <= 10 %, each <= 20 %, and the direction right wherever the real
+// change exceeds the run-to-run noise. These recordings were made on the quiet 2-core VM (2026-12-07, the test loop
+// paused; baseline 24.9 ms, noise +-2.6 ms over 5 rounds): from the last round's traces the errors are -9.5 % to
+// +20.2 %, median 4.9 % (the bench's medians over the 5 rounds' predictions: largest 16.8 %, median 4.7 %;
+// docs/performance.md). Each is held to 25 % because the 64 KiB threshold, predicted from this one trace, is 20.2 %
+// over.
 TEST(PredictRecorded, ErrorOnRealRunsWithinBounds) {
   std::ifstream f(std::string(COLLSCOPE_TEST_DATA_DIR) + "/fusion-trainer-predict/measured.json");
   ASSERT_TRUE(f) << "tests/data/fusion-trainer-predict/measured.json";
   const auto measured = nlohmann::json::parse(f);
   std::map<std::string, predict::ReplayModel> models;
   std::vector<double> errors;
+  // The plain setting's untraced rounds: its median step and its noise (2 x 1.4826 x MAD), as the bench judges.
+  const auto plain = measured.at("baseline_step_ms").get<std::vector<double>>();
+  const double plain_ms = median(plain);
+  std::vector<double> deviations;
+  for (double v : plain) deviations.push_back(std::abs(v - plain_ms));
+  const double noise = 2 * 1.4826 * median(deviations);
   for (const auto& s : measured.at("settings")) {
     const std::string base = s.at("baseline");
     if (!models.count(base)) models.emplace(base, model_of(unpack_test_data("fusion-trainer-predict/" + base).string()));
@@ -109,10 +116,14 @@ TEST(PredictRecorded, ErrorOnRealRunsWithinBounds) {
     errors.push_back(std::abs(error));
     std::printf("%s: predicted %.2f ms, measured %.2f ms, error %+.1f %%\n", s.at("label").get<std::string>().c_str(),
                 p.step_ms, real, 100 * error);
-    EXPECT_LE(std::abs(error), 0.40) << s.at("label") << ": predicted " << p.step_ms << " ms, measured " << real;
+    EXPECT_LE(std::abs(error), 0.25) << s.at("label") << ": predicted " << p.step_ms << " ms, measured " << real;
+    // The direction, where the real change from the plain setting's untraced runs exceeds their noise.
+    if (std::abs(real - plain_ms) > noise)
+      EXPECT_GT((p.step_ms - plain_ms) * (real - plain_ms), 0)
+          << s.at("label") << ": predicted " << p.step_ms << " ms, measured " << real << ", plain " << plain_ms;
   }
   ASSERT_GE(errors.size(), 6u);
-  EXPECT_LE(median(errors), 0.30);
+  EXPECT_LE(median(errors), 0.10);
 }
 
 TEST(PredictRecorded, KnobsTheRunCannotTellAreOneLineEach) {
