@@ -210,8 +210,8 @@ void screen_next_trial(Study& study, const TuningPlan& plan, StudyState& state, 
     if (is_finished(t.status)) tried.push_back({t.values, t.status == TrialStatus::Ok ? t.score : std::nullopt});
   const Screening s = screen_with_model(plan.space, (std::filesystem::path(traced->dir) / "trace").string(),
                                         state.ranked.front().values, traced->id, tried, kMinPredictedGain);
-  if (!s.usable) {  // the strategy goes on, as without a model; said once per trace (meta, so a resume does not repeat
-                    // it)
+  if (!s.usable) {
+    // The strategy goes on, as without a model. Said once per trace: in meta, so that a resume does not repeat it.
     const std::string id = std::to_string(traced->id);
     if (study.meta("model_not_used_trial") != id) {
       study.set_meta("model_not_used_trial", id);
