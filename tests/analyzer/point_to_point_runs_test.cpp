@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -122,9 +123,13 @@ static void expect_rank_2_late(const Analysis& a, std::size_t calls_per_rank_ste
     // ... and the finding's wait follows the gaps: at most each message's gap, less where a Waitall's time is shared
     // with another late neighbour or a step's wait is passed on; the finding's median runs over its measured steps
     // (warm-up left out, steps from its windows), these over the call order, so the medians differ a little.
-    // 32 ratios at load 7-8.5 (8 runs, 2 variants, ranks 1 and 3): 0.907-1.061.
-    EXPECT_LE(f.evidence.at(key), 1.15 * gap) << key << ", median gap " << gap << "\n" << text_report(a);
-    EXPECT_GE(f.evidence.at(key), 0.8 * gap - 1e6) << key << ", median gap " << gap << "\n" << text_report(a);
+    // 32 ratios at load 7-8.5 (8 runs, 2 variants, ranks 1 and 3): 0.907-1.061. Where the waits swing from step to
+    // step, two medians over different steps differ by more: the margin is also 3 standard errors of a median
+    // (1.253 x the finding's step-to-step noise / sqrt(steps)), whichever is wider. A clean clone's suite beside the
+    // timing loop (ranks waiting 45-81 % for a CPU, noise 13 ms): 14.91 ms for a 19.98 ms gap, 0.746.
+    const double margin = 3 * 1.253 * f.evidence.at("wait_noise_per_step_ns") / std::sqrt(double(kLateSenderSteps));
+    EXPECT_LE(f.evidence.at(key), std::max(1.15 * gap, gap + margin)) << key << ", median gap " << gap << "\n" << text_report(a);
+    EXPECT_GE(f.evidence.at(key), std::min(0.8 * gap - 1e6, gap - margin)) << key << ", median gap " << gap << "\n" << text_report(a);
   }
   EXPECT_FALSE(f.evidence.count("rank_0_wait_per_step_ns")) << text_report(a);
   EXPECT_NE(f.suggestion.find("load imbalance"), std::string::npos) << f.suggestion;
