@@ -128,8 +128,10 @@ static void expect_rank_2_late(const Analysis& a, std::size_t calls_per_rank_ste
     // (1.253 x the finding's step-to-step noise / sqrt(steps)), whichever is wider. A clean clone's suite beside the
     // timing loop (ranks waiting 45-81 % for a CPU, noise 13 ms): 14.91 ms for a 19.98 ms gap, 0.746.
     const double margin = 3 * 1.253 * f.evidence.at("wait_noise_per_step_ns") / std::sqrt(double(kLateSenderSteps));
-    EXPECT_LE(f.evidence.at(key), std::max(1.15 * gap, gap + margin)) << key << ", median gap " << gap << "\n" << text_report(a);
-    EXPECT_GE(f.evidence.at(key), std::min(0.8 * gap - 1e6, gap - margin)) << key << ", median gap " << gap << "\n" << text_report(a);
+    EXPECT_LE(f.evidence.at(key), std::max(1.15 * gap, gap + margin)) << key << ", median gap " << gap << "\n"
+                                                                      << text_report(a);
+    EXPECT_GE(f.evidence.at(key), std::min(0.8 * gap - 1e6, gap - margin)) << key << ", median gap " << gap << "\n"
+                                                                           << text_report(a);
   }
   EXPECT_FALSE(f.evidence.count("rank_0_wait_per_step_ns")) << text_report(a);
   EXPECT_NE(f.suggestion.find("load imbalance"), std::string::npos) << f.suggestion;
