@@ -120,6 +120,62 @@ int gradient_comm(const run::Run& run, bool& nonblocking) {
   return -1;
 }
 
+// The CPU work before each gradient collective, from the gaps before the calls (bytes, ns): a fixed part, the
+// median gap before small calls (<= 64 KiB, whose packing is a few microseconds), and a part per byte, the median
+// of what large calls (>= 256 KiB) take beyond it per byte. Medians: a gap in which the thread was descheduled
+// (milliseconds on a busy host) moves neither. The fusion trainer on 2 cores (tests/data/fusion-trainer-predict):
+// 103-114 us before 200-byte buffers, 293-340 us before 2.5 MB ones, 100 us of its own plus ~0.08 ns per byte of
+// packing. With too few of either, one median over all gaps (no part per byte), as the model had before: that
+// priced a 64 KiB threshold's 35 buffers at the 275 us of the 2.5 MB ones.
+void fit_op_overhead(const std::vector<std::pair<double, double>>& gaps, ReplayModel& m) {
+  std::vector<double> all, small, large;
+  for (const auto& [bytes, ns] : gaps) {
+    all.push_back(ns);
+    if (bytes <= 64 * 1024) small.push_back(ns);
+  }
+  m.op_overhead_ns = median_of(all);
+  m.op_overhead_ns_per_byte = 0;
+  if (small.size() < 3) return;
+  const double fixed = median_of(small);
+  for (const auto& [bytes, ns] : gaps)
+    if (bytes >= 256 * 1024) large.push_back(std::max(0.0, ns - fixed) / bytes);
+  if (large.size() < 3) return;
+  m.op_overhead_ns = fixed;
+  m.op_overhead_ns_per_byte = median_of(large);
+}
+
+// The gradient tensors' sizes in the order they become ready, from the broadcasts among the gradient communicator's
+// ranks (on it, or on another communicator of the same members: the trainer broadcasts on MPI_COMM_WORLD and reduces
+// on a dup of it) before its first gradient allreduce, as rank 0 recorded them: a job broadcasts its parameters once
+// at the start, one tensor each, in the order it registered them; backward makes their gradients ready in the
+// reverse order. Used only when they add up to the gradient bytes of a reduction (within 0.1 %): otherwise they
+// were something else (a state dict with buffers, DDP's coalesced broadcasts) and the sizes stay unknown.
+std::vector<double> tensor_ends_from_broadcasts(const run::Run& run, int comm, double gradient_bytes) {
+  if (run.ranks.empty() || gradient_bytes <= 0) return {};
+  std::vector<double> sizes;
+  const auto& members = run.communicators[std::size_t(comm)].members;
+  const auto& calls = run.ranks[0].collectives;  // in communicator order, not time order
+  std::int64_t first_gradient = INT64_MAX;
+  for (const auto& c : calls)
+    if (c.comm == comm && (c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce) &&
+        !run::is_control_reduction(c.reduction) && c.bytes > 0)
+      first_gradient = std::min(first_gradient, c.start_ns);
+  std::vector<std::pair<std::int64_t, double>> broadcasts;  // (start, bytes)
+  for (const auto& c : calls)
+    if (c.op == store::Op::Bcast && c.bytes > 0 && c.start_ns < first_gradient &&
+        run.communicators[std::size_t(c.comm)].members == members)
+      broadcasts.emplace_back(c.start_ns, double(c.bytes));
+  std::sort(broadcasts.begin(), broadcasts.end());
+  for (const auto& [start, bytes] : broadcasts) sizes.push_back(bytes);
+  double sum = 0;
+  for (double b : sizes) sum += b;
+  if (sizes.size() < 2 || std::abs(sum - gradient_bytes) > 1e-3 * gradient_bytes) return {};
+  std::vector<double> ends;
+  double end = 0;
+  for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) ends.push_back(end += *it * gradient_bytes / sum);
+  return ends;
+}
+
 }  // namespace
 
 ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, const run::MatchedRun& matched,
@@ -156,7 +212,8 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   std::vector<std::vector<GradientCall>> calls(run.ranks.size());
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> negotiation_calls(run.ranks.size());  // aligned
   std::vector<std::map<std::int64_t, int>> comm_threads(run.ranks.size());
-  std::vector<double> overheads, negotiations;
+  std::vector<std::pair<double, double>> overheads;  // (bytes of the call, ns since the call before it ended)
+  std::vector<double> negotiations;
   for (std::size_t r = 0; r < run.ranks.size(); ++r) {
     const auto& rank = run.ranks[r];
     std::int64_t cycle_start = INT64_MIN, previous_end = INT64_MIN;
@@ -169,7 +226,7 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
         negotiation_calls[r].emplace_back(start, end);
       } else if ((c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce) && run::is_nonblocking(c.op) == nonblocking &&
                  c.bytes > 0) {
-        if (previous_end != INT64_MIN && start > previous_end) overheads.push_back(double(start - previous_end));
+        if (previous_end != INT64_MIN && start > previous_end) overheads.emplace_back(double(c.bytes), double(start - previous_end));
         calls[r].push_back({start, end, cycle_start == INT64_MIN ? start : cycle_start, c.bytes});
         ++comm_threads[r][c.thread];
         if (!m.negotiates) cycle_start = INT64_MIN;
@@ -193,7 +250,7 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
     return m;
   }
   m.negotiation_ns = m.negotiates ? median_of(negotiations) : 0;
-  m.op_overhead_ns = m.negotiates ? median_of(overheads) : 0;
+  if (m.negotiates) fit_op_overhead(overheads, m);
   double packed_bytes = 0, packed_tensors = 0;
   for (const auto& r : run.ranks)
     for (const auto& b : r.buffers) packed_bytes += double(b.bytes_packed), packed_tensors += double(b.tensors_packed);
@@ -362,6 +419,11 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
     return m;
   }
   m.gradient_bytes = median_of(step_bytes);
+  if (m.negotiates) m.tensor_ends = tensor_ends_from_broadcasts(run, comm, m.gradient_bytes);
+  if (!m.tensor_ends.empty())
+    m.assumptions.push_back(fmt::format("the gradient tensors' sizes are those of the {} broadcasts before the first "
+                                        "step, ready in the reverse order",
+                                        m.tensor_ends.size()));
   const auto phase_medians = [&](std::size_t r) {
     std::vector<double> pre, backward, post;
     for (const auto& g : m.steps)

@@ -44,37 +44,90 @@ double ready_bytes(const RankTimes& r, double t, double total) {
   return std::clamp((t - r.ready_start) / r.ready_ns, 0.0, 1.0) * total;
 }
 
+// The time a negotiating thread spends reducing buffers (ns), and the part of it that is CPU work before each
+// buffer (op_overhead: packing it), which takes a CPU all along where MPI's polling may yield it.
+struct Reducing {
+  double ns = 0, work_ns = 0;
+};
+
 struct Engine {
   const ReplayModel& model;
   const EffectiveSettings& s;
   double total = 0;  // gradient bytes per reduction
 
-  // Buffers the fusion threshold makes of `bytes` agreed in one cycle, and their cost.
-  double reduce_cost(double bytes) const {
-    if (bytes <= 0) return 0;
-    const double threshold = double(s.fusion_threshold_bytes) * (s.fp16_compression ? 2.0 : 1.0);  // in fp32 bytes
+  // The CPU work before one buffer of `bytes` (fp32), and the buffer's whole cost: that and its transfer.
+  double buffer_work(double bytes) const { return model.op_overhead_ns + model.op_overhead_ns_per_byte * bytes; }
+  double buffer_cost(double bytes, double* work = nullptr) const {
+    if (work) *work += buffer_work(bytes);
+    return buffer_work(bytes) + model.cost.ns((s.fp16_compression ? 0.5 : 1.0) * bytes);
+  }
+  double threshold_bytes() const {  // in fp32 bytes
+    return double(s.fusion_threshold_bytes) * (s.fp16_compression ? 2.0 : 1.0);
+  }
+
+  // The buffers the fusion threshold makes of the bytes [from, to) agreed in one cycle, and their cost. With the
+  // tensors' sizes known, as Horovod and the trainer pack them: in order, a tensor larger than the threshold alone,
+  // the others into a buffer until the next would overflow it. Otherwise cut from the mean tensor size. `work`
+  // (when given) adds the CPU work in it.
+  double reduce_cost(double from, double to, double* work = nullptr) const {
+    if (to <= from) return 0;
+    const double threshold = threshold_bytes();
+    const auto& ends = model.tensor_ends;
+    if (!ends.empty()) {
+      double cost = 0, fill = 0, start = from;
+      for (auto it = std::upper_bound(ends.begin(), ends.end(), from + 1e-6); it != ends.end() && *it <= to + 1e-6;
+           ++it) {
+        const double size = *it - start;
+        start = *it;
+        if (size > threshold) {
+          cost += buffer_cost(size, work);
+          continue;
+        }
+        if (fill + size > threshold) cost += buffer_cost(fill, work), fill = 0;
+        fill += size;
+      }
+      if (fill > 0) cost += buffer_cost(fill, work);
+      return cost;
+    }
+    const double bytes = to - from;
     const double tensor = model.mean_tensor_bytes > 0 ? model.mean_tensor_bytes : 0;
     double unit = std::max(threshold, tensor);  // a tensor larger than the threshold goes alone
     if (unit <= 0) unit = bytes;
     const double buffers = std::ceil(bytes / unit - 1e-9);
-    const double wire = (s.fp16_compression ? 0.5 : 1.0) * bytes / buffers;
-    return buffers * (model.op_overhead_ns + model.cost.ns(wire));
+    if (work) *work += buffers * buffer_work(bytes / buffers);
+    return buffers * buffer_cost(bytes / buffers);
+  }
+
+  // What a negotiation agrees on when every rank has `ready` bytes: whole tensors only, when their sizes are known.
+  double agreeable(double ready) const {
+    const auto& ends = model.tensor_ends;
+    if (ends.empty() || ready >= total - 1e-6) return ready;
+    const auto it = std::upper_bound(ends.begin(), ends.end(), ready + 1e-6);
+    return it == ends.begin() ? 0 : *(it - 1);
+  }
+  // The bytes that must be ready for the next negotiation to find something new after `sent`.
+  double next_agreeable(double sent) const {
+    const auto& ends = model.tensor_ends;
+    if (ends.empty()) return sent + 1e-3 * total;
+    const auto it = std::upper_bound(ends.begin(), ends.end(), sent + 1e-6);
+    return it == ends.end() ? total : *it;
   }
 
   // When the last gradient is reduced, replaying the cycles of a negotiating background thread (first boundary
   // at `phase` ns after the step's start) against what is ready on the ranks given.
   // `reducing` (when given) adds the time spent reducing buffers.
-  double negotiated(const std::vector<RankTimes>& ranks, double phase, double* reducing = nullptr) const {
+  double negotiated(const std::vector<RankTimes>& ranks, double phase, Reducing* reducing = nullptr) const {
     const double cycle = s.cycle_time_ms * 1e6;
     double sent = 0, t_cycle = phase, t = 0;
     for (int guard = 0; guard < 100000; ++guard) {
       double agreed = total;
       for (const auto& r : ranks) agreed = std::min(agreed, ready_bytes(r, t_cycle, total));
+      agreed = agreeable(agreed);
       t = t_cycle + model.negotiation_ns;
       if (agreed > sent + 1e-6) {
-        const double cost = reduce_cost(agreed - sent);
+        const double cost = reduce_cost(sent, agreed, reducing ? &reducing->work_ns : nullptr);
         t += cost;
-        if (reducing) *reducing += cost;
+        if (reducing) reducing->ns += cost;
         sent = agreed;
       }
       if (sent >= total - 1e-6) return t;
@@ -82,7 +135,7 @@ struct Engine {
       // cycles in which nothing new is ready everywhere only negotiate, so skip to the first that finds more.
       double next = std::max(t, t_cycle + cycle);
       double need = 0;
-      for (const auto& r : ranks) need = std::max(need, ready_at(r, sent + 1e-3 * total, total));
+      for (const auto& r : ranks) need = std::max(need, ready_at(r, next_agreeable(sent), total));
       if (need > next) next = cycle > 0 ? t_cycle + std::ceil((need - t_cycle) / cycle) * cycle : need;
       t_cycle = std::max(next, t);
     }
@@ -91,26 +144,26 @@ struct Engine {
 
   // Without a negotiating thread (DDP's buckets): a buffer goes when its bytes are ready on every rank.
   double bucketed(const std::vector<RankTimes>& ranks) const {
-    const double threshold = std::max(1.0, double(s.fusion_threshold_bytes) * (s.fp16_compression ? 2.0 : 1.0));
+    const double threshold = std::max(1.0, threshold_bytes());
     double t = 0, sent = 0;
     while (sent < total - 1e-6) {
       const double upto = std::min(total, sent + threshold);
       double ready = 0;
       for (const auto& r : ranks) ready = std::max(ready, ready_at(r, upto, total));
-      t = std::max(t, ready) + model.op_overhead_ns + model.cost.ns((s.fp16_compression ? 0.5 : 1.0) * (upto - sent));
+      t = std::max(t, ready) + buffer_cost(upto - sent);
       sent = upto;
     }
     return t;
   }
 
-  double reduced_at(const std::vector<RankTimes>& ranks, double phase, double* reducing = nullptr) const {
+  double reduced_at(const std::vector<RankTimes>& ranks, double phase, Reducing* reducing = nullptr) const {
     return model.negotiates ? negotiated(ranks, phase, reducing) : bucketed(ranks);
   }
 
   // The replayed duration of one step (ns), averaged over where in the cycle the step starts. `compute_scale` (per
   // rank, when given) scales its compute (CPU sharing); `reducing` (when given) is set to the time the negotiating
   // thread spends reducing buffers in the step, averaged the same way.
-  double step(const StepGraph& g, const std::vector<double>* compute_scale = nullptr, double* reducing = nullptr) const {
+  double step(const StepGraph& g, const std::vector<double>* compute_scale = nullptr, Reducing* reducing = nullptr) const {
     const double batch_scale = s.batch_size > 0 && model.settings.batch_size > 0
                                    ? double(s.batch_size) / double(model.settings.batch_size)
                                    : 1.0;
@@ -133,7 +186,7 @@ struct Engine {
       const double pre = r.pre_ns * batch_scale, backward = r.backward_ns * batch_scale;
       ranks.push_back({double(passes - 1) * (pre + backward) + pre, backward, r.post_ns});
     }
-    double reduce_sum = 0;
+    Reducing reduce_sum;
     const double cycle = model.negotiates ? s.cycle_time_ms * 1e6 : 0;
     const int phases = cycle > 0 ? 4 : 1;
     double sum = 0;
@@ -150,40 +203,50 @@ struct Engine {
         sum += end;
       }
     }
-    if (reducing) *reducing = reduce_sum / phases;
+    if (reducing) *reducing = {reduce_sum.ns / phases, reduce_sum.work_ns / phases};
     return sum / phases;
   }
 };
 
 // Replays step `g` under `next` with CPU sharing (ReplayModel::cpu_sharing). A rank's compute thread, runnable
 // through its step, got a share 1 - w of a CPU (w: its wait for one over the step): as if it shared its CPU with n =
-// 1 / (1 - w) - 1 other runnable threads on average. Of those, the communication threads polling in MPI make up at
-// most their density rho (the host's time in MPI per rank per ns of step, one CPU per rank); the rest is other
-// work, kept as it was. Under `next` the polling density changes: negotiations by the cycle's length, reductions by
-// the replayed reduction time over the replayed step; the compute's wall time scales by the ratio of its CPU shares.
-// Two rounds, as the step's length moves the reductions' density. Without CPU sharing, the plain replay.
+// 1 / (1 - w) - 1 other runnable threads on average. Of those, the communication thread's CPU work before its
+// buffers (packing them: the replay's work per step over the step, one CPU per rank) makes up at most its density,
+// then the communication threads polling in MPI at most theirs (the host's time in MPI per rank per ns of step);
+// the rest is other work, kept as it was. Under `next` both densities change in proportion: the work by the
+// replayed work over the replayed step (a 64 KiB threshold makes 35 buffers of the trainer's step where 128 MiB
+// made 2.6: 4 ms of packing and overhead per step where there were 0.7), the polling by the cycle's length for
+// negotiations and by the replayed transfer time over the step for reductions; the compute's wall time scales by the
+// ratio of its CPU shares. Two rounds, as the step's length moves the densities. Without CPU sharing, the plain
+// replay.
 double step_with_cpu_sharing(const ReplayModel& model, const Engine& base, const Engine& next, const StepGraph& g) {
   if (!model.cpu_sharing || g.cpu.size() != g.ranks.size() || !model.negotiates || !(g.measured_ns > 0))
     return next.step(g);
-  double base_reducing = 0, next_reducing = 0;
+  Reducing base_reducing, next_reducing;
   const double base_ns = base.step(g, nullptr, &base_reducing);
   double next_ns = next.step(g, nullptr, &next_reducing);
+  const double base_transfer = base_reducing.ns - base_reducing.work_ns;
   const auto cycle = [](const Engine& e) { return std::max(e.s.cycle_time_ms * 1e6, e.model.negotiation_ns); };
   const double negotiation_density = cycle(next) > 0 ? cycle(base) / cycle(next) : 1.0;
   std::vector<double> scale(g.ranks.size(), 1.0);
   for (int round = 0; round < 2; ++round) {
-    const double reducing_density =
-        base_reducing > 0 && next_ns > 0 ? (next_reducing / base_reducing) * (base_ns / next_ns) : 1.0;
+    const double reducing_density = base_transfer > 0 && next_ns > 0
+                                        ? ((next_reducing.ns - next_reducing.work_ns) / base_transfer) * (base_ns / next_ns)
+                                        : 1.0;
+    const double work_base = base_ns > 0 ? base_reducing.work_ns / base_ns : 0;
+    const double work_next = next_ns > 0 ? next_reducing.work_ns / next_ns : 0;
     for (std::size_t r = 0; r < g.ranks.size(); ++r) {
       const RankCpu& c = g.cpu[r];
       const double share = 1 - std::clamp(c.compute_run_queue_ns / g.measured_ns, 0.0, 0.95);
       const double others = 1 / share - 1;
-      const double polling = std::min(others, (c.negotiation_mpi_ns + c.gradient_mpi_ns) / g.measured_ns);
+      const double work = std::min(others, work_base);
+      const double work_then = work_base > 0 ? work * work_next / work_base : 0;
+      const double polling = std::min(others - work, (c.negotiation_mpi_ns + c.gradient_mpi_ns) / g.measured_ns);
       const double polling_next =
           polling > 0 ? polling * (c.negotiation_mpi_ns * negotiation_density + c.gradient_mpi_ns * reducing_density) /
                             (c.negotiation_mpi_ns + c.gradient_mpi_ns)
                       : 0;
-      const double share_next = 1 / (1 + others - polling + polling_next);
+      const double share_next = 1 / (1 + others - work - polling + work_then + polling_next);
       scale[r] = share / share_next;
     }
     next_ns = next.step(g, &scale, &next_reducing);

@@ -65,6 +65,38 @@ TEST(Knobs, KnownUnknownAndMalformed) {
   EXPECT_THROW(predict::apply_knob("HOROVOD_CYCLE_TIME=fast", change, not_predicted), InputError);
 }
 
+// With the tensors' sizes known, buffers are packed as Horovod and the trainer pack them: in order, a tensor larger
+// than the threshold alone, the others together until the next would overflow. Four tensors of 100, 10, 10 and 280
+// KB, all ready at once: 3 buffers at 64 KiB (100 | 10+10 | 280), 4 without fusion, 1 at 1 MiB; cut from their mean
+// size (100 KB) alone, 64 KiB would have made 4.
+TEST(Replay, BuffersPackedFromTheTensorsSizes) {
+  predict::ReplayModel m;
+  m.usable = true;
+  m.negotiates = true;
+  m.ranks = 1;
+  m.gradient_bytes = 400'000;
+  m.tensor_ends = {100'000, 110'000, 120'000, 400'000};
+  m.op_overhead_ns = 1'000;
+  for (int i = 0; i < 3; ++i) m.cost.add(1 << 20, 1'000'000);  // every buffer up to 1 MiB: 1 ms
+  m.cost.finish();
+  m.settings.fusion_threshold_bytes = 64 << 10;
+  m.settings.cycle_time_ms = 1;
+  m.steps.push_back({.measured_ns = 4e6, .ranks = {predict::RankStep{}}});
+  m.rank_speed = {predict::RankStep{1, 1, 1}};
+  m.baseline_step_ns = 4e6;
+  const auto step_ms = [&](std::int64_t threshold) {
+    const auto p = predict::predict(m, {.fusion_threshold_bytes = threshold});
+    EXPECT_TRUE(p.not_predicted.empty()) << predict::prediction_text(p, "RUN");
+    return p.step_ms;
+  };
+  const double buffer_ms = 1.001;
+  EXPECT_NEAR(step_ms(0) - step_ms(64 << 10), buffer_ms, 1e-6);
+  EXPECT_NEAR(step_ms(64 << 10) - step_ms(1 << 20), 2 * buffer_ms, 1e-6);
+  m.tensor_ends.clear();
+  m.mean_tensor_bytes = 100'000;
+  EXPECT_NEAR(step_ms(64 << 10) - step_ms(1 << 20), 3 * buffer_ms, 1e-6);
+}
+
 predict::ReplayModel model_of(const std::string& dir) {
   const run::Run run = run::load_run(dir);
   const auto clocks = run::ClockAligner().align(run);
@@ -81,10 +113,10 @@ double median(std::vector<double> v) {
 
 // The target: a median absolute error <= 10 %, each <= 20 %, and the direction right wherever the real
 // change exceeds the run-to-run noise. These recordings were made on the quiet 2-core VM (2026-12-07, the test loop
-// paused; baseline 24.9 ms, noise +-2.6 ms over 5 rounds): from the last round's traces the errors are -9.5 % to
-// +20.2 %, median 4.9 % (the bench's medians over the 5 rounds' predictions: largest 16.8 %, median 4.7 %;
-// docs/performance.md). Each is held to 25 % because the 64 KiB threshold, predicted from this one trace, is 20.2 %
-// over.
+// paused; baseline 24.9 ms, noise +-2.6 ms over 5 rounds): from the last round's traces the errors are -13.6 % (the
+// 64 KiB threshold) to +7.9 %, median 7.9 % (docs/performance.md). Before the tensors' sizes, the overhead per byte
+// and the CPU work of packing were modelled, the 64 KiB threshold was +20.2 % over (its 35 buffers cut from the mean
+// tensor size as 78, each charged the 275 us measured before 2.5 MB buffers) and each error was held to 25 %.
 TEST(PredictRecorded, ErrorOnRealRunsWithinBounds) {
   std::ifstream f(std::string(COLLSCOPE_TEST_DATA_DIR) + "/fusion-trainer-predict/measured.json");
   ASSERT_TRUE(f) << "tests/data/fusion-trainer-predict/measured.json";
@@ -116,7 +148,7 @@ TEST(PredictRecorded, ErrorOnRealRunsWithinBounds) {
     errors.push_back(std::abs(error));
     std::printf("%s: predicted %.2f ms, measured %.2f ms, error %+.1f %%\n", s.at("label").get<std::string>().c_str(),
                 p.step_ms, real, 100 * error);
-    EXPECT_LE(std::abs(error), 0.25) << s.at("label") << ": predicted " << p.step_ms << " ms, measured " << real;
+    EXPECT_LE(std::abs(error), 0.20) << s.at("label") << ": predicted " << p.step_ms << " ms, measured " << real;
     // The direction, where the real change from the plain setting's untraced runs exceeds their noise.
     if (std::abs(real - plain_ms) > noise)
       EXPECT_GT((p.step_ms - plain_ms) * (real - plain_ms), 0)
@@ -124,6 +156,23 @@ TEST(PredictRecorded, ErrorOnRealRunsWithinBounds) {
   }
   ASSERT_GE(errors.size(), 6u);
   EXPECT_LE(median(errors), 0.10);
+}
+
+// The trainer broadcasts its 161 tensors (the ResNet-50 list) from rank 0 before its first step and spends 100 us
+// (--op-overhead-us) plus its packing before each buffer: the model reads the sizes from the broadcasts and the
+// overhead from the gaps before small and large buffers (103-114 us before 200-byte buffers, 293-340 us before
+// 2.5 MB ones in this recording).
+TEST(PredictRecorded, TensorSizesFromTheBroadcastsAndOverheadPerByte) {
+  const auto model = model_of(unpack_test_data("fusion-trainer-predict/plain").string());
+  ASSERT_TRUE(model.usable) << model.why_not;
+  ASSERT_EQ(model.tensor_ends.size(), 161u);
+  EXPECT_DOUBLE_EQ(model.tensor_ends.back(), model.gradient_bytes);
+  EXPECT_TRUE(std::is_sorted(model.tensor_ends.begin(), model.tensor_ends.end()));
+  EXPECT_DOUBLE_EQ(model.tensor_ends.front(), 200);  // fc.bias, 1000 x 0.05 floats: registered last, ready first
+  EXPECT_GT(model.op_overhead_ns, 100e3);
+  EXPECT_LT(model.op_overhead_ns, 130e3);
+  EXPECT_GT(model.op_overhead_ns_per_byte, 0.02);
+  EXPECT_LT(model.op_overhead_ns_per_byte, 0.2);
 }
 
 TEST(PredictRecorded, KnobsTheRunCannotTellAreOneLineEach) {
@@ -167,7 +216,8 @@ TEST(PredictRecorded, DdpRunInDdpsOwnKnobAndNoNumberTheModelCannotSupport) {
 // sharing the replay predicted the wrong way (+1-2 % on the fixtures, +38 % in predict_vs_horovod.py). With it but
 // with the transfer curve as measured (1.6 GB/s at 256-505 KiB, 0.05 GB/s at 514-972 KiB: the few large buffers
 // were the descheduled ones), 9 and 20 ms came out 0 and +14 % longer; bandwidth that never falls with size gives
-// -22, -25 and -24 %.
+// -22, -25 and -24 %; with the CPU work before each buffer apart from the polling (2026-12-07), -15.6, -18.1 and
+// -16.9 %.
 TEST(PredictRecorded, RealHorovodLongerCycleGivesTheCpuBack) {
   const auto model = model_of(unpack_test_data("horovod-0.28.1-cpu-samples/plain-nvtx").string());
   ASSERT_TRUE(model.usable) << model.why_not;
@@ -180,7 +230,7 @@ TEST(PredictRecorded, RealHorovodLongerCycleGivesTheCpuBack) {
     std::printf("HOROVOD_CYCLE_TIME=%g: predicted %+.1f %%, measured %+.1f %%\n", cycle_ms, 100 * change,
                 100 * measured);
     // The direction wherever the real change exceeds the noise (all three); the size within the noise where the
-    // model holds it (4.5 and 9 ms). At 20 ms it predicts -24 % for -38 %: what a cycle that long gives back
+    // model holds it (4.5 and 9 ms). At 20 ms it predicts -17 % for -38 %: what a cycle that long gives back
     // beyond the polling (the training thread alone on a core most of the step) is not modelled.
     EXPECT_LT(change, 0) << cycle_ms << " ms: " << predict::prediction_text(p, "RUN");
     if (cycle_ms < 20) {

@@ -99,8 +99,16 @@ struct ReplayModel {
   std::vector<StepGraph> steps;  // measured steps only
   double gradient_bytes = 0;     // per step, reduced by every rank (median)
   double mean_tensor_bytes = 0;  // from the fusion buffers' packs; 0 when unknown
-  double negotiation_ns = 0;     // one negotiation (readiness agreement) per cycle, transfer time
-  double op_overhead_ns = 0;     // CPU work before each gradient collective on the communicating thread
+  // Where each gradient tensor ends in a reduction's bytes, in the order the tensors become ready (cumulative
+  // bytes, the last one gradient_bytes): from the job's broadcast of its parameters before the first step (one
+  // broadcast per tensor, as Horovod's broadcast_parameters and the fusion trainer do), when those add up to the
+  // gradient bytes. Empty when the sizes are unknown: buffers are then cut from mean_tensor_bytes.
+  std::vector<double> tensor_ends;
+  double negotiation_ns = 0;  // one negotiation (readiness agreement) per cycle, transfer time
+  // CPU work on the communicating thread before each gradient collective (ns): a fixed part and a part per byte of
+  // the buffer (packing it: Horovod's and the trainer's memcpy into the fusion buffer).
+  double op_overhead_ns = 0;
+  double op_overhead_ns_per_byte = 0;
   bool negotiates = false;       // a background thread agrees on readiness each cycle (Horovod)
   CostCurve cost;
   EffectiveSettings settings;    // the run's own
