@@ -169,6 +169,8 @@ TEST(PredictRecorded, TensorSizesFromTheBroadcastsAndOverheadPerByte) {
   EXPECT_DOUBLE_EQ(model.tensor_ends.back(), model.gradient_bytes);
   EXPECT_TRUE(std::is_sorted(model.tensor_ends.begin(), model.tensor_ends.end()));
   EXPECT_DOUBLE_EQ(model.tensor_ends.front(), 200);  // fc.bias, 1000 x 0.05 floats: registered last, ready first
+  std::printf("overhead before each buffer: %.1f us + %.3f ns per byte\n", model.op_overhead_ns / 1e3,
+              model.op_overhead_ns_per_byte);
   EXPECT_GT(model.op_overhead_ns, 100e3);
   EXPECT_LT(model.op_overhead_ns, 130e3);
   EXPECT_GT(model.op_overhead_ns_per_byte, 0.02);
