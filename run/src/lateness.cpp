@@ -95,20 +95,23 @@ void causes_from_windows(const Run& run, const ClockAlignment& clocks, const Ste
   const std::size_t nranks = run.ranks.size();
   const std::size_t nsteps = windows.empty() ? 0 : windows[0].size();
   const double none = std::nan("");
-  // [kind][rank][step]: 0 on CPU, 1 run queue, 2 off CPU, 3 own time.
-  std::vector<std::vector<std::vector<double>>> v(4, std::vector<std::vector<double>>(nranks, std::vector<double>(nsteps, none)));
+  // [kind][rank][step]: 0 on CPU, 1 run queue, 2 off CPU, 3 own time, 4 instructions retired (where counted).
+  std::vector<std::vector<std::vector<double>>> v(5, std::vector<std::vector<double>>(nranks, std::vector<double>(nsteps, none)));
   for (std::size_t r = 0; r < nranks; ++r) {
     const ThreadCounters counters(run.ranks[r], thread[r], clocks.offset_ns[r]);
     for (std::size_t k = 0; k < nsteps; ++k) {
-      double cpu = 0, runq = 0, own = 0;
-      bool covered = true;
+      double cpu = 0, runq = 0, own = 0, instructions = 0;
+      bool covered = true, counted = counters.has_instructions();
       for (const auto& [a, b] : windows[r][k]) {
         const auto d = counters.over(a, b);
         if (!d) { covered = false; break; }
         cpu += d->first, runq += d->second, own += double(b - a);
+        if (const auto i = counters.instructions_over(a, b)) instructions += *i;
+        else counted = false;
       }
       if (!covered || windows[r][k].empty()) continue;
       v[0][r][k] = cpu, v[1][r][k] = runq, v[2][r][k] = own - cpu - runq, v[3][r][k] = own;
+      if (counted) v[4][r][k] = instructions;
     }
   }
   out.causes.assign(nranks, {});
@@ -127,6 +130,16 @@ void causes_from_windows(const Run& run, const ClockAlignment& clocks, const Ste
       }
       *fields[kind] = median_of(excess);
     }
+    // Instructions: its count over the median other rank's in each step, less 1; the median over the steps.
+    excess.clear();
+    for (std::size_t k = static_cast<std::size_t>(out.first_measured); k < nsteps; ++k) {
+      if (std::isnan(v[4][r][k])) continue;
+      others.clear();
+      for (std::size_t o = 0; o < nranks; ++o)
+        if (o != r && !std::isnan(v[4][o][k])) others.push_back(v[4][o][k]);
+      if (!others.empty() && median_of(others) > 0) excess.push_back(v[4][r][k] / median_of(others) - 1);
+    }
+    if (!excess.empty()) out.causes[r].extra_instructions = median_of(excess);
   }
 }
 
@@ -174,9 +187,15 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
       if (c.thread != thread[r]) continue;
       const std::int64_t a = clocks.aligned(static_cast<int>(r), c.start_ns);
       if (prev_end != INT64_MIN && a > prev_end) {
+        // The gap's part inside the step it ends in: a step marked by NVTX begins after the last call of the one
+        // before ends, so the gap of its compute starts a little before it.
         const int k = steps.steps.empty() ? 0 : steps.step_at(a);
-        if (k >= 0 && (steps.steps.empty() || prev_end >= steps.steps[static_cast<std::size_t>(k)].start_ns))
-          windows[r][static_cast<std::size_t>(k)].emplace_back(prev_end, a);
+        std::int64_t from = prev_end;
+        if (k >= 0 && !steps.steps.empty()) {
+          const Step& st = steps.steps[static_cast<std::size_t>(k)];
+          from = std::max(from, r < st.rank_start_ns.size() ? st.rank_start_ns[r] : st.start_ns);
+        }
+        if (k >= 0 && a > from) windows[r][static_cast<std::size_t>(k)].emplace_back(from, a);
       }
       prev_end = std::max(prev_end, clocks.aligned(static_cast<int>(r), c.end_ns));
     }

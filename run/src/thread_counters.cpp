@@ -6,22 +6,32 @@
 namespace collscope::run {
 
 ThreadCounters::ThreadCounters(const RankTrace& trace, std::int64_t thread, std::int64_t offset_ns) {
+  bool counted = true;
   for (const auto& s : trace.cpu_samples)
-    if (s.thread == thread) t_.push_back(s.t_ns + offset_ns), cpu_.push_back(double(s.cpu_ns)), runq_.push_back(double(s.runq_ns));
+    if (s.thread == thread) {
+      t_.push_back(s.t_ns + offset_ns), cpu_.push_back(double(s.cpu_ns)), runq_.push_back(double(s.runq_ns));
+      if (s.instructions) instructions_.push_back(double(*s.instructions));
+      else counted = false;
+    }
+  if (!counted) instructions_.clear();
 }
 
 std::optional<std::pair<double, double>> ThreadCounters::over(std::int64_t a, std::int64_t b) const {
   if (t_.size() < 2 || a < t_.front() || b > t_.back() || b < a) return std::nullopt;
-  const auto ca = at(a), cb = at(b);
-  return std::make_pair(cb.first - ca.first, cb.second - ca.second);
+  return std::make_pair(value_at(cpu_, b) - value_at(cpu_, a), value_at(runq_, b) - value_at(runq_, a));
 }
 
-std::pair<double, double> ThreadCounters::at(std::int64_t t) const {
+std::optional<double> ThreadCounters::instructions_over(std::int64_t a, std::int64_t b) const {
+  if (instructions_.empty() || t_.size() < 2 || a < t_.front() || b > t_.back() || b < a) return std::nullopt;
+  return value_at(instructions_, b) - value_at(instructions_, a);
+}
+
+double ThreadCounters::value_at(const std::vector<double>& v, std::int64_t t) const {
   const std::size_t i = static_cast<std::size_t>(std::upper_bound(t_.begin(), t_.end(), t) - t_.begin());
-  if (i == 0) return {cpu_.front(), runq_.front()};
-  if (i == t_.size()) return {cpu_.back(), runq_.back()};
+  if (i == 0) return v.front();
+  if (i == t_.size()) return v.back();
   const double f = double(t - t_[i - 1]) / double(std::max<std::int64_t>(1, t_[i] - t_[i - 1]));
-  return {cpu_[i - 1] + f * (cpu_[i] - cpu_[i - 1]), runq_[i - 1] + f * (runq_[i] - runq_[i - 1])};
+  return v[i - 1] + f * (v[i] - v[i - 1]);
 }
 
 std::int64_t busiest_thread(const std::map<std::int64_t, int>& rows_per_thread) {

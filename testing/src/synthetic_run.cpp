@@ -125,10 +125,24 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
   for (int r = 0; r < n; ++r) everyone[r] = r;
   const std::int64_t flush_every = std::max<std::int64_t>(1, 200000 / std::max(1, n));
   bool hung = false;
+  std::vector<std::int64_t> cpu_ns(n, 0), instructions(n, 0);
+  const auto sample = [&](int r, std::int64_t t) {
+    if (spec.cpu_samples <= 0) return;
+    store::CpuSampleRow row;
+    row.thread = 1;
+    row.t_ns = t + shift(r);
+    row.site = 2;
+    row.cpu_ns = cpu_ns[r];
+    row.runq_ns = 0;
+    row.timeslices = 0;
+    if (spec.cpu_samples >= 2) row.instructions = instructions[r];
+    writers[r]->add(row);
+  };
   for (int step = 0; step < spec.steps && !hung; ++step) {
     std::vector<std::int64_t> step_start(n);
     for (int r = 0; r < n; ++r) {
       step_start[r] = ready[r];
+      if (step == 0) sample(r, ready[r]);  // later steps start where the one before ended, sampled there
       double compute = spec.compute_ms * 1e6 * (0.98 + 0.04 * noise(spec.seed + 3, r, step));
       const bool slow_step = spec.slow_every_steps > 0 ? step > 0 && step % spec.slow_every_steps == 0
                                                          : spec.slow_only_step < 0 || step == spec.slow_only_step;
@@ -142,8 +156,13 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
           writers[r]->add(flush);
         }
         compute += spec.slow_ms * 1e6;
+        if (spec.slow_rank_same_instructions && !spec.slow_is_tracer_flush)
+          instructions[r] -= static_cast<std::int64_t>(spec.slow_ms * 1e6);
       }
       ready[r] += static_cast<std::int64_t>(compute);
+      cpu_ns[r] += static_cast<std::int64_t>(compute);
+      instructions[r] += static_cast<std::int64_t>(compute);
+      sample(r, ready[r]);
     }
     const std::vector<std::int64_t> compute_end = ready;
     if (step == spec.degraded_from_step && spec.degraded_link_gbps > 0) link_gbps = spec.degraded_link_gbps;
@@ -178,6 +197,7 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
         range.thread = spec.compute_thread_ranges == 3 ? 1 : 2;
         writers[r]->add_nvtx_range(range);
       }
+    for (int r = 0; r < n; ++r) sample(r, ready[r]);
     if (spec.nvtx_steps)
       for (int r = 0; r < n; ++r) {
         store::NvtxRangeRow range;

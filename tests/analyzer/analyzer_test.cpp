@@ -181,6 +181,47 @@ TEST(Analyzer, StragglerNamedWithInjectedDelay) {
   EXPECT_NEAR(f->evidence.at("step_time_without_straggler_ns") / 1e6, 12.7, 0.6);
 }
 
+// Where perf events count instructions retired (schema 1.8), they tell a straggler's two on-CPU causes apart: 5 ms
+// more compute per step on rank 2 with as many more instructions is more work (balance the data); with the same
+// instructions, its CPU is slower (placement, not balancing). Without them, neither can be told: "more CPU time
+// for the same phases" with both remedies.
+TEST(Analyzer, InstructionsRetiredTellMoreWorkFromASlowerCpu) {
+  SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 20;
+  spec.slow_rank = 2;
+  spec.slow_ms = 5;
+  const auto cause_of = [&](int cpu_samples, bool same_instructions, const char* name) {
+    spec.cpu_samples = cpu_samples;
+    spec.slow_rank_same_instructions = same_instructions;
+    auto dir = temp_dir(name);
+    write_synthetic_run(dir.string(), spec);
+    const Analysis a = analyze_run(dir.string());
+    const Finding* f = find_finding(a, FindingKind::Straggler);
+    EXPECT_NE(f, nullptr) << text_report(a);
+    return f ? std::make_pair(*f, a.lateness.causes.at(2)) : std::make_pair(Finding{}, collscope::run::LatenessCauses{});
+  };
+  const auto [more_work, more_work_causes] = cause_of(2, false, "more-instructions");
+  EXPECT_EQ(more_work.evidence.at("cause_code"), 1.0) << more_work.evidence_text;
+  ASSERT_TRUE(more_work_causes.extra_instructions);
+  EXPECT_NEAR(*more_work_causes.extra_instructions, 0.5, 0.05);  // 15 ms of compute for the others' 10
+  EXPECT_NE(more_work.suggestion.find("balance the data"), std::string::npos) << more_work.suggestion;
+  EXPECT_NE(more_work.evidence_text.find("instructions against the median other rank"), std::string::npos);
+
+  const auto [slower, slower_causes] = cause_of(2, true, "same-instructions");
+  EXPECT_EQ(slower.evidence.at("cause_code"), 5.0) << slower.evidence_text;
+  ASSERT_TRUE(slower_causes.extra_instructions);
+  EXPECT_NEAR(*slower_causes.extra_instructions, 0.0, 0.03);
+  EXPECT_NE(slower.suggestion.find("its CPU is slower or shared"), std::string::npos) << slower.suggestion;
+  EXPECT_EQ(slower.suggestion.find("balance the data"), std::string::npos) << slower.suggestion;
+  EXPECT_NEAR(slower.evidence.at("delay_per_step_ns"), 5e6, 0.2 * 5e6);
+
+  const auto [unknown, unknown_causes] = cause_of(1, true, "no-instructions");
+  EXPECT_EQ(unknown.evidence.at("cause_code"), 2.0) << unknown.evidence_text;
+  EXPECT_FALSE(unknown_causes.extra_instructions);
+  EXPECT_FALSE(unknown.evidence.contains("extra_instructions_pct"));
+}
+
 TEST(Analyzer, TracerFlushesAreNotLateness) {
   // The same 5 ms per step on rank 2, but spent by the tracer writing its full buffers out (tracer_flushes): the
   // job did not make it late, so no straggler, and the flush time is what was taken off.

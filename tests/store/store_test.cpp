@@ -90,7 +90,7 @@ TEST(Store, RoundTrip) {
   TraceReader r(path);
   EXPECT_EQ(r.schema_version().major, kSchemaMajor);
   EXPECT_EQ(r.meta_int(meta_key::kWorldRank), 3);
-  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.7");
+  EXPECT_EQ(r.meta_value(meta_key::kSchemaVersion), "1.8");
   auto strings = r.strings();
   auto comms = r.communicators();
   ASSERT_EQ(comms.size(), 1u);

@@ -70,7 +70,9 @@ Consistency consistency(const DetectorInput& in, const Candidate& c) {
   return out;
 }
 
-enum class Cause { Unknown = 0, MoreWork = 1, SameWorkMoreCpu = 2, WaitingForCpu = 3, OffCpu = 4 };
+// SameWorkMoreCpu: more CPU time with nothing to tell more work from a slower CPU; SlowerCpu: the same instructions
+// retired in more CPU time (perf events).
+enum class Cause { Unknown = 0, MoreWork = 1, SameWorkMoreCpu = 2, WaitingForCpu = 3, OffCpu = 4, SlowerCpu = 5 };
 
 struct CauseReading {
   Cause cause = Cause::Unknown;
@@ -117,13 +119,21 @@ CauseReading read_cause(const DetectorInput& in, const Candidate& c) {
     out.cause = Cause::OffCpu;
   } else if (q >= on) {
     out.cause = Cause::WaitingForCpu;
+  } else if (e.extra_instructions) {
+    // Instructions retired tell more work from a slower CPU whatever the ranks' NVTX ranges say.
+    out.cause = *e.extra_instructions >= in.limits().straggler_more_work_instructions ? Cause::MoreWork : Cause::SlowerCpu;
   } else if (!out.own_ranges.empty()) {
     out.cause = Cause::MoreWork;
   } else {
     out.cause = Cause::SameWorkMoreCpu;
   }
   out.why = split;
-  if (out.cause == Cause::MoreWork) out.why += fmt::format("; it runs {}, which no other rank does", out.own_ranges);
+  if (e.extra_instructions && out.cause != Cause::OffCpu && out.cause != Cause::WaitingForCpu)
+    out.why += fmt::format("; it retires {:+.1f} % instructions against the median other rank there (perf events){}",
+                           100 * *e.extra_instructions,
+                           out.cause == Cause::SlowerCpu ? ": the same work in more CPU time" : ": more work");
+  if (out.cause == Cause::MoreWork && !out.own_ranges.empty())
+    out.why += fmt::format("; it runs {}, which no other rank does", out.own_ranges);
   return out;
 }
 
@@ -131,6 +141,7 @@ std::string_view cause_title(Cause c) {
   switch (c) {
     case Cause::MoreWork: return "more work than the others";
     case Cause::SameWorkMoreCpu: return "more CPU time for the same phases: a slower or shared CPU, or uneven data";
+    case Cause::SlowerCpu: return "the same work in more CPU time: a slower or shared CPU";
     case Cause::WaitingForCpu: return "waiting for a CPU";
     case Cause::OffCpu: return "off a CPU (sleeping or blocked)";
     case Cause::Unknown: break;
@@ -149,6 +160,12 @@ std::string cause_advice(Cause c, int rank, const std::string& where, const std:
                          "slower or stolen virtual CPU): compare the node's cores, bind ranks to distinct physical "
                          "cores (mpirun --bind-to core) and keep other processes off them; if its share of the data "
                          "is larger, balance that. Up to {} per step.", rank, where, saving);
+    case Cause::SlowerCpu:
+      return fmt::format("Rank {} runs the same instructions as the others in more CPU time{}: its CPU is slower or "
+                         "shared (a busy hyperthread sibling, a lower clock, a stolen virtual CPU), not its work. "
+                         "Compare the node's cores, bind ranks to distinct physical cores (mpirun --bind-to core) and "
+                         "keep other processes off them; balancing the data would not help. Up to {} per step.",
+                         rank, where, saving);
     case Cause::WaitingForCpu:
       return fmt::format("Rank {} waits for a CPU{}: more busy threads than cores, or another process on its "
                          "cores. Check the placement: threads per rank against cores (OMP_NUM_THREADS, "
@@ -250,6 +267,7 @@ std::vector<Finding> detect_stragglers(const DetectorInput& in) {
     f.evidence["on_cpu_excess_per_step_ns"] = cause.excess->on_cpu_ns;
     f.evidence["run_queue_excess_per_step_ns"] = cause.excess->run_queue_ns;
     f.evidence["off_cpu_excess_per_step_ns"] = cause.excess->off_cpu_ns;
+    if (cause.excess->extra_instructions) f.evidence["extra_instructions_pct"] = 100 * *cause.excess->extra_instructions;
   }
   if (!gains.empty()) f.evidence["largest_lag_gain_ns"] = gains[0].first;
   const double flushed = top < lateness.tracer_flush_ns.size() ? lateness.tracer_flush_ns[top] : 0.0;

@@ -68,6 +68,11 @@ struct DetectorThresholds {
   // The same test, on the same figures, names a rank that point-to-point partners wait for.
   double straggler_false_positive_rate = 0.01;
   int straggler_min_steps_for_test = 5;
+  // Where perf events count instructions retired (schema 1.8): a straggler late on a CPU retiring at least this
+  // share more instructions than the median other rank in its own part of the step does more work; fewer, the
+  // same work in more CPU time: a slower or shared CPU. Data-parallel ranks run the same code on equal batches
+  // (run-to-run differences of a percent or two: branches, allocation, the MPI progress loop).
+  double straggler_more_work_instructions = 0.05;
   // DDP buckets: named from this many buckets per step.
   double ddp_min_buckets_per_step = 8;  // fewer measured steps: no test (the run's lateness as a whole)      // of the step: critical from here
   // DDP's other knobs (ddp_knobs.cpp): find_unused_parameters from this many iterations DDP's reducer sampled;

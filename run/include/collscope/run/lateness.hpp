@@ -22,8 +22,10 @@
 //              waiting runnable for a CPU (run queue: more busy threads than cores, another process), and off a
 //              CPU without being runnable (sleeping, blocked on I/O or a lock, page faults). Its own part: from
 //              phases, the step's start to the boundary where the latest rank is furthest behind; from
-//              collectives, the gaps between its MPI calls on the thread that makes the synchronising ones.
-//              Each is the median over the measured steps, ns.
+//              collectives, the gaps between its MPI calls on the thread that makes the synchronising ones (each
+//              gap's part inside the step it ends in: an NVTX step begins just after the call before it ended).
+//              Each is the median over the measured steps, ns. Where perf events count instructions retired
+//              (schema 1.8), also its instructions there relative to the median other rank's.
 //   run queue  of a rank in a step (absolute, not an excess): the time that same thread waited runnable for a CPU
 //              inside the rank's whole step window.
 //
@@ -36,6 +38,7 @@
 #include <collscope/run/run.hpp>
 #include <collscope/run/steps.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +60,10 @@ struct LatenessCauses {
   double run_queue_ns = 0;
   double off_cpu_ns = 0;
   double own_ns = 0;  // the time these add up to on this rank (its own part of the step), median per step
+  // Instructions it retired in its own part of the step over the median other rank's, less 1 (0.25: a quarter
+  // more), the median over the steps; where every rank's samples count them (schema 1.8, perf events). The same
+  // count in more CPU time is a slower or shared CPU; more is more work.
+  std::optional<double> extra_instructions;
 };
 
 // A thread's run-queue delay inside its rank's measured step windows (Step::rank_start_ns, rank_duration_ns): the

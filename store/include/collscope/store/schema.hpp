@@ -13,12 +13,12 @@
 namespace collscope::store {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 7;  // 1.1: calls_in_flight; 1.2: point_to_point,
+inline constexpr int kSchemaMinor = 8;  // 1.1: calls_in_flight; 1.2: point_to_point,
                                         // non-blocking times, op codes 18-91, nccl_profile, nccl_proxy_ops,
                                         // collective_gpu_work; 1.3: event_batches; 1.4: cpu_samples;
                                         // 1.5: tracer_flushes, batches left unexpanded at exit; 1.6: batch kinds
                                         // 3-6 (NVTX, GPU activities, buffers, GPU times), NCCL calls in batches;
-                                        // 1.7: communicators.seq_numbering
+                                        // 1.7: communicators.seq_numbering; 1.8: cpu_samples.instructions
 
 // The largest world a reader accepts (meta.world_size): 8 Mi ranks, beyond any machine's process count, so that a
 // corrupt value is refused instead of sizing per-rank arrays.

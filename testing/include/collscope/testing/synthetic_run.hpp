@@ -46,6 +46,13 @@ struct SyntheticRunSpec {
   int compute_thread_ranges = 0;
   int slow_set_parity = -1;        // with process_sets: that set moves its data slow_set_factor times slower
   double slow_set_factor = 1;
+  // Scheduler counters (cpu_samples) on thread 1 at the first step's start, at the end of each step's compute and
+  // at its end:
+  // compute on a CPU, the collectives off one. 0: none; 1: CPU time and run queue (schema 1.4); 2: also
+  // instructions retired (1.8), one per ns of compute.
+  int cpu_samples = 0;
+  bool slow_rank_same_instructions = false;  // with slow_rank and cpu_samples 2: its extra compute retires no more
+                                              // instructions (a slower CPU), else one per ns as well (more work)
 };
 
 // Writes dir/rank-NNNNN.sqlite for every rank (creates dir). Returns the number of collective rows written.

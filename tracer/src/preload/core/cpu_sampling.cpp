@@ -2,13 +2,20 @@
 #include "core/cpu_sampling.hpp"
 
 #include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "core/runtime.hpp"
 #include "core/thread_buffer.hpp"
@@ -41,6 +48,33 @@ bool read_schedstat(std::uint64_t (&values)[3]) {
   return true;
 }
 
+// Instructions retired: whether perf events count them here (probed once when the trace starts) and this
+// thread's counter (-2: not opened yet; -1: cannot be opened on this thread). A virtual machine without a virtual
+// PMU, or perf_event_paranoid above 2, has none: the samples then hold the scheduler counters alone.
+std::atomic<bool> g_instructions_counted{false};
+constinit thread_local int t_instructions_fd = -2;
+constexpr std::uint64_t kNoInstructions = ~std::uint64_t{0};
+
+// A counter of the calling thread's user-space instructions, or -1 with errno set.
+int open_instructions_counter() {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_HARDWARE;
+  attr.config = PERF_COUNT_HW_INSTRUCTIONS;
+  attr.exclude_kernel = 1;  // what the job's own code does; also what perf_event_paranoid 2 allows
+  attr.exclude_hv = 1;
+  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0 /* this thread */, -1 /* any CPU */, -1,
+                                    PERF_FLAG_FD_CLOEXEC));
+}
+
+std::uint64_t read_instructions() {
+  if (!g_instructions_counted.load(std::memory_order_relaxed)) return kNoInstructions;
+  if (t_instructions_fd == -2) t_instructions_fd = open_instructions_counter();
+  std::uint64_t count = 0;
+  if (t_instructions_fd < 0 || ::read(t_instructions_fd, &count, sizeof count) != sizeof count) return kNoInstructions;
+  return count;
+}
+
 }  // namespace
 
 void take_cpu_sample(std::uint64_t now_ticks, CpuSampleSite site) {
@@ -55,14 +89,17 @@ void take_cpu_sample(std::uint64_t now_ticks, CpuSampleSite site) {
     e.a[0] = v[0];
     e.a[1] = v[1];
     e.a[2] = v[2];
+    e.a[3] = read_instructions();
   });
 }
 
 void init_cpu_sampling() {
   static const bool registered = [] {
     set_event_handler(EventKind::CpuSample, [](const Event& e, WriterContext& ctx) {
-      ctx.writer.add(store::CpuSampleRow{e.thread, ctx.clock.to_ns(e.t0), e.op, static_cast<std::int64_t>(e.a[0]),
-                                         static_cast<std::int64_t>(e.a[1]), static_cast<std::int64_t>(e.a[2])});
+      ctx.writer.add(store::CpuSampleRow{
+          e.thread, ctx.clock.to_ns(e.t0), e.op, static_cast<std::int64_t>(e.a[0]), static_cast<std::int64_t>(e.a[1]),
+          static_cast<std::int64_t>(e.a[2]),
+          e.a[3] == kNoInstructions ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(e.a[3]))});
     });
     return true;
   }();
@@ -82,7 +119,21 @@ void init_cpu_sampling() {
   const double ticks_per_ns = double(ticks() - t0) / double(ns1 - ns0);
   g_cpu_sample_gap_ticks.store(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(ticks_per_ns * 1000.0 * double(gap_us))),
                                std::memory_order_relaxed);
-  runtime_set_meta("cpu_sampling", fmt::format("schedstat at MPI call entry/exit, every >= {} us per thread", gap_us));
+  // Instructions retired, where perf events count them (COLLSCOPE_INSTRUCTIONS=0 turns them off): one more read
+  // per sample.
+  std::string instructions = "instructions off (COLLSCOPE_INSTRUCTIONS=0)";
+  if (const char* env = std::getenv("COLLSCOPE_INSTRUCTIONS"); !env || std::string_view(env) != "0") {
+    const int fd = open_instructions_counter();
+    if (fd >= 0) {
+      ::close(fd);
+      g_instructions_counted.store(true, std::memory_order_relaxed);
+      instructions = "instructions retired (perf events, user space)";
+    } else {
+      instructions = fmt::format("no instructions (perf_event_open: {})", std::strerror(errno));
+    }
+  }
+  runtime_set_meta("cpu_sampling",
+                   fmt::format("schedstat at MPI call entry/exit, every >= {} us per thread; {}", gap_us, instructions));
 }
 
 }  // namespace collscope::tracer
