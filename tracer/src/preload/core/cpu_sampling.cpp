@@ -79,6 +79,11 @@ std::uint64_t read_instructions() {
 
 void take_cpu_sample(std::uint64_t now_ticks, CpuSampleSite site) {
   t_last_cpu_sample = now_ticks;
+  // The job's errno stays as its call left it: a failed read here is the tracer's business.
+  struct KeepErrno {
+    int saved = errno;
+    ~KeepErrno() { errno = saved; }
+  } keep_errno;
   std::uint64_t v[3];
   if (!read_schedstat(v)) return;
   emit([&](Event& e) {
