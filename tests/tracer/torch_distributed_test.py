@@ -515,7 +515,9 @@ share = least_exposed_ddp_comm_ns(os.path.join(scratch, "accumulation")) / repor
 # torch.set_num_threads among the placement checks, and does not suppress it (load 8: both given, share 77 %).
 threads_advice = any(f.get("suggestion", "").startswith("torch.set_num_threads") for f in report.get("findings", []))
 print("accumulation: DDP's allreduces after backward %.0f %% of the step" % (100 * share))
-check(len(advice) == (1 if share >= 0.3 and not threads_advice else 0),
+# Also only while the exposed allreduce is less than the step (the rule's `exposed < step`): at load 7.5 the least
+# exposed rank's DDP timers read 104 % of the median step, a reading that leaves no compute to accumulate over.
+check(len(advice) == (1 if 0.3 <= share < 1.0 and not threads_advice else 0),
       "accumulation: the no_sync advice given exactly when its premise holds (%.0f %% of the step)\n%s"
       % (100 * share, text))
 if len(advice) == 1:
