@@ -5,6 +5,7 @@
 #include <collscope/analyzer/analysis.hpp>
 #include <collscope/analyzer/compare.hpp>
 #include <collscope/analyzer/report.hpp>
+#include <collscope/run/statistics.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -97,8 +98,7 @@ TEST_F(RealRuns, StragglerNamedWithInjectedDelay) {
       const double median = a.lateness.median_lateness_ns.at(1);
       std::vector<double> deviations;
       for (double x : lateness) deviations.push_back(std::abs(x - median));
-      std::sort(deviations.begin(), deviations.end());
-      const double noise = deviations.empty() ? 0 : 1.4826 * deviations[deviations.size() / 2];
+      const double noise = 1.4826 * collscope::run::median_of(deviations);
       const double margin =
           std::max(0.2 * slow_ms * 1e6, 3.3 * 1.253 * noise / std::sqrt(double(std::max<std::size_t>(1, lateness.size()))));
       EXPECT_GE(median, slow_ms * 1e6 - margin) << text_report(a);
