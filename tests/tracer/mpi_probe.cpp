@@ -10,6 +10,8 @@
 // in a loop of MPI_Test and 1 ms sleeps, inside no MPI call most of the time).
 // --polling-threads T: only this: T threads (MPI_THREAD_MULTIPLE), each on its own dup of the world, make
 // `iterations` Iallreduce (64 floats) and spin on MPI_Test until each completes; prints "polling done".
+// --thread-churn T: only this: T threads one after another (MPI_THREAD_MULTIPLE), each makes one Barrier on the
+// world and exits; prints "thread churn: open descriptors +D" (after the last thread against before the first).
 // --late-rank R: rank R sleeps N ms before the first Allreduce of iteration 1 (says "late" on stdout first).
 #include <mpi.h>
 #include <sys/wait.h>
@@ -17,6 +19,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -34,6 +37,7 @@ int main(int argc, char** argv) {
   int late_rank = -1, late_ms = 0;
   bool hang_nonblocking = false, polling = false;
   int polling_threads = 0;
+  int churn_threads = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sleep-ms-after-each") && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
@@ -48,6 +52,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--hang-nonblocking")) hang_nonblocking = true;
     else if (!std::strcmp(argv[i], "--polling")) polling = true;
     else if (!std::strcmp(argv[i], "--polling-threads") && i + 1 < argc) polling_threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--thread-churn") && i + 1 < argc) churn_threads = std::atoi(argv[++i]);
   }
   if (fork_child) {
     // A child forked before MPI_Init that never calls MPI (a data-loader worker): must write nothing.
@@ -82,6 +87,27 @@ int main(int argc, char** argv) {
     for (auto& c : comms) MPI_Comm_free(&c);
     MPI_Barrier(MPI_COMM_WORLD);
     std::printf("mpi_probe: polling done\n");
+    MPI_Finalize();
+    return 0;
+  }
+  if (churn_threads > 0) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    if (provided < MPI_THREAD_MULTIPLE) {
+      std::printf("mpi_probe: MPI_THREAD_MULTIPLE not provided\n");
+      MPI_Finalize();
+      return 3;
+    }
+    const auto open_descriptors = [] {
+      long n = 0;
+      for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+      return n;
+    };
+    MPI_Barrier(MPI_COMM_WORLD);
+    const long before = open_descriptors();
+    for (int t = 0; t < churn_threads; ++t) std::thread([] { MPI_Barrier(MPI_COMM_WORLD); }).join();
+    const long after = open_descriptors();
+    std::printf("mpi_probe: thread churn: open descriptors %+ld\n", after - before);
     MPI_Finalize();
     return 0;
   }

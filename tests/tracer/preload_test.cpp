@@ -492,6 +492,32 @@ TEST(Preload, ConcurrentPollingThreadsAreTracedWhileTheWriterScansTheirRequests)
   }
 }
 
+TEST(Preload, ThreadsThatComeAndGoLeaveNoDescriptorsBehind) {
+  // 1 500 threads one after another, each one MPI call, as a job that starts a thread per task: each thread's
+  // first call opens its scheduler counter (and its instruction counter where perf events count them), and the
+  // tracer must close them when the thread exits, or the job reaches its descriptor limit (1 024 by default).
+  const auto dir = fresh_dir("thread-churn");
+  const int threads = 1500;
+  const auto r = run_process(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
+                                 cmd(mpirun(2), {kProbe, "--thread-churn", std::to_string(threads)})),
+                             {}, 120);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Each rank prints how many more descriptors it holds after the threads than before them.
+  std::size_t ranks = 0;
+  for (std::size_t at = 0; (at = r.out.find("open descriptors ", at)) != std::string::npos; ++ranks) {
+    at += std::strlen("open descriptors ");
+    EXPECT_LE(std::stol(r.out.substr(at)), 4) << r.out;  // MPI's own, at most; not one per thread
+  }
+  EXPECT_EQ(ranks, 2u) << r.out;
+  for (int rank : {0, 1}) {
+    TraceReader reader((dir / rank_file_name(rank)).string());
+    std::set<std::int64_t> sampled_threads;  // the samples were taken: the descriptors were really opened
+    for (const auto& s : reader.rows<CpuSampleRow>()) sampled_threads.insert(s.thread);
+    EXPECT_GT(sampled_threads.size(), std::size_t(threads) / 2) << "rank " << rank;
+  }
+}
+
 TEST(Preload, CallsInFlightAreWrittenWhileLongAndClearedWhenTheyReturn) {
   // Rank 2 arrives 3 s late at one allreduce: ranks 0 and 1 are in flight past the 200 ms threshold (a row
   // appears while the job runs), then the call returns (the row goes) and the job ends normally.

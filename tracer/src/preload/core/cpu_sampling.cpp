@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,11 +28,36 @@ constinit thread_local std::uint64_t t_last_cpu_sample = 0;
 
 namespace {
 
-// -2: not opened yet on this thread; -1: cannot be read here (no /proc, an old kernel): never tried again.
+// -2: not opened yet on this thread; -1: cannot be read here (no /proc, an old kernel), or the thread is exiting:
+// never tried again.
 constinit thread_local int t_schedstat_fd = -2;
+// This thread's instruction counter, the same way (read_instructions).
+constinit thread_local int t_instructions_fd = -2;
+
+// A thread's descriptors are closed when it exits: a job that starts a thread per task (a pool that grows and
+// shrinks, one thread per request) would otherwise lose one or two descriptors per thread to the tracer until its
+// own open() fails at the descriptor limit. A pthread key's destructor, set on a thread's first open (once per
+// thread, off the hot path); initial-exec TLS is still there when key destructors run.
+pthread_key_t g_thread_fds_key;
+bool g_thread_fds_key_made = false;
+
+void close_thread_fds(void*) {
+  if (t_schedstat_fd >= 0) ::close(t_schedstat_fd);
+  if (t_instructions_fd >= 0) ::close(t_instructions_fd);
+  t_schedstat_fd = t_instructions_fd = -1;  // an MPI call in a later destructor samples nothing
+}
+
+void close_at_thread_exit() {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, [] { g_thread_fds_key_made = pthread_key_create(&g_thread_fds_key, close_thread_fds) == 0; });
+  if (g_thread_fds_key_made) pthread_setspecific(g_thread_fds_key, &g_thread_fds_key);  // any non-null value
+}
 
 bool read_schedstat(std::uint64_t (&values)[3]) {
-  if (t_schedstat_fd == -2) t_schedstat_fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (t_schedstat_fd == -2) {
+    t_schedstat_fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (t_schedstat_fd >= 0) close_at_thread_exit();
+  }
   if (t_schedstat_fd < 0) return false;
   char buf[96];
   const ssize_t n = ::pread(t_schedstat_fd, buf, sizeof buf - 1, 0);
@@ -48,11 +74,10 @@ bool read_schedstat(std::uint64_t (&values)[3]) {
   return true;
 }
 
-// Instructions retired: whether perf events count them here (probed once when the trace starts) and this
-// thread's counter (-2: not opened yet; -1: cannot be opened on this thread). A virtual machine without a virtual
-// PMU, or perf_event_paranoid above 2, has none: the samples then hold the scheduler counters alone.
+// Instructions retired: whether perf events count them here (probed once when the trace starts; each thread's
+// counter is t_instructions_fd, -1 where it cannot be opened). A virtual machine without a virtual PMU, or
+// perf_event_paranoid above 2, has none: the samples then hold the scheduler counters alone.
 std::atomic<bool> g_instructions_counted{false};
-constinit thread_local int t_instructions_fd = -2;
 constexpr std::uint64_t kNoInstructions = ~std::uint64_t{0};
 
 // A counter of the calling thread's user-space instructions, or -1 with errno set.
@@ -69,7 +94,10 @@ int open_instructions_counter() {
 
 std::uint64_t read_instructions() {
   if (!g_instructions_counted.load(std::memory_order_relaxed)) return kNoInstructions;
-  if (t_instructions_fd == -2) t_instructions_fd = open_instructions_counter();
+  if (t_instructions_fd == -2) {
+    t_instructions_fd = open_instructions_counter();
+    if (t_instructions_fd >= 0) close_at_thread_exit();
+  }
   std::uint64_t count = 0;
   if (t_instructions_fd < 0 || ::read(t_instructions_fd, &count, sizeof count) != sizeof count) return kNoInstructions;
   return count;
