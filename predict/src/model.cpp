@@ -82,7 +82,8 @@ double CostCurve::ns(double bytes) const {
   if (points_.empty() || bytes <= 0) return 0;
   if (bytes <= points_.front().first) return points_.front().second;  // latency floor
   if (bytes >= points_.back().first) return points_.back().second + (bytes - points_.back().first) * ns_per_byte_;
-  auto hi = std::lower_bound(points_.begin(), points_.end(), bytes, [](const auto& p, double b) { return p.first < b; });
+  auto hi =
+      std::lower_bound(points_.begin(), points_.end(), bytes, [](const auto& p, double b) { return p.first < b; });
   auto lo = hi - 1;
   return lo->second + (bytes - lo->first) / (hi->first - lo->first) * (hi->second - lo->second);
 }
@@ -97,17 +98,21 @@ struct GradientCall {
   std::int64_t bytes = 0;
 };
 
+// A gradient allreduce: an allreduce of data, not a control reduction (Horovod's negotiation, a loss's sum), of the
+// kind, blocking or not, that the job's gradients go in.
+bool is_gradient_allreduce(const run::CollectiveCall& c, bool nonblocking) {
+  return (c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce) && run::is_nonblocking(c.op) == nonblocking &&
+         !run::is_control_reduction(c.reduction) && c.bytes > 0;
+}
+
 // The communicator that carries the most gradient bytes: blocking sum-like allreduces (non-blocking ones only when
 // the job has no blocking ones: DDP's buckets).
 int gradient_comm(const run::Run& run, bool& nonblocking) {
   for (bool nb : {false, true}) {
     std::map<int, double> bytes;
     for (const auto& r : run.ranks)
-      for (const auto& c : r.collectives) {
-        const bool allreduce = c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce;
-        if (!allreduce || run::is_nonblocking(c.op) != nb || run::is_control_reduction(c.reduction) || c.bytes <= 0) continue;
-        bytes[c.comm] += double(c.bytes);
-      }
+      for (const auto& c : r.collectives)
+        if (is_gradient_allreduce(c, nb)) bytes[c.comm] += double(c.bytes);
     int best = -1;
     double most = 0;
     for (const auto& [comm, b] : bytes)
@@ -150,16 +155,15 @@ void fit_op_overhead(const std::vector<std::pair<double, double>>& gaps, ReplayM
 // at the start, one tensor each, in the order it registered them; backward makes their gradients ready in the
 // reverse order. Used only when they add up to the gradient bytes of a reduction (within 0.1 %): otherwise they
 // were something else (a state dict with buffers, DDP's coalesced broadcasts) and the sizes stay unknown.
-std::vector<double> tensor_ends_from_broadcasts(const run::Run& run, int comm, double gradient_bytes) {
+std::vector<double> tensor_ends_from_broadcasts(const run::Run& run, int comm, bool nonblocking,
+                                                double gradient_bytes) {
   if (run.ranks.empty() || gradient_bytes <= 0) return {};
   std::vector<double> sizes;
   const auto& members = run.communicators[std::size_t(comm)].members;
   const auto& calls = run.ranks[0].collectives;  // in communicator order, not time order
   std::int64_t first_gradient = INT64_MAX;
   for (const auto& c : calls)
-    if (c.comm == comm && (c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce) &&
-        !run::is_control_reduction(c.reduction) && c.bytes > 0)
-      first_gradient = std::min(first_gradient, c.start_ns);
+    if (c.comm == comm && is_gradient_allreduce(c, nonblocking)) first_gradient = std::min(first_gradient, c.start_ns);
   std::vector<std::pair<std::int64_t, double>> broadcasts;  // (start, bytes)
   for (const auto& c : calls)
     if (c.op == store::Op::Bcast && c.bytes > 0 && c.start_ns < first_gradient &&
@@ -224,9 +228,9 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
         cycle_start = start;
         m.negotiates = true;
         negotiation_calls[r].emplace_back(start, end);
-      } else if ((c.op == store::Op::Allreduce || c.op == store::Op::Iallreduce) && run::is_nonblocking(c.op) == nonblocking &&
-                 c.bytes > 0) {
-        if (previous_end != INT64_MIN && start > previous_end) overheads.emplace_back(double(c.bytes), double(start - previous_end));
+      } else if (is_gradient_allreduce(c, nonblocking)) {
+        if (previous_end != INT64_MIN && start > previous_end)
+          overheads.emplace_back(double(c.bytes), double(start - previous_end));
         calls[r].push_back({start, end, cycle_start == INT64_MIN ? start : cycle_start, c.bytes});
         ++comm_threads[r][c.thread];
         if (!m.negotiates) cycle_start = INT64_MIN;
@@ -242,7 +246,8 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
       negotiations.push_back(double(inst.duration_ns));  // readiness bit vectors
       continue;
     }
-    if (inst.op == store::Op::Allreduce || inst.op == store::Op::Iallreduce) m.cost.add(inst.bytes, double(inst.duration_ns));
+    if (inst.op == store::Op::Allreduce || inst.op == store::Op::Iallreduce)
+      m.cost.add(inst.bytes, double(inst.duration_ns));
   }
   m.cost.finish();
   if (m.cost.empty()) {
@@ -334,7 +339,8 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
         for (const auto& [a, b] : negotiation_calls[r])
           if (double(a) >= x.S && double(a) < x.E) cpu.negotiation_mpi_ns += std::min(double(b), x.E) - double(a);
         for (const auto& c : calls[r])
-          if (double(c.start) >= x.S && double(c.start) < x.E) cpu.gradient_mpi_ns += std::min(double(c.end), x.E) - double(c.start);
+          if (double(c.start) >= x.S && double(c.start) < x.E)
+            cpu.gradient_mpi_ns += std::min(double(c.end), x.E) - double(c.start);
         g.cpu.push_back(cpu);
       }
       for (std::size_t r = 0; r < g.cpu.size(); ++r)
@@ -363,8 +369,9 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
       if (known_b0 >= 0) {
         double num = 0, den = 0;
         for (std::size_t j = 0; j + 1 < points.size(); ++j)
-          if (points[j].first > known_b0) num += points[j].second * (points[j].first - known_b0),
-                                          den += (points[j].first - known_b0) * (points[j].first - known_b0);
+          if (points[j].first > known_b0)
+            num += points[j].second * (points[j].first - known_b0),
+                den += (points[j].first - known_b0) * (points[j].first - known_b0);
         if (den > 0) out.first = num / den;
       } else if (points.size() >= 3) {
         double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -419,11 +426,12 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
     return m;
   }
   m.gradient_bytes = median_of(step_bytes);
-  if (m.negotiates) m.tensor_ends = tensor_ends_from_broadcasts(run, comm, m.gradient_bytes);
+  if (m.negotiates) m.tensor_ends = tensor_ends_from_broadcasts(run, comm, nonblocking, m.gradient_bytes);
   if (!m.tensor_ends.empty())
-    m.assumptions.push_back(fmt::format("the gradient tensors' sizes are those of the {} broadcasts before the first "
-                                        "step, ready in the reverse order",
-                                        m.tensor_ends.size()));
+    m.assumptions.push_back(
+        fmt::format("the gradient tensors' sizes are those of the {} broadcasts before the first "
+                    "step, ready in the reverse order",
+                    m.tensor_ends.size()));
   const auto phase_medians = [&](std::size_t r) {
     std::vector<double> pre, backward, post;
     for (const auto& g : m.steps)
@@ -444,8 +452,8 @@ ReplayModel build_model(const run::Run& run, const run::ClockAlignment& clocks, 
   const RankStep& ref = medians[fastest];
   const auto factor = [](double ref_ns, double own_ns) { return own_ns > 0 ? std::min(1.0, ref_ns / own_ns) : 1.0; };
   for (const auto& x : medians)
-    m.rank_speed.push_back({factor(ref.pre_ns, x.pre_ns), factor(ref.backward_ns, x.backward_ns),
-                            factor(ref.post_ns, x.post_ns)});
+    m.rank_speed.push_back(
+        {factor(ref.pre_ns, x.pre_ns), factor(ref.backward_ns, x.backward_ns), factor(ref.post_ns, x.post_ns)});
   if (cpu_sharing && cpu_steps > 0 && std::all_of(in_mpi.begin(), in_mpi.end(), [](double x) { return x > 0; })) {
     m.cpu_sharing = true;
     double wait = 0, mpi = 0;
