@@ -2,6 +2,9 @@
 # README command (b): install the Debian packages, build, and run the whole test suite (CTest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The disk free where everything is built (the plain build tree alone takes 1.3 GiB: docs/performance.md, "CI
+# time"): a run that fails writing then says how much there was.
+df -Ph . | awk 'NR == 2 { print "test.sh: " $4 " free on " $6 }'
 scripts/install-deps.sh
 scripts/build.sh
 cd build
