@@ -492,15 +492,19 @@ TEST(Preload, ConcurrentPollingThreadsAreTracedWhileTheWriterScansTheirRequests)
   }
 }
 
-TEST(Preload, ThreadsThatComeAndGoLeaveNoDescriptorsBehind) {
+TEST(Preload, ThreadsThatComeAndGoLeaveNoDescriptorsOrBuffersBehind) {
   // 1 500 threads one after another, each one MPI call, as a job that starts a thread per task: each thread's
   // first call opens its scheduler counter (and its instruction counter where perf events count them), and the
   // tracer must close them when the thread exits, or the job reaches its descriptor limit (1 024 by default).
+  // Each thread's first event also takes a 64 KiB chunk: an exited thread's chunks go to the threads after it,
+  // or the buffers would grow by 1 500 chunks (94 MiB) past their cap. With a 16 MiB cap (256 chunks) they stay
+  // within it however rarely the writer runs: at the cap a thread writes out itself, which frees the exited
+  // threads' chunks.
   const auto dir = fresh_dir("thread-churn");
   const int threads = 1500;
   const auto r = run_process(cmd({kCollscope, "trace", "-o", dir.string(), "--"},
                                  cmd(mpirun(2), {kProbe, "--thread-churn", std::to_string(threads)})),
-                             {}, 120);
+                             {{"COLLSCOPE_BUFFER_MB", "16"}}, 120);
   ASSERT_FALSE(r.timed_out);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // Each rank prints how many more descriptors it holds after the threads than before them.
@@ -515,6 +519,13 @@ TEST(Preload, ThreadsThatComeAndGoLeaveNoDescriptorsBehind) {
     std::set<std::int64_t> sampled_threads;  // the samples were taken: the descriptors were really opened
     for (const auto& s : reader.rows<CpuSampleRow>()) sampled_threads.insert(s.thread);
     EXPECT_GT(sampled_threads.size(), std::size_t(threads) / 2) << "rank " << rank;
+    // Every thread's barrier is there, and the chunks taken stay within the cap (a chunk or two past it at most).
+    std::size_t barriers = 0;
+    for (const auto& c : reader.collectives()) barriers += c.op == Op::Barrier;
+    EXPECT_EQ(barriers, std::size_t(threads) + 1) << "rank " << rank;
+    const auto meta = reader.meta();
+    EXPECT_EQ(meta.at("events_dropped"), "0") << "rank " << rank;
+    EXPECT_LE(std::stod(meta.at("trace_buffer_bytes")), 17.0 * 1024 * 1024) << "rank " << rank;
   }
 }
 

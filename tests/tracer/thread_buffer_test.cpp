@@ -96,6 +96,51 @@ TEST(ThreadBuffer, EmptiedChunksAreReusedNotAllocatedAgain) {
   EXPECT_TRUE(buffer.empty());
 }
 
+TEST(ThreadBuffer, AnExitedThreadsChunksGoToTheNextThread) {
+  // A thread records two chunks' worth and exits (retire(), as its pthread key's destructor does) while the
+  // consumer drains; once all is drained its chunks are reclaimed, and the next thread records as much without
+  // a chunk more from the process. Not before: a live thread's or an undrained buffer's chunks are never taken.
+  const auto record = [](ThreadBuffer& buffer, std::int64_t events) {
+    for (std::int64_t v = 1; v <= events; ++v) {
+      Event* slot = buffer.reserve();
+      ASSERT_NE(slot, nullptr);
+      fill(*slot, v);
+      buffer.publish();
+    }
+  };
+  constexpr std::int64_t kEvents = 2 * kChunkEvents - 7;
+  ThreadBuffer first(1, 1, "first");
+  std::atomic<bool> exited{false};
+  std::int64_t drained = 0;
+  std::thread job([&] {
+    record(first, kEvents);
+    first.retire();
+    exited.store(true, std::memory_order_release);
+  });
+  while (!exited.load(std::memory_order_acquire)) {
+    drained += static_cast<std::int64_t>(first.drain([](const Event& e) { EXPECT_TRUE(whole(e)); }));
+    std::this_thread::yield();
+  }
+  job.join();
+  EXPECT_EQ(first.chunks(), 2u);
+  if (drained < kEvents) {
+    EXPECT_FALSE(first.reclaim_if_retired());  // events still to drain
+    drained += static_cast<std::int64_t>(first.drain([](const Event& e) { EXPECT_TRUE(whole(e)); }));
+  }
+  EXPECT_EQ(drained, kEvents);
+  EXPECT_TRUE(first.reclaim_if_retired());
+  EXPECT_FALSE(first.reclaim_if_retired());  // once
+  EXPECT_EQ(first.chunks(), 0u);
+
+  const std::uint64_t allocated = buffer_bytes_allocated();
+  ThreadBuffer second(2, 2, "second");
+  std::thread([&] { record(second, kEvents); }).join();
+  EXPECT_EQ(second.chunks(), 2u);
+  EXPECT_EQ(buffer_bytes_allocated(), allocated);  // both came from the first thread
+  EXPECT_EQ(second.drain([](const Event& e) { EXPECT_TRUE(whole(e)); }), std::uint64_t(kEvents));
+  EXPECT_FALSE(second.reclaim_if_retired());  // not retired
+}
+
 TEST(ThreadBuffer, CallInFlightSnapshotIsOneCallWhole) {
   ThreadBuffer ring(1, 1, "caller");
   std::atomic<bool> done{false};

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include "core/job_metadata.hpp"
 #include "core/runtime.hpp"
@@ -42,6 +43,16 @@ constexpr std::size_t kChunkStride = (sizeof(EventChunk) + alignof(EventChunk) -
 std::mutex g_slab_mutex;
 char* g_slab_next = nullptr;
 char* g_slab_end = nullptr;
+// Chunks of exited threads (ThreadBuffer::reclaim_if_retired), linked by free_next, under g_slab_mutex: already
+// counted in g_allocated, handed to the next thread that needs one before any slab is carved.
+EventChunk* g_recycled = nullptr;
+
+EventChunk* take_recycled() {
+  std::lock_guard lock(g_slab_mutex);
+  EventChunk* c = g_recycled;
+  if (c) g_recycled = c->free_next;
+  return c;
+}
 
 void* carve_chunk() {
   std::lock_guard lock(g_slab_mutex);
@@ -59,6 +70,7 @@ void* carve_chunk() {
 // A chunk, counted against the cap unless `over_cap` (a flush cannot run now: better to exceed the cap by a chunk
 // than to lose events). Its pages are not touched until events are written into them.
 EventChunk* allocate_chunk(bool over_cap) {
+  if (EventChunk* c = take_recycled()) return c;
   const std::uint64_t bytes = sizeof(EventChunk);
   std::uint64_t now = g_allocated.load(std::memory_order_relaxed);
   do {
@@ -78,7 +90,24 @@ EventChunk* allocate_chunk(bool over_cap) {
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadBuffer* t_thread_buffer = nullptr;
 
+namespace {
+// A thread's buffer is retired when the thread exits: a pthread key's destructor, set when the buffer is
+// registered (once per thread). A traced call from a later destructor registers a new buffer, which is retired in
+// the key's next round (glibc runs them up to PTHREAD_DESTRUCTOR_ITERATIONS times).
+pthread_key_t g_retire_key;
+bool g_retire_key_made = false;
+
+void retire_at_thread_exit(void*) {
+  ThreadBuffer* tb = t_thread_buffer;
+  t_thread_buffer = nullptr;  // first: nothing this thread still records may go to a retired buffer
+  if (tb) tb->retire();
+}
+}  // namespace
+
 ThreadBuffer* register_this_thread() {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, [] { g_retire_key_made = pthread_key_create(&g_retire_key, retire_at_thread_exit) == 0; });
+  if (g_retire_key_made) pthread_setspecific(g_retire_key, &g_retire_key);  // any non-null value
   char name[32] = {};
   pthread_getname_np(pthread_self(), name, sizeof name);
   const auto tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
@@ -129,8 +158,10 @@ bool ThreadBuffer::next_chunk() {
   EventChunk* c = take_free();
   bool fresh = false;
   if (!c && (c = allocate_chunk(false))) fresh = true;
-  if (!c && write_chunk_ && flush_from_recording_thread(*this)) {
-    if (write_index_ == 0) return true;  // everything was written out: the current chunk is reused
+  // At the cap: write out synchronously, which also hands exited threads' chunks to the pool (a thread's first
+  // chunk then comes from there, not from past the cap).
+  if (!c && flush_from_recording_thread(*this)) {
+    if (write_chunk_ && write_index_ == 0) return true;  // everything was written out: the current chunk is reused
     c = take_free();
   }
   if (!c && (c = allocate_chunk(true))) fresh = true;
@@ -160,6 +191,29 @@ bool ThreadBuffer::empty() const {
   if (!c) return true;
   const std::uint32_t at = read_chunk_ ? read_index_ : 0;
   return at == c->published.load(std::memory_order_acquire) && c->next.load(std::memory_order_acquire) == nullptr;
+}
+
+bool ThreadBuffer::reclaim_if_retired() {
+  if (reclaimed_ || !retired_.load(std::memory_order_acquire) || !empty()) return false;
+  // The producer has exited: its fields are ours now (the acquire above saw its last publish).
+  std::vector<EventChunk*> chunks;
+  if (EventChunk* last = read_chunk_ ? read_chunk_ : first_chunk_.load(std::memory_order_relaxed)) chunks.push_back(last);
+  for (EventChunk* c = free_.exchange(nullptr, std::memory_order_acquire); c; c = c->free_next) chunks.push_back(c);
+  for (EventChunk* c = private_free_; c; c = c->free_next) chunks.push_back(c);
+  {
+    std::lock_guard lock(g_slab_mutex);
+    for (EventChunk* c : chunks) {
+      c->free_next = g_recycled;
+      g_recycled = c;
+    }
+  }
+  read_chunk_ = write_chunk_ = private_free_ = nullptr;
+  read_index_ = 0;
+  write_index_ = kChunkEvents;
+  first_chunk_.store(nullptr, std::memory_order_relaxed);
+  chunks_.store(0, std::memory_order_relaxed);
+  reclaimed_ = true;
+  return true;
 }
 
 ThreadBuffer* thread_buffers() { return g_head.load(std::memory_order_acquire); }

@@ -135,6 +135,12 @@ class ThreadBuffer {
   void count_dropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
   // Whether everything published has been drained (the consumer's view; for tests).
   bool empty() const;
+  // Owning thread, as it exits (a pthread key's destructor, thread_buffer.cpp): it publishes nothing more.
+  void retire() { retired_.store(true, std::memory_order_release); }
+  // Consumer side (under the drain lock), after a drain: when the thread has exited and everything it published
+  // has been drained, its chunks go to the process's pool for threads yet to come, so that a job that starts a
+  // thread per task holds the chunks of the threads alive, not of every thread it ever ran. True when it did.
+  bool reclaim_if_retired();
   // Chunks this thread holds (in its chain or free), for tests and the exit report.
   std::uint64_t chunks() const { return chunks_.load(std::memory_order_relaxed); }
 
@@ -153,9 +159,12 @@ class ThreadBuffer {
   EventChunk* read_chunk_ = nullptr;
   std::uint32_t read_index_ = 0;
   // Shared.
-  std::atomic<EventChunk*> first_chunk_{nullptr};  // set once, by the producer, when it takes its first chunk
+  std::atomic<EventChunk*> first_chunk_{nullptr};  // set by the producer when it takes its first chunk (cleared
+                                                   // when an exited thread's chunks are reclaimed)
   alignas(64) std::atomic<EventChunk*> free_{nullptr};  // chunks the consumer emptied (consumer pushes, producer takes all)
   std::atomic<std::uint64_t> chunks_{0};
+  std::atomic<bool> retired_{false};  // set by the owning thread as it exits (release)
+  bool reclaimed_ = false;            // consumer-owned: its chunks went to the pool
   alignas(64) std::atomic<std::uint64_t> dropped_{0};
   alignas(64) std::atomic<std::uint64_t> since_{0};  // the call in flight (see enter_call)
   std::atomic<std::uint64_t> call_[6] = {};

@@ -437,7 +437,10 @@ void Writer::drain_locked(bool final_drain, bool yield_between_pieces) {
   }
   if (failed || !file) {
     // Keep emptying the buffers so that producers never run out of chunks; nothing is written.
-    for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) tb->drain([](const Event&) {});
+    for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
+      tb->drain([](const Event&) {});
+      tb->reclaim_if_retired();
+    }
     return;
   }
   try {
@@ -459,6 +462,7 @@ void Writer::drain_locked(bool final_drain, bool yield_between_pieces) {
       flush_batch(collective_batch, batch_thread);
       flush_batch(point_to_point_batch, batch_thread);
       dropped += tb->dropped();
+      tb->reclaim_if_retired();  // an exited thread's chunks, for the threads to come
     }
     for (const store::TracerFlushRow& f : flushes) file->add(f);
     flushes.clear();
