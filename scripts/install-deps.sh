@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
   mpich libmpich-dev gfortran python3-mpi4py
+  hpcc  # HPC Challenge: a real MPI program the tests trace (tests/data/hpcc)
   qt6-base-dev xvfb xauth
   chromium  # renders the HTML reports in the tests (headless)
   libopen-trace-format2-dev otf2-tools  # OTF2 export (found by pkg-config); otf2-print reads it back in the tests

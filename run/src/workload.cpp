@@ -15,8 +15,10 @@ bool is_nonblocking(store::Op op) {
 
 std::string benchmark_in_command(const Run& run) {
   // Program names of the common collective benchmarks: OSU micro-benchmarks (osu_allreduce, osu_bw, ...), Intel
-  // MPI Benchmarks (IMB-MPI1, IMB-NBC), nccl-tests (all_reduce_perf, ...), mpiBench, SKaMPI, ReproMPI.
+  // MPI Benchmarks (IMB-MPI1, IMB-NBC), nccl-tests (all_reduce_perf, ...), mpiBench, SKaMPI, ReproMPI, HPCC, HPL.
   static constexpr std::array<std::string_view, 6> kPrefixes = {"osu_", "IMB-", "mpiBench", "skampi", "mpibenchmark", "reprompi"};
+  // Whole names: the HPC Challenge suite (Debian's hpcc: HPL, PTRANS, RandomAccess, FFT, b_eff) and HPL alone.
+  static constexpr std::array<std::string_view, 2> kNames = {"hpcc", "xhpl"};
   for (const auto& rank : run.ranks) {
     const auto cmd = rank.meta_value(std::string(store::meta_key::kCommandLine));
     if (!cmd) continue;
@@ -29,6 +31,8 @@ std::string benchmark_in_command(const Run& run) {
       if (const auto slash = word.rfind('/'); slash != std::string_view::npos) word.remove_prefix(slash + 1);
       for (auto prefix : kPrefixes)
         if (word.starts_with(prefix) && word.size() > prefix.size()) return std::string(word);
+      for (auto name : kNames)
+        if (word == name) return std::string(word);
       if (word.size() > 5 && word.ends_with("_perf") && word.find('_') < word.size() - 5) return std::string(word);
     }
   }

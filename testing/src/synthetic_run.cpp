@@ -46,9 +46,9 @@ std::int64_t write_synthetic_run(const std::string& dir, const SyntheticRunSpec&
                                           .host = fmt::format("node{}", r / std::max(1, spec.ranks_per_host)),
                                           .monotonic_start_ns = kMonotonicBase + shift(r),
                                           .realtime_start_ns = kRealtimeBase + shift(r),
-                                          .fusion_threshold = spec.fusion_threshold});
+                                          .fusion_threshold = spec.horovod_env ? spec.fusion_threshold : 0});
     w->set_meta(store::meta_key::kCommandLine, fmt::format("{} --batch-size {}", spec.program, spec.batch_size));
-    w->set_meta("env.HOROVOD_CYCLE_TIME", fmt::format("{}", spec.cycle_time_ms));
+    if (spec.horovod_env) w->set_meta("env.HOROVOD_CYCLE_TIME", fmt::format("{}", spec.cycle_time_ms));
     w->add_thread({1, 1000 + r, "main"});
     if (spec.compute_thread_ranges) w->add_thread({2, 3000 + r, "compute"});
     w->add_communicator(detail::world_communicator(world_key, r, n, kMonotonicBase));

@@ -285,6 +285,36 @@ TEST(Analyzer, LatencyBoundWithTinyFusionThreshold) {
   EXPECT_EQ(find_finding(analyze_run(fused.string()), FindingKind::LatencyBound), nullptr);
 }
 
+TEST(Analyzer, LatencyBoundInAPlainMpiProgramNamesNoFrameworkAndOnlyWhenItMatters) {
+  // The same 64 small allreduces per step in a program with no Horovod or DDP knobs: the advice is the program's
+  // own (fewer, larger or non-blocking collectives), never a framework's knob; with 200 ms of compute per step
+  // their 2 ms are 1 % of the step, below the 2 % that makes a finding.
+  auto small = temp_dir("latency-plain");
+  SyntheticRunSpec spec;
+  spec.ranks = 2;
+  spec.steps = 20;
+  spec.allreduces_per_step = 64;
+  spec.allreduce_bytes = 4096;
+  spec.compute_ms = 2;
+  spec.latency_us = 30;
+  spec.horovod_env = false;
+  spec.program = "lattice_solver";
+  write_synthetic_run(small.string(), spec);
+  const Analysis a = analyze_run(small.string());
+  const Finding* f = find_finding(a, FindingKind::LatencyBound);
+  ASSERT_NE(f, nullptr) << text_report(a);
+  EXPECT_NE(f->suggestion.find("MPI derived datatype"), std::string::npos) << f->suggestion;
+  for (const char* knob : {"HOROVOD_", "bucket_cap_mb", "DDP"})
+    EXPECT_EQ(f->suggestion.find(knob), std::string::npos) << f->suggestion;
+  EXPECT_NE(f->title.find("64 small collectives per step"), std::string::npos) << f->title;
+
+  auto long_steps = temp_dir("latency-plain-long");
+  spec.compute_ms = 200;
+  write_synthetic_run(long_steps.string(), spec);
+  const Analysis b = analyze_run(long_steps.string());
+  EXPECT_EQ(find_finding(b, FindingKind::LatencyBound), nullptr) << text_report(b);
+}
+
 // busbw of a 4 MiB allreduce on `ranks` ranks with the synthetic transfer model (latency + bytes×2(n-1)/n / link).
 double synthetic_busbw(int ranks, double link_gbps, double bytes = 4 << 20, double latency_us = 20) {
   const double factor = 2.0 * (ranks - 1) / ranks;

@@ -90,6 +90,7 @@ struct DetectorThresholds {
   double latency_bound_min_share = 0.5;       // of the time in payload collectives
   double latency_bound_critical_share = 0.8;
   double latency_bound_min_per_step = 16;     // small collectives per step
+  double latency_bound_min_wall_share = 0.02;  // their time, of the run's (or its steps') wall time
   // Low bandwidth: sizes from this many bytes, with enough instances, below this fraction of the target.
   std::int64_t bandwidth_min_bytes = 64 << 10;
   int bandwidth_min_instances = 8;

@@ -34,6 +34,7 @@ struct SyntheticRunSpec {
   std::uint64_t seed = 1;
   std::int64_t fusion_threshold = 64 << 20;  // written as env.HOROVOD_FUSION_THRESHOLD
   double cycle_time_ms = 1;                   // env.HOROVOD_CYCLE_TIME
+  bool horovod_env = true;                    // false: neither is written (a plain MPI program)
   int batch_size = 32;                        // in command_line "--batch-size N"
   std::string program = "synthetic_trainer";  // the command line's program
   // Injected communication problems (ground truth for the detectors):
