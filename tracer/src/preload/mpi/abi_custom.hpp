@@ -66,7 +66,8 @@ int custom_Comm_free(MPI_Comm* comm) {
 
 // ---- completion: Wait*/Test* --------------------------------------------------------------------------------
 
-// The requests of a completion call as they were before it (MPI sets completed ones to MPI_REQUEST_NULL).
+// The requests of a completion call as they were before it (MPI sets completed ones to MPI_REQUEST_NULL, which is
+// kept as key 0: no call is pending under it, and nothing is looked up for it).
 class RequestSnapshot {
  public:
   RequestSnapshot(int n, const MPI_Request* requests) : n_(requests && n > 0 ? n : 0) {
@@ -75,7 +76,7 @@ class RequestSnapshot {
       if (heap.size() < static_cast<std::size_t>(n_)) heap.resize(static_cast<std::size_t>(n_));
       keys_ = heap.data();
     }
-    for (int i = 0; i < n_; ++i) keys_[i] = key_of(requests[i]);
+    for (int i = 0; i < n_; ++i) keys_[i] = requests[i] == g.request_null ? RequestKey{0} : key_of(requests[i]);
   }
   RequestKey operator[](int i) const { return keys_[i]; }
   int size() const { return n_; }
