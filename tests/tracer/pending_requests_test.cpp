@@ -83,3 +83,31 @@ TEST(PendingRequests, PersistentRequestsAreFoundUntilFreed) {
   mpi::persistent_remove(0x77770);
   EXPECT_FALSE(mpi::persistent_find(0x77770, e));
 }
+
+TEST(PendingRequests, EveryCallFoundWhereverItWasPlacedAndNoneThatWasNot) {
+  using namespace collscope::tracer::mpi;
+  // 2 000 calls pending at once (half the table: many are placed away from their bucket), with handle values spaced
+  // as allocator addresses are. Each is found, with the waits of the completion calls that did not complete it;
+  // values never posted (MPI_REQUEST_NULL, a request already completed) are found nowhere, however far others went.
+  constexpr std::uint64_t kBase = 0x7f3a12000040, kStride = 176;
+  constexpr int kCalls = 2000;
+  int placed = 0;
+  for (int i = 0; i < kCalls; ++i) placed += pending_add(kBase + kStride * i, event_of(i + 1));
+  ASSERT_EQ(placed, kCalls);
+  for (int i = 0; i < kCalls; i += 2) pending_waited(kBase + kStride * i, 5);
+  for (int i = 0; i < 100; ++i) {
+    Event e;
+    EXPECT_FALSE(pending_take(kBase + kStride * kCalls + 16 * i, e));  // never posted
+  }
+  for (int i = kCalls - 1; i >= 0; --i) {
+    Event e;
+    ASSERT_TRUE(pending_take(kBase + kStride * i, e)) << i;
+    EXPECT_TRUE(whole(e));
+    EXPECT_EQ(e.seq, i + 1);
+    const Event posted = event_of(i + 1);  // its words already hold wait counts: the table adds to them
+    EXPECT_EQ(e.mpi.wait_calls, posted.mpi.wait_calls + (i % 2 ? 0u : 1u));
+    EXPECT_EQ(e.mpi.wait_ticks, posted.mpi.wait_ticks + (i % 2 ? 0u : 5u));
+    EXPECT_FALSE(pending_take(kBase + kStride * i, e));  // completed: gone
+  }
+  EXPECT_FALSE(any_pending());
+}
