@@ -63,14 +63,17 @@ int main(int argc, char** argv) {
       _exit(0);
     }
   }
-  if (polling_threads > 0) {
+  // The threaded modes: MPI_THREAD_MULTIPLE, or exit 3 saying it is not provided.
+  const auto init_thread_multiple = [&] {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    if (provided < MPI_THREAD_MULTIPLE) {
-      std::printf("mpi_probe: MPI_THREAD_MULTIPLE not provided\n");
-      MPI_Finalize();
-      return 3;
-    }
+    if (provided >= MPI_THREAD_MULTIPLE) return true;
+    std::printf("mpi_probe: MPI_THREAD_MULTIPLE not provided\n");
+    MPI_Finalize();
+    return false;
+  };
+  if (polling_threads > 0) {
+    if (!init_thread_multiple()) return 3;
     std::vector<MPI_Comm> comms(static_cast<std::size_t>(polling_threads));
     for (auto& c : comms) MPI_Comm_dup(MPI_COMM_WORLD, &c);
     std::vector<std::thread> threads;
@@ -91,13 +94,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (churn_threads > 0) {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    if (provided < MPI_THREAD_MULTIPLE) {
-      std::printf("mpi_probe: MPI_THREAD_MULTIPLE not provided\n");
-      MPI_Finalize();
-      return 3;
-    }
+    if (!init_thread_multiple()) return 3;
     const auto open_descriptors = [] {
       long n = 0;
       for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
