@@ -71,9 +71,7 @@ RunResults analyze_matched(const Run& run, const ClockAlignment& clocks, const M
                                   t.world_rank, t.missing, name.empty() ? fmt::format("comm {:#x}", t.comm_key) : name,
                                   t.from_seq, t.why));
   }
-  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& i : matched.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
-  a.wall_ns = hi > lo ? double(hi - lo) : 0;
+  a.wall_ns = matched.wall_ns;
   double comm = 0;
   for (const auto& r : run.ranks)
     for (std::size_t j = 0; j < r.collectives.size(); ++j)

@@ -290,6 +290,16 @@ MatchedRun CollectiveMatcher::match(const Run& run, const ClockAlignment& clocks
     }
   }
   out.comm_first[run.communicators.size()] = out.instances.size();
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (std::size_t r = 0; r < nranks; ++r) {
+    const auto see = [&](std::int64_t start, std::int64_t end) {
+      lo = std::min(lo, clocks.aligned(static_cast<int>(r), start));
+      hi = std::max(hi, clocks.aligned(static_cast<int>(r), end));
+    };
+    for (const auto& c : run.ranks[r].collectives) see(c.start_ns, c.end_ns);
+    for (const auto& c : run.ranks[r].point_to_point) see(c.start_ns, c.end_ns);
+  }
+  out.wall_ns = hi > lo ? double(hi - lo) : 0.0;
   return out;
 }
 

@@ -288,6 +288,19 @@ TEST_F(PointToPointRuns, PingPongMessagesPerPairAndSizesAreExact) {
   EXPECT_NE(text.find("p2p wait"), std::string::npos) << text;
   const auto [columns, line] = widest_line(text, collscope::test::temp_root("collscope-p2p").string());
   EXPECT_LE(columns, 100u) << line;
+  // The run's traced time spans its point-to-point calls too: the last size's round trips come after the last
+  // barrier, where a span of the collectives alone ends.
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN, last_collective = INT64_MIN;
+  for (std::size_t r = 0; r < a.run.ranks.size(); ++r) {
+    for (const auto& c : a.run.ranks[r].point_to_point) {
+      lo = std::min(lo, a.clocks.aligned(int(r), c.start_ns));
+      hi = std::max(hi, a.clocks.aligned(int(r), c.end_ns));
+    }
+    for (const auto& c : a.run.ranks[r].collectives) last_collective = std::max(last_collective, a.clocks.aligned(int(r), c.end_ns));
+  }
+  ASSERT_GT(hi, last_collective);
+  EXPECT_GE(a.wall_ns, double(hi - lo));
+  EXPECT_EQ(a.wall_ns, a.matched.wall_ns);
 }
 
 // (e) A LAMMPS-like run: a halo exchange every step and one small allreduce, rank 2 computing 20 ms longer. The

@@ -22,13 +22,6 @@ inline std::int64_t next_pow2(std::int64_t v) {
   return p;
 }
 
-// Aligned first arrival to last completion over all matched instances (ns).
-inline double run_wall_ns(const MatchedRun& m) {
-  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& i : m.instances) lo = std::min(lo, i.first_arrival_ns), hi = std::max(hi, i.last_completion_ns);
-  return hi > lo ? double(hi - lo) : 0.0;
-}
-
 inline bool carries_payload(store::Op op) { return op != store::Op::Barrier && op != store::Op::Unknown; }
 
 // P(X >= k) for X ~ Binomial(n, p): the sign test of a rank that stands out in k of n measured steps (the latest,

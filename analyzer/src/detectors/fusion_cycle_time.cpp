@@ -11,7 +11,6 @@
 
 namespace collscope::analyzer {
 
-using detail::run_wall_ns;
 
 std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
   const Run& run = in.run;
@@ -60,7 +59,7 @@ std::vector<Finding> detect_fusion_and_cycle_time(const DetectorInput& in) {
   }
   if (gaps == 0) return out;
   const double nranks = double(run.ranks.size());
-  const double wall = steps.steps.empty() ? run_wall_ns(m) : steps.mean_step_ns * double(steps.steps.size());
+  const double wall = steps.steps.empty() ? m.wall_ns : steps.mean_step_ns * double(steps.steps.size());
   const double stall_ns = matched_total / nranks;
   const bool stall = fill < limits.stall_max_fill && matched_gaps >= limits.stall_min_gap_share * double(gaps) && wall > 0 &&
                      stall_ns >= limits.stall_min_wall_share * wall &&

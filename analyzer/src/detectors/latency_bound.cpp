@@ -13,7 +13,6 @@ namespace collscope::analyzer {
 
 using detail::carries_payload;
 using detail::next_pow2;
-using detail::run_wall_ns;
 
 namespace {
 
@@ -80,7 +79,7 @@ std::vector<Finding> detect_latency_bound(const DetectorInput& in) {
   const double cost_ns = std::max(0.0, small_ns - fused_ns);
   // The small collectives must matter to the job, not only to its communication: HPCC's FFT spent 100 % of its
   // collectives' time in 16 KiB alltoalls, 4.7 ms of a 566 ms run.
-  const double wall_ns = per_step ? steps.mean_step_ns * nsteps : run_wall_ns(m);
+  const double wall_ns = per_step ? steps.mean_step_ns * nsteps : m.wall_ns;
   if (small_ns < limits.latency_bound_min_wall_share * wall_ns) return out;
   Finding f;
   f.kind = FindingKind::LatencyBound;

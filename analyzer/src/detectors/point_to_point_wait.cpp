@@ -27,19 +27,6 @@ int step_of(const StepSummary& steps, std::int64_t t) {
   return t <= it->end_ns ? static_cast<int>(it - steps.steps.begin()) : -1;
 }
 
-// Aligned first entry to last exit over every MPI call of the run (ns).
-double run_span_ns(const Run& run, const ClockAlignment& clocks) {
-  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
-    auto see = [&](std::int64_t a, std::int64_t b) {
-      lo = std::min(lo, clocks.aligned(static_cast<int>(r), a)), hi = std::max(hi, clocks.aligned(static_cast<int>(r), b));
-    };
-    for (const auto& c : run.ranks[r].collectives) see(c.start_ns, c.end_ns);
-    for (const auto& c : run.ranks[r].point_to_point) see(c.start_ns, c.end_ns);
-  }
-  return hi > lo ? double(hi - lo) : 0.0;
-}
-
 std::string rank_list(const std::set<int>& ranks) {
   std::vector<std::string> names;
   for (int r : ranks) names.push_back(std::to_string(r));
@@ -63,7 +50,7 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
   // Per step (the measured ones) when the run has steps, else over the whole run.
   const bool per_step = steps.measured_steps() > 0 && steps.median_step_ns > 0;
   const int first = steps.warmup_steps, measured = per_step ? steps.measured_steps() : 1;
-  const double step_ns = per_step ? steps.median_step_ns : run_span_ns(run, in.clocks);
+  const double step_ns = per_step ? steps.median_step_ns : in.matched.wall_ns;
   if (step_ns <= 0) return out;
   const double floor_ns = std::max(limits.p2p_wait_min_share * step_ns, limits.p2p_wait_min_ns);
   // (waited for, waiting rank) → wait per measured step, both states together (a rank computing longer posts

@@ -10,7 +10,6 @@
 
 namespace collscope::analyzer {
 
-using detail::run_wall_ns;
 
 std::vector<Finding> detect_process_set_imbalance(const DetectorInput& in) {
   const Run& run = in.run;
@@ -34,7 +33,7 @@ std::vector<Finding> detect_process_set_imbalance(const DetectorInput& in) {
     }
     if (w.calls > 0) sets.push_back(w);
   }
-  const double wall = run_wall_ns(m);
+  const double wall = m.wall_ns;
   for (std::size_t a = 0; a < sets.size(); ++a)
     for (std::size_t b = 0; b < sets.size(); ++b) {
       const auto& fast = sets[a];

@@ -14,7 +14,6 @@ namespace collscope::analyzer {
 
 using detail::binomial_tail;
 using detail::format_chance;
-using detail::run_wall_ns;
 
 namespace {
 
@@ -37,7 +36,7 @@ std::optional<Candidate> size_candidate(const DetectorInput& in) {
     if (r != c.top) c.next = std::max(c.next, lateness.median_lateness_ns[r]);
   c.late = lateness.median_lateness_ns[c.top];  // per step, median: one long stall is not a straggler
   c.per_step = !in.steps.steps.empty();
-  c.step_ns = c.per_step ? in.steps.median_step_ns : run_wall_ns(in.matched);
+  c.step_ns = c.per_step ? in.steps.median_step_ns : in.matched.wall_ns;
   // Late by a real share of the step, and far more than any other rank. The share is of the step, with an
   // absolute floor: a 30 ms straggler in a 400 ms step (7.5 %) is one.
   if (c.step_ns <= 0 || c.late <= 0 || c.late < limits.straggler_dominance * c.next) return std::nullopt;

@@ -35,7 +35,7 @@ struct RunResults {
   // Statements that are not findings: what the trace lacks and why (a rank's file cut short by a kill), one line
   // each, printed under the summary.
   std::vector<std::string> notes;
-  double wall_ns = 0;       // aligned first arrival → last completion
+  double wall_ns = 0;       // MatchedRun::wall_ns: first entry to last exit of any MPI call, aligned
   double comm_ns = 0;       // mean over ranks: time inside collectives (point-to-point: point_to_point)
   double analysis_seconds = 0;
 };

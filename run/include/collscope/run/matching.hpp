@@ -74,6 +74,10 @@ struct MatchedRun {
   // The communicator the run's progress is measured on (steps are inferred from it, calls elsewhere are placed
   // by how many of its calls came before): most members, then most calls on one rank. -1 when none.
   int reference_comm = -1;
+  // Aligned first entry to last exit over every MPI call of the run, collectives and point-to-point (ns; 0 when
+  // none): the run's traced time, the one wall time of a run without steps. (From the collectives alone, a halo
+  // code's 9 s read as the 109 ms between its first and last allreduce.)
+  double wall_ns = 0;
 
   CollectiveInstance instance(const Run& run, const ClockAlignment& clocks, int comm, std::int64_t seq) const;
 };
