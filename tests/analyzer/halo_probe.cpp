@@ -1,5 +1,6 @@
 // An MPI program with known wait states, the ground truth for the point-to-point and non-blocking analysis.
-//   halo_probe [--steps N] [--compute-ms C] [--slow-rank R --slow-ms D] [--sendrecv | --overlap | --pingpong N]
+//   halo_probe [--steps N] [--compute-ms C] [--slow-rank R --slow-ms D] [--spin]
+//              [--sendrecv | --overlap | --pingpong N]
 // Default (halo exchange on a 1-D periodic ring): per step each rank computes C ms (rank R: C + D ms), posts
 // MPI_Irecv from both neighbours and MPI_Isend to both (1024 doubles each), completes them with MPI_Waitall, and
 // sums a residual with MPI_Allreduce (1 double). Rank R's neighbours wait about D ms per step in the Waitall for
@@ -11,8 +12,10 @@
 // kPingPongSizes message sizes, MPI_Barrier, then N round trips of blocking MPI_Send / MPI_Recv (rank 0 sends
 // first), tag 100 + the size's index. So ranks 0 and 1 each make 4 N sends and 4 N receives, and every rank
 // 1 + 4 barriers.
-// "Compute" sleeps, so that 4 ranks on 2 cores keep their timing (the wall time of a step is what is measured).
+// "Compute" sleeps, so that 4 ranks on 2 cores keep their timing (the wall time of a step is what is measured);
+// --spin: it runs on the CPU instead, by the calling thread's CPU time (real work, for as many ranks as cores).
 #include <mpi.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -24,7 +27,22 @@
 
 namespace {
 
-void compute(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+bool g_spin = false;
+void compute(double ms) {
+  if (!g_spin) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+    return;
+  }
+  const auto cpu_ms = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+  };
+  const double until = cpu_ms() + ms;
+  volatile double x = 1;
+  while (cpu_ms() < until)
+    for (int i = 0; i < 1000; ++i) x = x * 1.0000001;
+}
 
 constexpr int kPingPongSizes[] = {8, 512, 4096, 65536};  // bytes (65536: a rendezvous transfer in Open MPI's vader)
 
@@ -56,6 +74,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--compute-ms") && i + 1 < argc) compute_ms = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--slow-rank") && i + 1 < argc) slow_rank = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--slow-ms") && i + 1 < argc) slow_ms = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--spin")) g_spin = true;
     else if (!std::strcmp(argv[i], "--overlap")) overlap = true;
     else if (!std::strcmp(argv[i], "--sendrecv")) sendrecv = true;
     else if (!std::strcmp(argv[i], "--pingpong") && i + 1 < argc) round_trips = std::atoi(argv[++i]);

@@ -172,7 +172,14 @@ static void expect_rank_2_late(const Analysis& a, std::size_t calls_per_rank_ste
                                                                            << text_report(a);
   }
   EXPECT_FALSE(f.evidence.count("rank_0_wait_per_step_ns")) << text_report(a);
-  EXPECT_NE(f.suggestion.find("load imbalance"), std::string::npos) << f.suggestion;
+  // The injected delay is a sleep (halo_probe's compute sleeps), not work: rank 2's CPU samples (taken in its
+  // blocking calls and its MPI_Waitall) show no more CPU time than the others', so the advice must not claim a load
+  // imbalance; it says the rank is held off a CPU (or, on a loaded host, waits for one).
+  ASSERT_TRUE(f.evidence.count("extra_on_cpu_ns")) << text_report(a);
+  EXPECT_LT(f.evidence.at("extra_on_cpu_ns"), 0.25 * kInjectedMs * 1e6 * kLateSenderSteps) << text_report(a);
+  EXPECT_EQ(f.suggestion.find("load imbalance"), std::string::npos) << f.suggestion;
+  EXPECT_TRUE(f.suggestion.find("off a CPU") != std::string::npos ||
+              f.suggestion.find("waits for a CPU") != std::string::npos) << f.suggestion;
   // The same in the JSON report.
   EXPECT_NE(json_report(a).dump().find("point_to_point_wait"), std::string::npos);
 }
@@ -184,6 +191,28 @@ TEST_F(PointToPointRuns, HaloExchangeNamesTheLateSender) {
   // rank 2 posts its receive (late receiver), while rank 3 waits for rank 2's message (late sender). Rank 0 then
   // waits for rank 1, which was waiting itself: passed on, not named.
   expect_rank_2_late(analyze_run(trace("sendrecv-slow", 4, "halo_probe", slow + " --sendrecv").string()), 2, "late sender ");
+}
+
+// A late rank that really computes longer (its extra 20 ms a step spun on the CPU, 2 ranks, one core each): its
+// CPU samples outside MPI show the extra CPU time, so the advice is the load imbalance, where a sleeping one (the
+// test above) gets "off a CPU". The rank waiting for it busy-polls in MPI_Waitall meanwhile, on its CPU as long:
+// only its own time, outside MPI, tells them apart.
+TEST_F(PointToPointRuns, LateRankComputingLongerIsALoadImbalance) {
+  constexpr int kSteps = 20;
+  const Analysis a = analyze_run(
+      trace("halo-spin", 2, "halo_probe",
+            fmt::format("--spin --steps {} --compute-ms 5 --slow-rank 1 --slow-ms {}", kSteps, kInjectedMs)).string());
+  const auto waits = findings_of(a, FindingKind::PointToPointWait);
+  ASSERT_EQ(waits.size(), 1u) << text_report(a);
+  const Finding& f = *waits[0];
+  ASSERT_EQ(f.ranks, std::vector<int>{1}) << text_report(a);
+  ASSERT_TRUE(f.evidence.count("extra_on_cpu_ns")) << text_report(a);
+  // Physical: the spin is CPU time of rank 1's own; over the sampled time (a step or so short of all of them).
+  const double injected = kInjectedMs * 1e6 * kSteps;
+  EXPECT_GE(f.evidence.at("extra_on_cpu_ns"), 0.5 * injected) << text_report(a);
+  EXPECT_LE(f.evidence.at("extra_on_cpu_ns"), 1.2 * injected) << text_report(a);
+  const bool more_cpu = f.evidence.at("extra_on_cpu_ns") >= f.evidence.at("extra_run_queue_ns");
+  EXPECT_NE(f.suggestion.find(more_cpu ? "load imbalance" : "waits for a CPU"), std::string::npos) << f.suggestion;
 }
 
 TEST_F(PointToPointRuns, PlainHaloExchangeHasNoWaitFinding) {

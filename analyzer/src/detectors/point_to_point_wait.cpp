@@ -4,6 +4,9 @@
 // rank at the root of the chain.
 #include "detector_support.hpp"
 
+#include <collscope/run/thread_counters.hpp>
+#include <collscope/run/wait_states.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,6 +28,78 @@ int step_of(const StepSummary& steps, std::int64_t t) {
   if (it == steps.steps.begin()) return -1;
   --it;
   return t <= it->end_ns ? static_cast<int>(it - steps.steps.begin()) : -1;
+}
+
+// How much more CPU time, and time waiting for a CPU, the rank waited for had than the median other rank in its own
+// time (outside MPI: a rank waiting in MPI_Waitall busy-polls on its CPU as long as the late one computes), from
+// the scheduler counters (schema 1.4) of the thread that makes each rank's MPI calls, over the time all of them
+// cover (the latest first sample to the earliest last one); ns. nullopt without counters on every rank. A rank
+// late because its CPU was taken (another process on its core, more threads than cores) needs another placement,
+// not a smaller share of the work.
+struct CpuExcess {
+  double on_cpu_ns = 0, run_queue_ns = 0;
+};
+std::optional<CpuExcess> cpu_excess(const Run& run, const ClockAlignment& clocks, std::size_t root) {
+  if (root >= run.ranks.size() || run.ranks.size() < 2) return std::nullopt;
+  std::int64_t lo = INT64_MIN, hi = INT64_MAX;  // aligned: the latest first sample to the earliest last one
+  std::vector<run::ThreadCounters> counters;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
+    std::int64_t thread = run::sync_thread(rank);
+    if (thread < 0) {
+      std::map<std::int64_t, int> calls;
+      for (const auto& c : rank.point_to_point) ++calls[c.thread];
+      thread = run::busiest_thread(calls);
+    }
+    if (thread < 0) return std::nullopt;
+    std::int64_t first = INT64_MAX, last = INT64_MIN, samples = 0;
+    for (const auto& sample : rank.cpu_samples)
+      if (sample.thread == thread) first = std::min(first, sample.t_ns), last = std::max(last, sample.t_ns), ++samples;
+    // Read linearly between samples, which come at its MPI calls (one per COLLSCOPE_CPU_SAMPLE_US at most): they
+    // must be about as dense as its calls allow, or the gaps between exchanges smear into one line (a trace from
+    // before completion calls were sampled holds only its blocking calls': 9 samples in meep's 4 s of halo
+    // exchanges, 57 000 calls).
+    std::int64_t calls = 0, call_first = INT64_MAX, call_last = INT64_MIN;
+    const auto see = [&](std::int64_t thread_of, std::int64_t start) {
+      if (thread_of == thread) ++calls, call_first = std::min(call_first, start), call_last = std::max(call_last, start);
+    };
+    for (const auto& c : rank.collectives) see(c.thread, c.start_ns);
+    for (const auto& c : rank.point_to_point) see(c.thread, c.start_ns);
+    if (first >= last || samples < 10 || calls < 2) return std::nullopt;
+    const double mean_call_gap_ns = std::max(1e6, double(call_last - call_first) / double(calls));
+    if (double(last - first) / double(samples) > 10 * mean_call_gap_ns) return std::nullopt;
+    lo = std::max(lo, clocks.aligned(static_cast<int>(r), first));
+    hi = std::min(hi, clocks.aligned(static_cast<int>(r), last));
+    counters.emplace_back(rank, thread, clocks.offset_ns[r]);
+  }
+  if (hi <= lo) return std::nullopt;
+  std::vector<double> on_others, queue_others;
+  CpuExcess out;
+  for (std::size_t r = 0; r < counters.size(); ++r) {
+    const auto total = counters[r].over(lo, hi);
+    if (!total) return std::nullopt;
+    double on = total->first, queue = total->second;
+    // Less what it had inside MPI: its calls' spans (run/wait_states.hpp), merged, within [lo, hi].
+    std::int64_t a = INT64_MIN, b = INT64_MIN;
+    const auto take_inside = [&] {
+      a = std::max(a, lo), b = std::min(b, hi);
+      if (b <= a) return;
+      if (const auto inside = counters[r].over(a, b)) on -= inside->first, queue -= inside->second;
+    };
+    for (const auto& piece : run::mpi_pieces(run.ranks[r])) {
+      const std::int64_t s = clocks.aligned(static_cast<int>(r), piece.span.start_ns);
+      const std::int64_t e = clocks.aligned(static_cast<int>(r), piece.span.end_ns);
+      if (e <= s) continue;
+      if (s > b) take_inside(), a = s, b = e;
+      else b = std::max(b, e);
+    }
+    take_inside();
+    if (r == root) out = {on, queue};
+    else on_others.push_back(on), queue_others.push_back(queue);
+  }
+  out.on_cpu_ns -= median_of(on_others);
+  out.run_queue_ns -= median_of(queue_others);
+  return out;
 }
 
 std::string rank_list(const std::set<int>& ranks) {
@@ -180,12 +255,49 @@ std::vector<Finding> detect_point_to_point_waits(const DetectorInput& in) {
                              "rank were equally likely to be); its wait varies by {} from step to step.",
                              root, most_waited, measured, format_chance(chance), format_ms(noise_ns))
                : "");
-    f.suggestion = fmt::format(
-        "Rank {} spends longer than its peers between exchanges, so it reaches its {} late: load imbalance in its "
-        "work, not an MPI setting. Balance the decomposition (give rank {} fewer cells, particles or rows) or find "
-        "what slows it (its host, CPU binding, its data); balanced, the ranks waiting for it would save about {} {}.{}",
-        root, sender ? "sends" : "receives", root, format_ms(mean), unit,
-        sender_share < 0.9 ? " Posting its receives before its computation (MPI_Irecv) lets its senders go on." : "");
+    // Its CPU samples, where the trace has them, say what kept it: more CPU time (its work, or a slower CPU),
+    // waiting for a CPU (the waiting would go with another placement, not with less work), or neither (off a CPU:
+    // I/O, sleeps, locks; "imbalance in its work" would then be a claim the trace cannot support).
+    const auto excess = cpu_excess(run, in.clocks, static_cast<std::size_t>(root));
+    const double caused_ns = mean * double(measured);  // the wait it caused over the measured time
+    enum class Why { NoSamples, MoreCpu, WaitingForCpu, NotExplained } why = Why::NoSamples;
+    if (excess) {
+      const auto signed_ms = [](double ns) { return (ns >= 0 ? "+" : "") + format_ms(ns); };
+      f.evidence["extra_on_cpu_ns"] = excess->on_cpu_ns;
+      f.evidence["extra_run_queue_ns"] = excess->run_queue_ns;
+      f.evidence_text += fmt::format(" Rank {}'s thread making MPI calls against the median other rank's, outside "
+                                     "MPI over the same time: {} on a CPU, {} waiting for one.", root,
+                                     signed_ms(excess->on_cpu_ns), signed_ms(excess->run_queue_ns));
+      const double on = std::max(0.0, excess->on_cpu_ns), queue = std::max(0.0, excess->run_queue_ns);
+      why = on + queue < 0.25 * caused_ns ? Why::NotExplained : queue >= on ? Why::WaitingForCpu : Why::MoreCpu;
+    }
+    const std::string irecv =
+        sender_share < 0.9 ? " Posting its receives before its computation (MPI_Irecv) lets its senders go on." : "";
+    switch (why) {
+      case Why::WaitingForCpu:
+        f.suggestion = fmt::format(
+            "Rank {} reaches its {} late because it waits for a CPU: more busy threads than cores, or another "
+            "process on its cores. Check the placement (mpirun --bind-to core / --map-by, threads per rank against "
+            "cores, other processes on the node); balancing the decomposition would not help. Up to {} {}.",
+            root, sender ? "sends" : "receives", format_ms(mean), unit);
+        break;
+      case Why::NotExplained:
+        f.suggestion = fmt::format(
+            "Rank {} reaches its {} late, and its CPU samples do not explain it (what it has more than the others "
+            "on a CPU and waiting for one is under a quarter of the wait it causes): find what holds it off a CPU "
+            "between exchanges (I/O, sleeps, locks, its host); that saves up to {} {}.{}",
+            root, sender ? "sends" : "receives", format_ms(mean), unit, irecv);
+        break;
+      case Why::MoreCpu:
+      case Why::NoSamples:
+        f.suggestion = fmt::format(
+            "Rank {} spends longer than its peers between exchanges, so it reaches its {} late: load imbalance in "
+            "its work, not an MPI setting. Balance the decomposition (give rank {} fewer cells, particles or rows) "
+            "or find what slows it (its host, CPU binding, its data); balanced, the ranks waiting for it would save "
+            "about {} {}.{}",
+            root, sender ? "sends" : "receives", root, format_ms(mean), unit, irecv);
+        break;
+    }
     out.push_back(std::move(f));
   }
   if (!out.empty() && !passed_on.empty()) {

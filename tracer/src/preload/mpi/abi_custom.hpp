@@ -130,6 +130,20 @@ class WaitingFor {
   ThreadBuffer* tb_ = nullptr;
 };
 
+// A completion call's entry and exit times, at which the thread's scheduler counters are sampled as at a blocking
+// call's (at most one sample per COLLSCOPE_CPU_SAMPLE_US): a halo exchange waits in MPI_Waitall, and without them
+// a rank that makes only non-blocking calls had no samples to tell why it was late.
+std::uint64_t completion_entry() {
+  const std::uint64_t t = ticks();
+  maybe_sample_cpu(t, CpuSampleSite::CallEntry);
+  return t;
+}
+std::uint64_t completion_exit() {
+  const std::uint64_t t = ticks();
+  maybe_sample_cpu(t, CpuSampleSite::CallExit);
+  return t;
+}
+
 // Request r completed in a completion call that ran from t0 to t1.
 void completed(RequestKey r, std::uint64_t t0, std::uint64_t t1, int rc, const MPI_Status* status) {
   Event e;
@@ -145,7 +159,7 @@ void completed(RequestKey r, std::uint64_t t0, std::uint64_t t1, int rc, const M
 // A completion call over `requests`: `done(i)` says whether request i completed in it; the others were waited for.
 template <typename Done>
 void account(const RequestSnapshot& requests, std::uint64_t t0, int rc, MPI_Status* statuses, Done&& done) {
-  const std::uint64_t t1 = ticks();
+  const std::uint64_t t1 = completion_exit();
   for (int i = 0; i < requests.size(); ++i) {
     if (done(i)) completed(requests[i], t0, t1, rc, statuses ? &statuses[i] : nullptr);
     else pending_waited(requests[i], t1 - t0);
@@ -157,13 +171,13 @@ int custom_Wait(MPI_Request* request, MPI_Status* status) {
   const RequestSnapshot before(1, request);
   StatusOut out(status);
   MPI_Status* const st = out.use;
-  const std::uint64_t t0 = ticks();
+  const std::uint64_t t0 = completion_entry();
   int rc;
   {
     WaitingFor waiting(before);
     rc = real<kMpi_Wait>()(request, st);
   }
-  completed(before[0], t0, ticks(), rc, st);
+  completed(before[0], t0, completion_exit(), rc, st);
   return rc;
 }
 
@@ -172,7 +186,7 @@ int custom_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   const RequestSnapshot before(1, request);
   StatusOut out(status);
   MPI_Status* const st = out.use;
-  const std::uint64_t t0 = ticks();
+  const std::uint64_t t0 = completion_entry();
   const int rc = real<kMpi_Test>()(request, flag, st);
   account(before, t0, rc, st, [&](int) { return *flag != 0; });
   return rc;
@@ -182,7 +196,7 @@ int custom_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (!any_pending()) return real<kMpi_Waitall>()(count, requests, statuses);
   const RequestSnapshot before(count, requests);
   const StatusesOut st(count, statuses);
-  const std::uint64_t t0 = ticks();
+  const std::uint64_t t0 = completion_entry();
   int rc;
   {
     WaitingFor waiting(before);
@@ -196,7 +210,7 @@ int custom_Testall(int count, MPI_Request requests[], int* flag, MPI_Status stat
   if (!any_pending()) return real<kMpi_Testall>()(count, requests, flag, statuses);
   const RequestSnapshot before(count, requests);
   const StatusesOut st(count, statuses);
-  const std::uint64_t t0 = ticks();
+  const std::uint64_t t0 = completion_entry();
   const int rc = real<kMpi_Testall>()(count, requests, flag, st.use());
   account(before, t0, rc, st.use(), [&](int) { return *flag != 0; });
   return rc;
@@ -207,13 +221,13 @@ int custom_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* st
   const RequestSnapshot before(count, requests);
   StatusOut out(status);
   MPI_Status* const st = out.use;
-  const std::uint64_t t0 = ticks();
+  const std::uint64_t t0 = completion_entry();
   int rc;
   {
     WaitingFor waiting(before);
     rc = real<kMpi_Waitany>()(count, requests, index, st);
   }
-  const std::uint64_t t1 = ticks();
+  const std::uint64_t t1 = completion_exit();
   for (int i = 0; i < before.size(); ++i) {
     if (i == *index) completed(before[i], t0, t1, rc, st);
     else pending_waited(before[i], t1 - t0);
@@ -226,9 +240,9 @@ int custom_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI
   const RequestSnapshot before(count, requests);
   StatusOut out(status);
   MPI_Status* const st = out.use;
-  const std::uint64_t t0 = ticks();
+  const std::uint64_t t0 = completion_entry();
   const int rc = real<kMpi_Testany>()(count, requests, index, flag, st);
-  const std::uint64_t t1 = ticks();
+  const std::uint64_t t1 = completion_exit();
   for (int i = 0; i < before.size(); ++i) {
     if (*flag && i == *index) completed(before[i], t0, t1, rc, st);
     else pending_waited(before[i], t1 - t0);
@@ -242,7 +256,7 @@ int some_completed(int incount, MPI_Request requests[], int* outcount, int indic
                    Call&& call, bool waits) {
   const RequestSnapshot before(incount, requests);
   const StatusesOut st(incount, statuses);
-  const std::uint64_t t0 = ticks();
+  const std::uint64_t t0 = completion_entry();
   int rc;
   if (waits) {
     WaitingFor waiting(before);
@@ -250,7 +264,7 @@ int some_completed(int incount, MPI_Request requests[], int* outcount, int indic
   } else {
     rc = call(st.use());
   }
-  const std::uint64_t t1 = ticks();
+  const std::uint64_t t1 = completion_exit();
   const int n = *outcount == MPI_UNDEFINED ? 0 : *outcount;
   thread_local std::vector<char> done;
   done.assign(static_cast<std::size_t>(before.size()), 0);
