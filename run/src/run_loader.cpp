@@ -4,6 +4,7 @@
 #include <collscope/run/parallel.hpp>
 #include <collscope/run/physical_limits.hpp>
 #include <collscope/run/run.hpp>
+#include <collscope/run/run_share.hpp>
 #include <collscope/run/steps.hpp>
 #include <collscope/store/nvtx_domains.hpp>
 #include <collscope/store/error.hpp>
@@ -127,27 +128,24 @@ struct SharedTables {
   }
 
   int map_comm(const store::CommunicatorRow& row) {
+    Communicator c;
+    c.key = row.key;
+    c.backend = row.backend;
+    c.size = row.size;
+    c.members.assign(row.members.begin(), row.members.end());
+    c.name = row.name;
+    c.parent = row.parent;
+    c.color = row.color;
+    return map_communicator(std::move(c));
+  }
+
+  // The first of each key stays: every member rank's file describes the communicator the same way.
+  int map_communicator(Communicator c) {
     std::lock_guard lock(mutex);
-    auto [it, added] = comm_ids.emplace(row.key, static_cast<int>(communicators.size()));
-    if (added) {
-      Communicator c;
-      c.key = row.key;
-      c.backend = row.backend;
-      c.size = row.size;
-      c.members.assign(row.members.begin(), row.members.end());
-      c.name = row.name;
-      c.parent = row.parent;
-      c.color = row.color;
-      communicators.push_back(std::move(c));
-    }
+    auto [it, added] = comm_ids.emplace(c.key, static_cast<int>(communicators.size()));
+    if (added) communicators.push_back(std::move(c));
     return it->second;
   }
-};
-
-struct LoadedFile {
-  std::optional<RankTrace> trace;
-  std::string error;                  // why the file was not read at all
-  std::vector<std::string> problems;  // what was left out of a file that was read
 };
 
 // A communicator row names each member once, as a possible world rank.
@@ -316,7 +314,7 @@ void load_point_to_point(const store::TraceReader& reader, const std::unordered_
   });
 }
 
-void load_file(const std::string& path, const LoadOptions& options, SharedTables& shared, LoadedFile& out) {
+void load_file(const std::string& path, const LoadOptions& options, SharedTables& shared, LoadedRankFile& out) {
   using L = PhysicalLimits;
   RankTrace t;
   t.path = path;
@@ -566,6 +564,16 @@ void drop_distant_realtime_anchors(Run& run) {
   }
 }
 
+// Every communicator and string index a trace holds, through new_comm and new_string (old index -> new).
+void renumber(RankTrace& t, const std::vector<std::int32_t>& new_comm, const std::vector<std::int32_t>& new_string) {
+  for (auto& c : t.collectives) c.comm = new_comm[c.comm], c.datatype = new_string[c.datatype];
+  for (auto& f : t.calls_in_flight) f.call.comm = new_comm[f.call.comm], f.call.datatype = new_string[f.call.datatype];
+  for (auto& l : t.left_out_calls) l.comm = new_comm[l.comm];
+  for (auto& p : t.point_to_point) p.comm = new_comm[p.comm];
+  for (auto& n : t.nvtx_ranges) n.name = new_string[n.name];
+  for (auto& g : t.gpu_activities) g.name = new_string[g.name];
+}
+
 // The loader threads meet strings and communicators in whatever order they run; renumber both in an order that
 // depends on the data only (strings sorted; communicators by size, largest first, then key), so that two loads of
 // one run are the same run, down to the order of the report's lists.
@@ -593,30 +601,62 @@ void number_canonically(Run& run) {
     comms[i] = std::move(run.communicators[comm_order[i]]);
   }
   run.communicators = std::move(comms);
-  for (auto& rank : run.ranks) {
-    for (auto& c : rank.collectives) c.comm = new_comm[c.comm], c.datatype = new_string[c.datatype];
-    for (auto& f : rank.calls_in_flight) f.call.comm = new_comm[f.call.comm], f.call.datatype = new_string[f.call.datatype];
-    for (auto& p : rank.point_to_point) p.comm = new_comm[p.comm];
-    for (auto& n : rank.nvtx_ranges) n.name = new_string[n.name];
-    for (auto& g : rank.gpu_activities) g.name = new_string[g.name];
-  }
+  for (auto& rank : run.ranks) renumber(rank, new_comm, new_string);
 }
 
 }  // namespace
 
-Run RunLoader::load(const std::string& run_dir) const {
-  const std::vector<std::string> paths = store::rank_files(run_dir);
-
+RunShare RunLoader::load_share(const std::vector<std::string>& paths, const std::vector<std::size_t>& files) const {
   SharedTables shared;
-  std::vector<LoadedFile> loaded(paths.size());
+  RunShare share;
+  share.files.resize(files.size());
   std::atomic<std::size_t> files_done{0};
   parallel_for(
-      paths.size(),
+      files.size(),
       [&](std::size_t k) {
-        load_file(paths[k], options_, shared, loaded[k]);
-        if (options_.on_file_loaded) options_.on_file_loaded(++files_done, paths.size(), paths[k]);
+        auto& file = share.files[k];
+        file.index = files[k];
+        load_file(paths.at(files[k]), options_, shared, file);
+        if (options_.on_file_loaded) options_.on_file_loaded(++files_done, files.size(), paths[files[k]]);
       },
       options_.threads);
+  share.strings = std::move(shared.strings);
+  share.communicators = std::move(shared.communicators);
+  return share;
+}
+
+Run RunLoader::load(const std::string& run_dir) const {
+  const std::vector<std::string> paths = store::rank_files(run_dir);
+  std::vector<std::size_t> all(paths.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  std::vector<RunShare> shares;
+  shares.push_back(load_share(paths, all));
+  return assemble(run_dir, std::move(shares));
+}
+
+Run RunLoader::assemble(const std::string& run_dir, std::vector<RunShare> shares) {
+  // One table of strings and communicators for the run: a single share's as it is, several merged through
+  // their indices (the canonical numbering below makes the order they were met in irrelevant).
+  SharedTables shared;
+  std::vector<LoadedRankFile> loaded;
+  if (shares.size() == 1) {
+    shared.strings = std::move(shares[0].strings);
+    shared.communicators = std::move(shares[0].communicators);
+    loaded = std::move(shares[0].files);
+  } else {
+    for (auto& share : shares) {
+      const auto new_string = shared.map_strings(share.strings);
+      std::vector<std::int32_t> new_comm;
+      for (auto& c : share.communicators) new_comm.push_back(shared.map_communicator(std::move(c)));
+      const std::vector<std::int32_t> strings_to(new_string.begin(), new_string.end());
+      for (auto& f : share.files) {
+        if (f.trace) renumber(*f.trace, new_comm, strings_to);
+        loaded.push_back(std::move(f));
+      }
+    }
+  }
+  // In the run's file order, as one process reads them: the problems come out in the same order.
+  std::sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
 
   Run run;
   run.dir = run_dir;

@@ -199,6 +199,8 @@ struct Run {
   int string_id(const std::string& value) const;  // -1 when absent
 };
 
+struct RunShare;  // run/run_share.hpp
+
 struct LoadOptions {
   int threads = 0;          // 0 = one per core
   bool nvtx_ranges = true;  // read the NVTX table (false: RankTrace::nvtx_ranges stays empty)
@@ -214,6 +216,12 @@ class RunLoader {
  public:
   explicit RunLoader(LoadOptions options = {}) : options_(options) {}
   Run load(const std::string& run_dir) const;
+
+  // load() in its two steps, for processes that load one run together (cluster/): each reads the files it was
+  // given (indices into paths, which is store::rank_files(run_dir)), and one assembles the run from every share.
+  // load() is assemble(run_dir, {load_share(paths, every file)}).
+  RunShare load_share(const std::vector<std::string>& paths, const std::vector<std::size_t>& files) const;
+  static Run assemble(const std::string& run_dir, std::vector<RunShare> shares);
 
  private:
   LoadOptions options_;
