@@ -37,6 +37,6 @@ check() {
 check build-tsan thread '^(Store|Tables|Sqlite|BoundedRead|Analyzer|Compare|Truncation|PendingRequests|ThreadBuffer)\.' \
   store_test analyzer_test pending_requests_test thread_buffer_test
 check build-asan address,undefined \
-  '^(Store|Tables|Sqlite|BoundedRead|ReadOnly|Analyzer|Compare|Truncation|AnalyzerCli|PhysicalLimits|Fuzz|Preload|Cli|PendingRequests|ThreadBuffer)\.' \
+  '^(Store|Tables|Sqlite|BoundedRead|ReadOnly|Analyzer|Compare|Truncation|AnalyzerCli|PhysicalLimits|RunShare|Fuzz|Preload|Cli|PendingRequests|ThreadBuffer)\.' \
   collscope collscope-preload mpi_probe fusion_trainer trace_read_probe store_test read_only_test analyzer_test \
-  analyzer_cli_test physical_limits_test input_fuzz_test preload_test pending_requests_test thread_buffer_test
+  analyzer_cli_test physical_limits_test run_share_test input_fuzz_test preload_test pending_requests_test thread_buffer_test

@@ -1,7 +1,8 @@
 // CLI registration: `collscope analyze` and `collscope compare`. Parsing only sets `action`; work runs after.
 #include <collscope/analyzer/cli.hpp>
 #include <collscope/analyzer/compare.hpp>
-#include <collscope/analyzer/launcher_process.hpp>
+#include <collscope/cluster/launcher_process.hpp>
+#include <collscope/cluster/shared_load.hpp>
 #include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
 #include <collscope/store/error.hpp>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -66,61 +68,117 @@ Analysis analyze_named(const std::string& run_dir, const AnalysisOptions& option
   return naming_input(run_dir, "analysing this run", [&] { return analyze_run(run_dir, options); });
 }
 
-// Started as one of several processes by mpirun or srun: `command` (analyze, compare) runs in process 0 alone, which
-// writes the one report (the same as without the launcher) and gives the exit code; the others stop at once
-// instead of repeating the whole analysis and writing the same files at the same time. Process 0 takes the cores
-// of those that stop on its host: it may run on every CPU its cgroup allows (a launcher binds it to one), with one
-// loader thread per process of the launcher's on the host (one per core when it does not say). Says on stderr
-// which mode runs. nullopt when this process stops, else the loader threads.
-std::optional<int> loader_threads_under_launcher(const char* command) {
-  const auto launcher = launcher_process();
-  if (!launcher || launcher->size == 1) return 0;  // 0: one per core, as without a launcher
+// How this process takes part when a launcher started several (`mpirun -np N collscope analyze RUN`, srun).
+struct UnderLauncher {
+  bool stops = false;  // another process does the work
+  int threads = 0;     // loader threads: 0 is one per core, as without a launcher
+  // The processes that read a share of each run's rank files for process 0 (cluster/shared_load.hpp); null when
+  // this process loads alone.
+  std::unique_ptr<cluster::MpiProcesses> processes;
+};
+
+// Started as one of several processes: every process reads a share of the rank files over the launcher's MPI and
+// process 0 analyses the run and writes the one report (the same as without the launcher) and gives the exit code.
+// Where MPI cannot be used (no library opens, or it is not the launcher's), process 0 works alone on the cores of
+// the others, which stop at once instead of repeating the whole analysis and writing the same files. Says on
+// stderr which mode runs.
+UnderLauncher join_launcher(const char* command) {
+  const auto launcher = cluster::launcher_process();
+  if (!launcher || launcher->size == 1) return {};
   const std::string of = launcher->size > 0 ? fmt::format(" of {}", launcher->size) : "";
-  if (launcher->rank != 0) {
-    std::fprintf(stderr, "collscope %s: process %d%s under %s: process 0 does the work; this one stops\n", command,
-                 launcher->rank, of.c_str(), launcher->launcher.c_str());
-    return std::nullopt;
+  std::string no_mpi;
+  try {
+    UnderLauncher u;
+    u.processes = cluster::MpiProcesses::join(*launcher);
+    u.threads = cluster::loader_threads_per_process(launcher->local_size);
+    if (u.processes->rank() == 0)
+      std::fprintf(stderr, "collscope %s: process 0 of %d under %s: each process reads a share of the rank files "
+                   "with %d loader thread(s) (MPI: %s); process 0 analyses and writes the report\n",
+                   command, u.processes->size(), launcher->launcher.c_str(), u.threads,
+                   u.processes->library().c_str());
+    return u;
+  } catch (const Error& e) {
+    no_mpi = e.what();
   }
-  const int threads = launcher->local_size;  // 0 when the launcher does not say: one per core, as alone
-  const bool unbound = run_on_every_allowed_cpu();
+  if (launcher->rank != 0) {
+    std::fprintf(stderr, "collscope %s: process %d%s under %s: process 0 does the work; this one stops (%s)\n",
+                 command, launcher->rank, of.c_str(), launcher->launcher.c_str(), no_mpi.c_str());
+    UnderLauncher stop;
+    stop.stops = true;
+    return stop;
+  }
+  // Process 0 takes the cores of those that stop on its host: it may run on every CPU its cgroup allows (a launcher
+  // binds it to one), with one loader thread per process of the launcher's on the host.
+  const int threads = launcher->local_size;
+  const bool unbound = cluster::run_on_every_allowed_cpu();
   const std::string loaders = threads > 0 ? fmt::format("{} loader thread(s)", threads) : "one loader thread per core";
   std::fprintf(stderr, "collscope %s: process 0%s under %s: one-process analysis here with %s%s, the other "
-               "processes stop (the analysis is not split across processes)\n",
+               "processes stop (%s)\n",
                command, of.c_str(), launcher->launcher.c_str(), loaders.c_str(),
-               unbound ? "" : " (bound to the launcher's cores)");
-  return threads;
+               unbound ? "" : " (bound to the launcher's cores)", no_mpi.c_str());
+  UnderLauncher alone;
+  alone.threads = threads;
+  return alone;
+}
+
+// One run analysed, its loading shared among the launcher's processes where there are some. nullopt at the
+// processes other than 0, which have sent their share.
+std::optional<Analysis> analyze_named(const std::string& run_dir, const AnalysisOptions& options, UnderLauncher& u,
+                                      const char* command) {
+  if (!u.processes) return analyze_named(run_dir, options);
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadOptions lo;
+  lo.threads = u.threads;
+  auto shared = naming_input(run_dir, "loading this run", [&] { return cluster::load_run_shared(run_dir, lo, *u.processes); });
+  if (!shared.run) return std::nullopt;
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string shares;
+  for (std::size_t p = 0; p < shared.files_per_process.size(); ++p)
+    shares += fmt::format("{}{} file(s), {}", p ? "; " : "", shared.files_per_process[p],
+                          run::format_bytes(double(shared.bytes_per_process[p])));
+  std::fprintf(stderr, "collscope %s: %s loaded by %zu processes in %.2f s (%s)\n", command, run_dir.c_str(),
+               shared.files_per_process.size(), load_seconds, shares.c_str());
+  cluster::run_on_every_allowed_cpu();  // the analysis after the load is process 0's alone
+  Analysis a = naming_input(run_dir, "analysing this run", [&] { return analyze(std::move(*shared.run), options); });
+  a.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
 }
 
 int run_analyze(const AnalyzeArgs& args) {
   const auto format = report_format_from_name(args.format);
-  const auto threads = loader_threads_under_launcher("analyze");
-  if (!threads) return 0;
+  auto under = join_launcher("analyze");
+  if (under.stops) return 0;
   AnalysisOptions o;
-  o.threads = *threads;
+  o.threads = under.threads;
   o.link_gbps = args.link_gbps;
   o.batch_size = args.batch_size;
-  const Analysis a = analyze_named(args.run_dir, o);
-  write_output(args.output, render_report(a, format));
-  for (const auto& p : a.run.problems) std::fprintf(stderr, "collscope analyze: %s\n", p.c_str());
+  const auto a = analyze_named(args.run_dir, o, under, "analyze");
+  if (!a) return 0;
+  write_output(args.output, render_report(*a, format));
+  for (const auto& p : a->run.problems) std::fprintf(stderr, "collscope analyze: %s\n", p.c_str());
   return 0;
 }
 
 int run_compare(const CompareArgs& args) {
   const double gate = parse_fraction(args.max_regression);
   const auto format = report_format_from_name(args.format);
-  const auto threads = loader_threads_under_launcher("compare");
-  if (!threads) return 0;
+  auto under = join_launcher("compare");
+  if (under.stops) return 0;
   AnalysisOptions o;
-  o.threads = *threads;
+  o.threads = under.threads;
   o.batch_size = args.batch_size;
   // One run's events in memory at a time: each run is reduced to its results before the next is read.
-  const auto results_of = [&](const std::string& dir) {
-    Analysis a = analyze_named(dir, o);
-    std::string read_from = a.run.dir;
-    return std::pair<RunResults, std::string>(std::move(static_cast<RunResults&>(a)), std::move(read_from));
+  const auto results_of = [&](const std::string& dir) -> std::optional<std::pair<RunResults, std::string>> {
+    auto a = analyze_named(dir, o, under, "compare");
+    if (!a) return std::nullopt;
+    std::string read_from = a->run.dir;
+    return std::pair<RunResults, std::string>(std::move(static_cast<RunResults&>(*a)), std::move(read_from));
   };
-  const auto [base, base_dir] = results_of(args.base_dir);
-  const auto [next, new_dir] = results_of(args.new_dir);
+  auto base_results = results_of(args.base_dir);
+  auto new_results = results_of(args.new_dir);
+  if (!base_results || !new_results) return 0;  // a process that sent its shares
+  const auto& [base, base_dir] = *base_results;
+  const auto& [next, new_dir] = *new_results;
   const Comparison c = compare_results(base, base_dir, next, new_dir, gate, !args.allow_new_findings);
   std::string text;
   switch (format) {

@@ -1,5 +1,5 @@
 // The launcher's variables: which process of how many this one is.
-#include <collscope/analyzer/launcher_process.hpp>
+#include <collscope/cluster/launcher_process.hpp>
 
 #include <sched.h>
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace collscope::analyzer {
+namespace collscope::cluster {
 namespace {
 
 // A variable's value as a non-negative int; nullopt when unset or not such a number.
@@ -56,4 +56,4 @@ bool run_on_every_allowed_cpu() {
   return ::sched_setaffinity(0, sizeof all, &all) == 0;
 }
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::cluster

@@ -1,9 +1,11 @@
 // `collscope analyze` started by a launcher: which process of how many this one is (the launchers' variables), and
-// under real Open MPI with 2 and 3 processes, one report identical to the one-process report, written by process 0
-// while the others stop, each saying on stderr what it does.
-#include <collscope/analyzer/launcher_process.hpp>
+// under real Open MPI (2 and 3 processes) and MPICH (3), every process reads a share of the rank files over the
+// launcher's MPI and process 0 writes one report identical to the one-process report; where no MPI library can be
+// used, process 0 works alone and the others stop, each saying on stderr what it does.
+#include <collscope/cluster/launcher_process.hpp>
 #include <collscope/testing/synthetic_run.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -18,7 +21,7 @@
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
-using collscope::analyzer::launcher_process;
+using collscope::cluster::launcher_process;
 using collscope::test::read_file;
 using collscope::test::run_collscope;
 using collscope::test::shell_quote;
@@ -106,11 +109,12 @@ TEST(LauncherProcess, ReadsEachLaunchersVariables) {
 }
 
 // A run with a known straggler (rank 2, 4 ms more compute every step) analysed by one process, then by mpirun with 2
-// and 3 processes: the same report byte for byte (text), the same JSON but for the analysis's own duration.
-TEST(AnalyzeUnderMpirun, ProcessZeroWritesTheOneProcessReport) {
+// and 3 processes of Open MPI and 3 of MPICH, each reading a share of the 5 rank files: the same report byte for
+// byte (text), the same JSON but for the analysis's own duration.
+TEST(AnalyzeUnderMpirun, ProcessesShareTheLoadAndProcessZeroWritesTheOneProcessReport) {
   const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "run");
   collscope::testing::SyntheticRunSpec spec;
-  spec.ranks = 4;
+  spec.ranks = 5;
   spec.steps = 30;
   spec.slow_rank = 2;
   spec.slow_ms = 4;
@@ -123,33 +127,77 @@ TEST(AnalyzeUnderMpirun, ProcessZeroWritesTheOneProcessReport) {
   const std::string one_text = read_file(dir / "one.txt");
   ASSERT_NE(one_text.find("rank 2"), std::string::npos) << one_text;  // the straggler is named
   const std::string collscope = collscope::test::bin_dir() + "/collscope";
-  for (int processes : {2, 3}) {
-    SCOPED_TRACE(processes);
+  struct Launch {
+    std::vector<std::string> argv;
+    std::string launcher, library;
+  };
+  std::vector<Launch> launches = {{collscope::testing::mpirun(2), "mpirun (Open MPI)", "libmpi.so.40"},
+                                  {collscope::testing::mpirun(3), "mpirun (Open MPI)", "libmpi.so.40"}};
+#ifdef COLLSCOPE_TEST_MPICH_MPIRUN
+  launches.push_back({{COLLSCOPE_TEST_MPICH_MPIRUN, "-np", "3"}, "mpirun (PMI)", "libmpich.so.12"});
+#endif
+  for (const Launch& launch : launches) {
+    const int processes = std::stoi(launch.argv[2]);
+    const std::string name = launch.library + "-" + std::to_string(processes);
+    SCOPED_TRACE(name);
     // `mpirun -np N collscope analyze RUN ARGS...`: its stderr; the test fails when it does not exit 0.
     auto analyze_under_mpirun = [&](std::vector<std::string> args) {
-      auto argv = collscope::testing::mpirun(processes);
+      auto argv = launch.argv;
       argv.insert(argv.end(), {collscope, "analyze", (dir / "run").string()});
       argv.insert(argv.end(), args.begin(), args.end());
       const auto r = collscope::testing::run_process(argv);
       EXPECT_EQ(r.exit_code, 0) << r.err;
       return r.err;
     };
-    const fs::path text = dir / ("n" + std::to_string(processes) + ".txt");
+    const fs::path text = dir / (name + ".txt");
     const std::string err = analyze_under_mpirun({"-o", text.string()});
     EXPECT_EQ(read_file(text), one_text);
-    EXPECT_NE(err.find("collscope analyze: process 0 of " + std::to_string(processes) + " under mpirun (Open MPI): "
-                       "one-process analysis here"), std::string::npos) << err;
-    for (int p = 1; p < processes; ++p)
-      EXPECT_NE(err.find("collscope analyze: process " + std::to_string(p) + " of " + std::to_string(processes) +
-                         " under mpirun (Open MPI): process 0 does the work; this one stops"), std::string::npos) << err;
-    const fs::path json = dir / ("n" + std::to_string(processes) + ".json");
+    EXPECT_NE(err.find(fmt::format("collscope analyze: process 0 of {} under {}: each process reads a share of the "
+                                   "rank files with 1 loader thread(s) (MPI: {}); process 0 analyses and writes the "
+                                   "report", processes, launch.launcher, launch.library)),
+              std::string::npos) << err;
+    // 5 files shared out: 3 processes read 2, 2 and 1 (equal files, the lowest processes first).
+    const std::string shares = processes == 2 ? R"(3 file\(s\), .*; 2 file\(s\), .*)"
+                                              : R"(2 file\(s\), .*; 2 file\(s\), .*; 1 file\(s\), .*)";
+    EXPECT_TRUE(std::regex_search(err, std::regex("collscope analyze: .*/run loaded by " + std::to_string(processes) +
+                                                  " processes in [0-9.]+ s \\(" + shares + "\\)")))
+        << err;
+    EXPECT_EQ(err.find("stops"), std::string::npos) << err;  // no process stops: each has its share
+    const fs::path json = dir / (name + ".json");
     analyze_under_mpirun({"--format", "json", "-o", json.string()});
     EXPECT_EQ(without_timing(read_file(json)), without_timing(read_file(dir / "one.json")));
   }
 }
 
-// compare under mpirun -np 2: process 0 compares and gives the exit code (1: the new run's straggler is a new
-// finding), the other stops; the comparison is the one-process comparison, byte for byte.
+// Where the launcher's MPI cannot be opened (COLLSCOPE_MPI_LIBRARY names a file that is not there), process 0
+// analyses alone and writes the same report; the others say why and stop.
+TEST(AnalyzeUnderMpirun, WithoutAnMpiToShareTheLoadProcessZeroWorksAlone) {
+  const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "alone");
+  collscope::testing::SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 20;
+  spec.slow_rank = 1;
+  spec.slow_ms = 4;
+  collscope::testing::write_synthetic_run((dir / "run").string(), spec);
+  ASSERT_EQ(run_collscope(dir, "analyze " + shell_quote((dir / "run").string()) + " -o one.txt"), 0)
+      << read_file(dir / "err.txt");
+  auto argv = collscope::testing::mpirun(3);
+  argv.insert(argv.end(), {"-x", "COLLSCOPE_MPI_LIBRARY=/nonexistent/libmpi.so", collscope::test::bin_dir() + "/collscope",
+                           "analyze", (dir / "run").string(), "-o", (dir / "three.txt").string()});
+  const auto r = collscope::testing::run_process(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(dir / "three.txt"), read_file(dir / "one.txt"));
+  const std::string why = "(collscope: no MPI library opens here (tried /nonexistent/libmpi.so))";
+  EXPECT_NE(r.err.find("collscope analyze: process 0 of 3 under mpirun (Open MPI): one-process analysis here"),
+            std::string::npos) << r.err;
+  for (int p = 1; p < 3; ++p)
+    EXPECT_NE(r.err.find(fmt::format("collscope analyze: process {} of 3 under mpirun (Open MPI): process 0 does the "
+                                     "work; this one stops {}", p, why)),
+              std::string::npos) << r.err;
+}
+
+// compare under mpirun -np 2: both processes read a share of each run, process 0 compares and gives the exit code
+// (1: the new run's straggler is a new finding); the comparison is the one-process comparison, byte for byte.
 TEST(AnalyzeUnderMpirun, CompareGivesTheOneProcessVerdict) {
   const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "compare");
   collscope::testing::SyntheticRunSpec spec;
@@ -167,6 +215,7 @@ TEST(AnalyzeUnderMpirun, CompareGivesTheOneProcessVerdict) {
   const auto r = collscope::testing::run_process(argv);
   EXPECT_NE(r.exit_code, 0) << r.err;  // mpirun passes on process 0's 1
   EXPECT_EQ(read_file(dir / "two.txt"), read_file(dir / "one.txt"));
-  EXPECT_NE(r.err.find("collscope compare: process 1 of 2 under mpirun (Open MPI): process 0 does the work; this one "
-                       "stops"), std::string::npos) << r.err;
+  for (const auto& run : {base, next})
+    EXPECT_NE(r.err.find("collscope compare: " + run + " loaded by 2 processes"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("stops"), std::string::npos) << r.err;
 }

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-namespace collscope::analyzer {
+namespace collscope::cluster {
 
 struct LauncherProcess {
   int rank = 0;          // this process among the launcher's, from 0
@@ -24,4 +24,4 @@ std::optional<LauncherProcess> launcher_process();
 // False when the kernel refused (the binding stays).
 bool run_on_every_allowed_cpu();
 
-}  // namespace collscope::analyzer
+}  // namespace collscope::cluster
