@@ -134,8 +134,9 @@ std::optional<Analysis> analyze_named(const std::string& run_dir, const Analysis
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string shares;
   for (std::size_t p = 0; p < shared.files_per_process.size(); ++p)
-    shares += fmt::format("{}{} file(s), {}", p ? "; " : "", shared.files_per_process[p],
-                          run::format_bytes(double(shared.bytes_per_process[p])));
+    shares += p == 0 ? fmt::format("{} file(s)", shared.files_per_process[p])
+                     : fmt::format("; {} file(s), {} sent", shared.files_per_process[p],
+                                   run::format_bytes(double(shared.bytes_per_process[p])));
   std::fprintf(stderr, "collscope %s: %s loaded by %zu processes in %.2f s (%s)\n", command, run_dir.c_str(),
                shared.files_per_process.size(), load_seconds, shares.c_str());
   cluster::run_on_every_allowed_cpu();  // the analysis after the load is process 0's alone

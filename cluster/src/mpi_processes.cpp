@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <variant>
+#include <vector>
 
 namespace collscope::cluster {
 namespace {
@@ -132,34 +133,33 @@ std::string MpiProcesses::broadcast(std::string bytes) {
   return bytes;
 }
 
-std::vector<std::string> MpiProcesses::gather(std::string bytes) {
-  std::vector<std::string> all;
+void MpiProcesses::send_to_root(std::string_view bytes) {
   std::visit(
       [&](auto& f) {
-        if (rank_ != 0) {
-          const std::uint64_t size = bytes.size();
-          check(f.send(&size, sizeof size, f.byte, 0, kSizeTag, f.world), "MPI_Send");
-          for (std::size_t at = 0; at < size; at += kPieceBytes) {
-            const int n = static_cast<int>(std::min<std::size_t>(kPieceBytes, size - at));
-            check(f.send(bytes.data() + at, n, f.byte, 0, kPieceTag, f.world), "MPI_Send");
-          }
-          return;
-        }
-        all.resize(static_cast<std::size_t>(size_));
-        all[0] = std::move(bytes);
-        for (int from = 1; from < size_; ++from) {
-          std::uint64_t size = 0;
-          check(f.recv(&size, sizeof size, f.byte, from, kSizeTag, f.world, f.status_ignore), "MPI_Recv");
-          auto& b = all[static_cast<std::size_t>(from)];
-          b.resize(size);
-          for (std::size_t at = 0; at < size; at += kPieceBytes) {
-            const int n = static_cast<int>(std::min<std::size_t>(kPieceBytes, size - at));
-            check(f.recv(b.data() + at, n, f.byte, from, kPieceTag, f.world, f.status_ignore), "MPI_Recv");
-          }
+        const std::uint64_t size = bytes.size();
+        check(f.send(&size, sizeof size, f.byte, 0, kSizeTag, f.world), "MPI_Send");
+        for (std::size_t at = 0; at < size; at += kPieceBytes) {
+          const int n = static_cast<int>(std::min<std::size_t>(kPieceBytes, size - at));
+          check(f.send(bytes.data() + at, n, f.byte, 0, kPieceTag, f.world), "MPI_Send");
         }
       },
       api_->functions);
-  return all;
+}
+
+std::string MpiProcesses::receive_from(int process) {
+  std::string bytes;
+  std::visit(
+      [&](auto& f) {
+        std::uint64_t size = 0;
+        check(f.recv(&size, sizeof size, f.byte, process, kSizeTag, f.world, f.status_ignore), "MPI_Recv");
+        bytes.resize(size);
+        for (std::size_t at = 0; at < size; at += kPieceBytes) {
+          const int n = static_cast<int>(std::min<std::size_t>(kPieceBytes, size - at));
+          check(f.recv(bytes.data() + at, n, f.byte, process, kPieceTag, f.world, f.status_ignore), "MPI_Recv");
+        }
+      },
+      api_->functions);
+  return bytes;
 }
 
 }  // namespace collscope::cluster

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 namespace collscope::cluster {
 namespace {
@@ -107,29 +108,67 @@ SharedLoad load_run_shared(const std::string& run_dir, const run::LoadOptions& o
   std::vector<std::size_t> mine;
   for (std::size_t f = 0; f < plan.owners.size(); ++f)
     if (plan.owners[f] == processes.rank()) mine.push_back(f);
-  // 'S' and a share, or 'E' and why this process could not load its share (out of memory): process 0 says so.
-  std::string reply;
+  std::optional<run::RunShare> share;
+  std::string failed;  // why this process could not load its share (out of memory): process 0 says so
   try {
-    reply = "S" + run::encode_run_share(run::RunLoader(options).load_share(plan.paths, mine));
+    share = run::RunLoader(options).load_share(plan.paths, mine);
   } catch (const std::exception& e) {
-    reply = fmt::format("E{}: process {} could not load its share of the rank files ({})", run_dir, processes.rank(),
-                        e.what());
+    failed = fmt::format("{}: process {} could not load its share of the rank files ({})", run_dir, processes.rank(),
+                         e.what());
   }
-  auto replies = processes.gather(std::move(reply));
-  if (processes.rank() != 0) return {};
+  if (processes.rank() != 0) {
+    // 'S' and the share's tables, then each file on its own, its rows freed once sent; or 'E' and why not.
+    if (!share) {
+      processes.send_to_root("E" + failed);
+      return {};
+    }
+    processes.send_to_root("S" + run::encode_share_tables(*share));
+    for (auto& file : share->files) {
+      processes.send_to_root(run::encode_loaded_file(file));
+      file = {};
+    }
+    return {};
+  }
 
   SharedLoad out;
+  if (!share) throw InputError(failed);
   std::vector<run::RunShare> shares;
-  for (std::size_t p = 0; p < replies.size(); ++p) {
-    const std::string& r = replies[p];
-    if (r.empty() || r[0] != 'S') throw InputError(r.empty() ? fmt::format("{}: process {} sent nothing", run_dir, p)
-                                                             : r.substr(1));
-    shares.push_back(run::decode_run_share(std::string_view(r).substr(1),
-                                           fmt::format("process {}'s share of {}", p, run_dir)));
-    out.files_per_process.push_back(shares.back().files.size());
-    out.bytes_per_process.push_back(r.size());
-    std::string().swap(replies[p]);  // the bytes go as soon as their share is decoded: not two copies of the run
+  out.files_per_process.push_back(share->files.size());
+  out.bytes_per_process.push_back(0);  // process 0's own share is never encoded
+  shares.push_back(std::move(*share));
+  // Every message of every process is received, even after one could not be read, so that no process is left
+  // waiting to send; the first problem is thrown after.
+  std::string problem;
+  for (int p = 1; p < processes.size(); ++p) {
+    const std::string origin = fmt::format("process {}'s share of {}", p, run_dir);
+    std::string bytes = processes.receive_from(p);
+    std::size_t received = bytes.size();
+    if (bytes.empty() || bytes[0] != 'S') {
+      if (problem.empty()) problem = bytes.empty() ? origin + ": nothing sent" : bytes.substr(1);
+      continue;
+    }
+    std::size_t files = 0;
+    try {
+      auto [tables, count] = run::decode_share_tables(std::string_view(bytes).substr(1), origin);
+      shares.push_back(std::move(tables));
+      files = count;
+    } catch (const InputError& e) {
+      if (problem.empty()) problem = e.what();
+      continue;  // without the count, the rest of this process's messages cannot be told apart: MPI stops them
+    }
+    for (std::size_t k = 0; k < files; ++k) {
+      bytes = processes.receive_from(p);
+      received += bytes.size();
+      try {
+        shares.back().files.push_back(run::decode_loaded_file(bytes, origin, shares.back()));
+      } catch (const InputError& e) {
+        if (problem.empty()) problem = e.what();
+      }
+    }
+    out.files_per_process.push_back(files);
+    out.bytes_per_process.push_back(received);
   }
+  if (!problem.empty()) throw InputError(problem);
   out.run = run::RunLoader::assemble(run_dir, std::move(shares));
   return out;
 }

@@ -1,4 +1,5 @@
-// A run share as bytes: lengths as 64-bit counts, rows of plain values copied whole, strings by length.
+// A run share as bytes: its tables, then each file on its own; lengths as 64-bit counts, rows of plain values
+// copied whole, strings by length.
 #include <collscope/run/run_share.hpp>
 #include <collscope/store/error.hpp>
 
@@ -15,7 +16,8 @@ namespace {
 static_assert(sizeof(RankTrace) == 456, "RankTrace changed: encode and decode its new member in run_share.cpp");
 static_assert(sizeof(Communicator) == 136, "Communicator changed: encode and decode its new member in run_share.cpp");
 
-constexpr std::uint64_t kMagic = 0x31'45'52'41'48'53'53'43;  // "CSSHARE1"
+constexpr std::uint64_t kTablesMagic = 0x31'45'52'41'48'53'53'43;  // "CSSHARE1" (little-endian)
+constexpr std::uint64_t kFileMagic = 0x31'45'4c'49'46'53'53'43;    // "CSSFILE1"
 
 class ByteWriter {
  public:
@@ -144,9 +146,9 @@ RankTrace read_trace(ByteReader& r) {
 
 }  // namespace
 
-std::string encode_run_share(const RunShare& share) {
+std::string encode_share_tables(const RunShare& share) {
   ByteWriter w;
-  w.value(kMagic);
+  w.value(kTablesMagic);
   w.value<std::uint64_t>(share.strings.size());
   for (const auto& s : share.strings) w.text(s);
   w.value<std::uint64_t>(share.communicators.size());
@@ -162,20 +164,24 @@ std::string encode_run_share(const RunShare& share) {
     w.value<std::int64_t>(c.color.value_or(0));
   }
   w.value<std::uint64_t>(share.files.size());
-  for (const auto& f : share.files) {
-    w.value<std::uint64_t>(f.index);
-    w.text(f.error);
-    w.value<std::uint64_t>(f.problems.size());
-    for (const auto& p : f.problems) w.text(p);
-    w.value<std::uint8_t>(f.trace.has_value());
-    if (f.trace) write_trace(w, *f.trace);
-  }
   return w.take();
 }
 
-RunShare decode_run_share(std::string_view bytes, const std::string& origin) {
+std::string encode_loaded_file(const LoadedRankFile& f) {
+  ByteWriter w;
+  w.value(kFileMagic);
+  w.value<std::uint64_t>(f.index);
+  w.text(f.error);
+  w.value<std::uint64_t>(f.problems.size());
+  for (const auto& p : f.problems) w.text(p);
+  w.value<std::uint8_t>(f.trace.has_value());
+  if (f.trace) write_trace(w, *f.trace);
+  return w.take();
+}
+
+std::pair<RunShare, std::size_t> decode_share_tables(std::string_view bytes, const std::string& origin) {
   ByteReader r(bytes, origin);
-  if (r.value<std::uint64_t>() != kMagic) r.fail("no share header");
+  if (r.value<std::uint64_t>() != kTablesMagic) r.fail("no share header");
   RunShare share;
   share.strings.resize(r.count(8));
   for (auto& s : share.strings) s = r.text();
@@ -194,36 +200,41 @@ RunShare decode_run_share(std::string_view bytes, const std::string& origin) {
     const auto color = r.value<std::int64_t>();
     if (has_color) c.color = color;
   }
-  share.files.resize(r.count(8));
-  for (auto& f : share.files) {
-    f.index = r.value<std::uint64_t>();
-    f.error = r.text();
-    f.problems.resize(r.count(8));
-    for (auto& p : f.problems) p = r.text();
-    if (r.value<std::uint8_t>() != 0) f.trace = read_trace(r);
-  }
+  const auto files = r.value<std::uint64_t>();
   if (!r.done()) r.fail("bytes after its end");
-  // Every index the traces hold points into the share's own tables (the assembly renumbers through them).
-  const auto strings = static_cast<std::int32_t>(share.strings.size());
-  const auto comms = static_cast<std::int32_t>(share.communicators.size());
+  if (files > std::uint64_t{1} << 32) r.fail("more files than any run has");
+  return {std::move(share), static_cast<std::size_t>(files)};
+}
+
+LoadedRankFile decode_loaded_file(std::string_view bytes, const std::string& origin, const RunShare& tables) {
+  ByteReader r(bytes, origin);
+  if (r.value<std::uint64_t>() != kFileMagic) r.fail("no file header");
+  LoadedRankFile f;
+  f.index = r.value<std::uint64_t>();
+  f.error = r.text();
+  f.problems.resize(r.count(8));
+  for (auto& p : f.problems) p = r.text();
+  if (r.value<std::uint8_t>() != 0) f.trace = read_trace(r);
+  if (!r.done()) r.fail("bytes after its end");
+  if (!f.trace) return f;
+  // Every index the trace holds points into its share's tables (the assembly renumbers through them).
+  const auto strings = static_cast<std::int32_t>(tables.strings.size());
+  const auto comms = static_cast<std::int32_t>(tables.communicators.size());
   const auto in = [](std::int32_t i, std::int32_t n) { return i >= 0 && i < n; };
-  for (const auto& f : share.files) {
-    if (!f.trace) continue;
-    const auto& t = *f.trace;
-    for (const auto& c : t.collectives)
-      if (!in(c.comm, comms) || !in(c.datatype, strings)) r.fail("a call naming no communicator or string");
-    for (const auto& c : t.calls_in_flight)
-      if (!in(c.call.comm, comms) || !in(c.call.datatype, strings)) r.fail("a call naming no communicator or string");
-    for (const auto& p : t.point_to_point)
-      if (!in(p.comm, comms)) r.fail("a message naming no communicator");
-    for (const auto& l : t.left_out_calls)
-      if (!in(l.comm, comms)) r.fail("a call naming no communicator");
-    for (const auto& n : t.nvtx_ranges)
-      if (!in(n.name, strings)) r.fail("a range naming no string");
-    for (const auto& g : t.gpu_activities)
-      if (!in(g.name, strings)) r.fail("an activity naming no string");
-  }
-  return share;
+  const auto& t = *f.trace;
+  for (const auto& c : t.collectives)
+    if (!in(c.comm, comms) || !in(c.datatype, strings)) r.fail("a call naming no communicator or string");
+  for (const auto& c : t.calls_in_flight)
+    if (!in(c.call.comm, comms) || !in(c.call.datatype, strings)) r.fail("a call naming no communicator or string");
+  for (const auto& p : t.point_to_point)
+    if (!in(p.comm, comms)) r.fail("a message naming no communicator");
+  for (const auto& l : t.left_out_calls)
+    if (!in(l.comm, comms)) r.fail("a call naming no communicator");
+  for (const auto& n : t.nvtx_ranges)
+    if (!in(n.name, strings)) r.fail("a range naming no string");
+  for (const auto& g : t.gpu_activities)
+    if (!in(g.name, strings)) r.fail("an activity naming no string");
+  return f;
 }
 
 }  // namespace collscope::run

@@ -157,8 +157,8 @@ TEST(AnalyzeUnderMpirun, ProcessesShareTheLoadAndProcessZeroWritesTheOneProcessR
                                    "report", processes, launch.launcher, launch.library)),
               std::string::npos) << err;
     // 5 files shared out: 3 processes read 2, 2 and 1 (equal files, the lowest processes first).
-    const std::string shares = processes == 2 ? R"(3 file\(s\), .*; 2 file\(s\), .*)"
-                                              : R"(2 file\(s\), .*; 2 file\(s\), .*; 1 file\(s\), .*)";
+    const std::string shares = processes == 2 ? R"(3 file\(s\); 2 file\(s\), .* sent)"
+                                              : R"(2 file\(s\); 2 file\(s\), .* sent; 1 file\(s\), .* sent)";
     EXPECT_TRUE(std::regex_search(err, std::regex("collscope analyze: .*/run loaded by " + std::to_string(processes) +
                                                   " processes in [0-9.]+ s \\(" + shares + "\\)")))
         << err;

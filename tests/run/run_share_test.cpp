@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -76,12 +77,18 @@ std::string dump(const Run& run) {
   return out;
 }
 
+// Each process's share loaded, sent as its messages (tables, then each file) and decoded, as process 0 gets it.
 std::vector<RunShare> shares_of(const fs::path& run, const std::vector<std::vector<std::size_t>>& split) {
   const auto paths = collscope::store::rank_files(run.string());
   std::vector<RunShare> shares;
   for (std::size_t p = 0; p < split.size(); ++p) {
-    const std::string bytes = collscope::run::encode_run_share(RunLoader().load_share(paths, split[p]));
-    shares.push_back(collscope::run::decode_run_share(bytes, fmt::format("process {}'s share", p)));
+    const RunShare loaded = RunLoader().load_share(paths, split[p]);
+    const std::string origin = fmt::format("process {}'s share", p);
+    auto [share, files] = collscope::run::decode_share_tables(collscope::run::encode_share_tables(loaded), origin);
+    EXPECT_EQ(files, split[p].size());
+    for (const auto& f : loaded.files)
+      share.files.push_back(collscope::run::decode_loaded_file(collscope::run::encode_loaded_file(f), origin, share));
+    shares.push_back(std::move(share));
   }
   return shares;
 }
@@ -106,26 +113,44 @@ TEST(RunShare, SharesSentAsBytesAssembleIntoTheRunOneProcessLoads) {
   }
 }
 
-TEST(RunShare, BytesThatAreNotAWholeShareAreOneErrorNamingTheirOrigin) {
+TEST(RunShare, BytesThatAreNotAWholeMessageAreOneErrorNamingTheirOrigin) {
   const fs::path run = run_with_process_sets();
   const auto paths = collscope::store::rank_files(run.string());
-  const std::string bytes = collscope::run::encode_run_share(RunLoader().load_share(paths, {1}));
-  // Every cut, and every byte of the header and of the first tables flipped: an InputError naming the origin.
-  for (std::size_t n = 0; n < bytes.size(); n += (n < 4096 ? 1 : 997)) {
+  const RunShare loaded = RunLoader().load_share(paths, {1, 3});
+  const std::string tables = collscope::run::encode_share_tables(loaded);
+  const std::string file = collscope::run::encode_loaded_file(loaded.files[1]);
+  const std::string origin = "process 2's share of RUN";
+  const auto [share, files] = collscope::run::decode_share_tables(tables, origin);
+  ASSERT_EQ(files, 2u);
+  const auto one_error = [&](const std::function<void()>& decode, const std::string& what) {
     try {
-      collscope::run::decode_run_share(std::string_view(bytes).substr(0, n), "process 2's share of RUN");
-      ADD_FAILURE() << "a share cut at " << n << " of " << bytes.size() << " bytes was read";
+      decode();
+      ADD_FAILURE() << what << " was read";
     } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("process 2's share of RUN: not a run share (", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(origin + ": not a run share (", 0), 0u) << e.what();
     }
-  }
-  for (std::size_t at = 0; at < 512; ++at) {
-    std::string changed = bytes;
+  };
+  // Every cut of either message: one InputError naming the origin.
+  for (std::size_t n = 0; n < tables.size(); ++n)
+    one_error([&] { collscope::run::decode_share_tables(std::string_view(tables).substr(0, n), origin); },
+              fmt::format("the tables cut at {} of {} bytes", n, tables.size()));
+  for (std::size_t n = 0; n < file.size(); n += (n < 4096 ? 1 : 997))
+    one_error([&] { collscope::run::decode_loaded_file(std::string_view(file).substr(0, n), origin, share); },
+              fmt::format("a file cut at {} of {} bytes", n, file.size()));
+  // The tables sent in a file's place, and a file whose indices point beyond its share's tables.
+  one_error([&] { collscope::run::decode_loaded_file(tables, origin, share); }, "the tables as a file");
+  RunShare fewer = share;
+  fewer.communicators.resize(1);
+  one_error([&] { collscope::run::decode_loaded_file(file, origin, fewer); }, "a file beyond its tables");
+  // Bytes of the header and the first rows flipped: read (a changed value, not a structure) or one error, never
+  // anything else.
+  for (std::size_t at = 0; at < std::min<std::size_t>(file.size(), 512); ++at) {
+    std::string changed = file;
     changed[at] = static_cast<char>(changed[at] ^ 0x5a);
     try {
-      (void)collscope::run::decode_run_share(changed, "process 1's share");
+      (void)collscope::run::decode_loaded_file(changed, origin, share);
     } catch (const InputError&) {
-    }  // either read (a changed value, not a structure) or one error: never anything else
+    }
   }
-  EXPECT_NO_THROW(collscope::run::decode_run_share(bytes, "process 2's share of RUN"));
+  EXPECT_NO_THROW(collscope::run::decode_loaded_file(file, origin, share));
 }

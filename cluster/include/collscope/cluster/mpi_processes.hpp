@@ -8,7 +8,7 @@
 
 #include <memory>
 #include <string>
-#include <vector>
+#include <string_view>
 
 namespace collscope::cluster {
 
@@ -28,8 +28,10 @@ class MpiProcesses {
 
   // Process 0's bytes to every process: process 0 passes them, the others get them back.
   std::string broadcast(std::string bytes);
-  // Every process's bytes at process 0, by rank (its own included); the others get an empty list.
-  std::vector<std::string> gather(std::string bytes);
+  // One message to process 0, and process 0's receipt of the next message from `process`: messages from one
+  // process arrive in the order it sent them.
+  void send_to_root(std::string_view bytes);
+  std::string receive_from(int process);
 
   struct Api;  // the library's functions and constants (mpi_processes.cpp)
 

@@ -21,7 +21,8 @@ int loader_threads_per_process(int local_processes);
 
 struct SharedLoad {
   std::optional<run::Run> run;  // at process 0; nullopt at the others
-  std::vector<std::size_t> files_per_process, bytes_per_process;  // at process 0: each process's share, by rank
+  // At process 0, by process: the files each read, and the bytes each sent (0 for process 0, which keeps its own).
+  std::vector<std::size_t> files_per_process, bytes_per_process;
 };
 
 // Process 0 lists RUN_DIR's rank files and shares them out; every process reads its share with `options` and sends

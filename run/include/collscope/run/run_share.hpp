@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace collscope::run {
@@ -28,9 +29,15 @@ struct RunShare {
   std::vector<LoadedRankFile> files;
 };
 
-// Bytes for another process: host byte order, for processes of one job on one kind of machine.
-std::string encode_run_share(const RunShare& share);
-// Throws collscope::InputError naming `origin` ("process 2's share of RUN") when the bytes are not a whole share.
-RunShare decode_run_share(std::string_view bytes, const std::string& origin);
+// A share as bytes for another process (host byte order: processes of one job on one kind of machine): its tables
+// (strings, communicators, how many files follow), then one message per file, so that neither side ever holds a
+// second copy of more than one file's rows.
+std::string encode_share_tables(const RunShare& share);
+std::string encode_loaded_file(const LoadedRankFile& file);
+// The share's tables (files empty) and how many files follow. Both decoders throw collscope::InputError naming
+// `origin` ("process 2's share of RUN") when the bytes are not a whole message; a file whose indices point outside
+// its share's tables is one too.
+std::pair<RunShare, std::size_t> decode_share_tables(std::string_view bytes, const std::string& origin);
+LoadedRankFile decode_loaded_file(std::string_view bytes, const std::string& origin, const RunShare& tables);
 
 }  // namespace collscope::run
