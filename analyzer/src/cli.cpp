@@ -79,13 +79,11 @@ struct UnderLauncher {
 
 // Started as one of several processes: every process reads a share of the rank files over the launcher's MPI and
 // process 0 analyses the run and writes the one report (the same as without the launcher) and gives the exit code.
-// Where MPI cannot be used (no library opens, or it is not the launcher's), process 0 works alone on the cores of
-// the others, which stop at once instead of repeating the whole analysis and writing the same files. Says on
-// stderr which mode runs.
+// Where MPI cannot be used (no library opens, or it is not the launcher's), process 0 works alone
+// (cluster::alone_in_process_zero). Says on stderr which mode runs.
 UnderLauncher join_launcher(const char* command) {
   const auto launcher = cluster::launcher_process();
   if (!launcher || launcher->size == 1) return {};
-  const std::string of = launcher->size > 0 ? fmt::format(" of {}", launcher->size) : "";
   std::string no_mpi;
   try {
     UnderLauncher u;
@@ -100,25 +98,11 @@ UnderLauncher join_launcher(const char* command) {
   } catch (const Error& e) {
     no_mpi = e.what();
   }
-  if (launcher->rank != 0) {
-    std::fprintf(stderr, "collscope %s: process %d%s under %s: process 0 does the work; this one stops (%s)\n",
-                 command, launcher->rank, of.c_str(), launcher->launcher.c_str(), no_mpi.c_str());
-    UnderLauncher stop;
-    stop.stops = true;
-    return stop;
-  }
-  // Process 0 takes the cores of those that stop on its host: it may run on every CPU its cgroup allows (a launcher
-  // binds it to one), with one loader thread per process of the launcher's on the host.
-  const int threads = launcher->local_size;
-  const bool unbound = cluster::run_on_every_allowed_cpu();
-  const std::string loaders = threads > 0 ? fmt::format("{} loader thread(s)", threads) : "one loader thread per core";
-  std::fprintf(stderr, "collscope %s: process 0%s under %s: one-process analysis here with %s%s, the other "
-               "processes stop (%s)\n",
-               command, of.c_str(), launcher->launcher.c_str(), loaders.c_str(),
-               unbound ? "" : " (bound to the launcher's cores)", no_mpi.c_str());
-  UnderLauncher alone;
-  alone.threads = threads;
-  return alone;
+  const auto threads = cluster::alone_in_process_zero(command, no_mpi);
+  UnderLauncher u;
+  u.stops = !threads;
+  u.threads = threads.value_or(0);
+  return u;
 }
 
 // One run analysed, its loading shared among the launcher's processes where there are some. nullopt at the

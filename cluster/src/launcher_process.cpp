@@ -1,7 +1,10 @@
 // The launcher's variables: which process of how many this one is.
 #include <collscope/cluster/launcher_process.hpp>
 
+#include <fmt/format.h>
 #include <sched.h>
+
+#include <cstdio>
 
 #include <charconv>
 #include <cstdlib>
@@ -46,6 +49,25 @@ std::optional<LauncherProcess> launcher_process() {
                            .launcher = l.launcher};
   }
   return std::nullopt;
+}
+
+std::optional<int> alone_in_process_zero(const char* command, const std::string& why) {
+  const auto launcher = launcher_process();
+  if (!launcher || launcher->size == 1) return 0;
+  const std::string of = launcher->size > 0 ? fmt::format(" of {}", launcher->size) : "";
+  const std::string because = why.empty() ? "" : fmt::format(" ({})", why);
+  if (launcher->rank != 0) {
+    std::fprintf(stderr, "collscope %s: process %d%s under %s: process 0 does the work; this one stops%s\n", command,
+                 launcher->rank, of.c_str(), launcher->launcher.c_str(), because.c_str());
+    return std::nullopt;
+  }
+  const int threads = launcher->local_size;  // 0 when the launcher does not say: one per core, as alone
+  const bool unbound = run_on_every_allowed_cpu();
+  const std::string loaders = threads > 0 ? fmt::format("{} loader thread(s)", threads) : "one loader thread per core";
+  std::fprintf(stderr, "collscope %s: process 0%s under %s: works alone here with %s%s, the other processes stop%s\n",
+               command, of.c_str(), launcher->launcher.c_str(), loaders.c_str(),
+               unbound ? "" : " (bound to the launcher's cores)", because.c_str());
+  return threads;
 }
 
 bool run_on_every_allowed_cpu() {

@@ -1,3 +1,4 @@
+#include <collscope/cluster/launcher_process.hpp>
 #include <collscope/formats/chrome_trace.hpp>
 #include <collscope/formats/cli.hpp>
 #include <collscope/formats/horovod_timeline.hpp>
@@ -86,6 +87,7 @@ int run_otf2_export(const ExportArgs& args) {
 }
 
 int run_export(const ExportArgs& args) {
+  if (!cluster::alone_in_process_zero("export")) return 0;  // under a launcher, process 0 writes the one file
   if (args.format == "otf2") return run_otf2_export(args);
   if (args.format != "chrome" && args.format != "perfetto")
     throw InputError(fmt::format("--format {}: unknown (chrome, otf2)", args.format));
@@ -186,6 +188,7 @@ int run_otf2_import(const ImportArgs& args) {
 }
 
 int run_import(const ImportArgs& args) {
+  if (!cluster::alone_in_process_zero("import")) return 0;  // under a launcher, process 0 writes the one run
   std::string format = args.format;
   if (format == "auto") {
     // An OTF2 archive by its anchor file's name (or a directory holding traces.otf2). Else by content: a Horovod

@@ -1,4 +1,5 @@
 // `collscope predict RUN [--set KNOB=VALUE]... [--balanced] [--async] [--format text|json] [-o FILE]`.
+#include <collscope/cluster/launcher_process.hpp>
 #include <collscope/predict/cli.hpp>
 #include <collscope/predict/knobs.hpp>
 #include <collscope/predict/replay.hpp>
@@ -24,6 +25,7 @@ struct PredictArgs {
 };
 
 int run_predict(const PredictArgs& args) {
+  if (!cluster::alone_in_process_zero("predict")) return 0;  // under a launcher, process 0 writes the one prediction
   if (args.format != "text" && args.format != "json")
     throw InputError(fmt::format("--format {}: expected text or json", args.format));
   Change change;

@@ -188,7 +188,7 @@ TEST(AnalyzeUnderMpirun, WithoutAnMpiToShareTheLoadProcessZeroWorksAlone) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(read_file(dir / "three.txt"), read_file(dir / "one.txt"));
   const std::string why = "(collscope: no MPI library opens here (tried /nonexistent/libmpi.so))";
-  EXPECT_NE(r.err.find("collscope analyze: process 0 of 3 under mpirun (Open MPI): one-process analysis here"),
+  EXPECT_NE(r.err.find("collscope analyze: process 0 of 3 under mpirun (Open MPI): works alone here"),
             std::string::npos) << r.err;
   for (int p = 1; p < 3; ++p)
     EXPECT_NE(r.err.find(fmt::format("collscope analyze: process {} of 3 under mpirun (Open MPI): process 0 does the "
@@ -218,4 +218,33 @@ TEST(AnalyzeUnderMpirun, CompareGivesTheOneProcessVerdict) {
   for (const auto& run : {base, next})
     EXPECT_NE(r.err.find("collscope compare: " + run + " loaded by 2 processes"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("stops"), std::string::npos) << r.err;
+}
+
+// Commands that process 0 does alone under a launcher (export, predict): one output, the one-process output byte for
+// byte, and the other process says it stops, instead of both doing the same work into the same file.
+TEST(AnalyzeUnderMpirun, ExportAndPredictRunInProcessZeroAlone) {
+  const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "export");
+  collscope::testing::SyntheticRunSpec spec;
+  spec.ranks = 4;
+  spec.steps = 20;
+  collscope::testing::write_synthetic_run((dir / "run").string(), spec);
+  const std::string run = (dir / "run").string();
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"export", run}, std::vector<std::string>{"predict", run, "--set", "HOROVOD_CYCLE_TIME=5"}}) {
+    SCOPED_TRACE(command[0]);
+    std::string args;
+    for (const auto& a : command) args += " " + shell_quote(a);
+    ASSERT_EQ(run_collscope(dir, args.substr(1) + " -o one.out"), 0) << read_file(dir / "err.txt");
+    auto argv = collscope::testing::mpirun(2);
+    argv.push_back(collscope::test::bin_dir() + "/collscope");
+    argv.insert(argv.end(), command.begin(), command.end());
+    argv.insert(argv.end(), {"-o", (dir / "two.out").string()});
+    const auto r = collscope::testing::run_process(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_file(dir / "two.out"), read_file(dir / "one.out"));
+    EXPECT_NE(r.err.find("collscope " + command[0] + ": process 1 of 2 under mpirun (Open MPI): process 0 does the "
+                         "work; this one stops"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("collscope " + command[0] + ": process 0 of 2 under mpirun (Open MPI): works alone here"),
+              std::string::npos) << r.err;
+  }
 }

@@ -24,4 +24,12 @@ std::optional<LauncherProcess> launcher_process();
 // False when the kernel refused (the binding stays).
 bool run_on_every_allowed_cpu();
 
+// For a command that process 0 does alone under a launcher (export, import, predict; analyze and compare where no
+// MPI can share their load, `why`): the other processes say so on stderr and get nullopt, and stop instead of
+// doing the same work and writing the same files at the same time. Process 0 takes the cores of those that stop on
+// its host (it runs on every CPU its cgroup allows; a launcher binds it to one), says so, and gets its loader
+// threads: one per launcher process on its host. Without a launcher, or with one process: 0 (one per core),
+// silently.
+std::optional<int> alone_in_process_zero(const char* command, const std::string& why = "");
+
 }  // namespace collscope::cluster
