@@ -60,6 +60,18 @@ nlohmann::json without_timing(const std::string& text) {
   return j;
 }
 
+// A synthetic run of `ranks` ranks and `steps` steps at DIR/NAME, with rank `slow_rank` 4 ms slower every step
+// (none: -1); its path.
+std::string write_run(const fs::path& dir, const std::string& name, int ranks, int steps, int slow_rank = -1) {
+  collscope::testing::SyntheticRunSpec spec;
+  spec.ranks = ranks;
+  spec.steps = steps;
+  spec.slow_rank = slow_rank;
+  spec.slow_ms = slow_rank >= 0 ? 4 : 0;
+  collscope::testing::write_synthetic_run((dir / name).string(), spec);
+  return (dir / name).string();
+}
+
 }  // namespace
 
 TEST(LauncherProcess, ReadsEachLaunchersVariables) {
@@ -113,12 +125,7 @@ TEST(LauncherProcess, ReadsEachLaunchersVariables) {
 // byte (text), the same JSON but for the analysis's own duration.
 TEST(AnalyzeUnderMpirun, ProcessesShareTheLoadAndProcessZeroWritesTheOneProcessReport) {
   const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "run");
-  collscope::testing::SyntheticRunSpec spec;
-  spec.ranks = 5;
-  spec.steps = 30;
-  spec.slow_rank = 2;
-  spec.slow_ms = 4;
-  collscope::testing::write_synthetic_run((dir / "run").string(), spec);
+  write_run(dir, "run", 5, 30, 2);
   // The run by its full path, as mpirun is given it below (the reports name it).
   const std::string run = shell_quote((dir / "run").string());
   ASSERT_EQ(run_collscope(dir, "analyze " + run + " -o one.txt"), 0) << read_file(dir / "err.txt");
@@ -173,12 +180,7 @@ TEST(AnalyzeUnderMpirun, ProcessesShareTheLoadAndProcessZeroWritesTheOneProcessR
 // analyses alone and writes the same report; the others say why and stop.
 TEST(AnalyzeUnderMpirun, WithoutAnMpiToShareTheLoadProcessZeroWorksAlone) {
   const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "alone");
-  collscope::testing::SyntheticRunSpec spec;
-  spec.ranks = 4;
-  spec.steps = 20;
-  spec.slow_rank = 1;
-  spec.slow_ms = 4;
-  collscope::testing::write_synthetic_run((dir / "run").string(), spec);
+  write_run(dir, "run", 4, 20, 1);
   ASSERT_EQ(run_collscope(dir, "analyze " + shell_quote((dir / "run").string()) + " -o one.txt"), 0)
       << read_file(dir / "err.txt");
   auto argv = collscope::testing::mpirun(3);
@@ -200,14 +202,7 @@ TEST(AnalyzeUnderMpirun, WithoutAnMpiToShareTheLoadProcessZeroWorksAlone) {
 // (1: the new run's straggler is a new finding); the comparison is the one-process comparison, byte for byte.
 TEST(AnalyzeUnderMpirun, CompareGivesTheOneProcessVerdict) {
   const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "compare");
-  collscope::testing::SyntheticRunSpec spec;
-  spec.ranks = 4;
-  spec.steps = 30;
-  collscope::testing::write_synthetic_run((dir / "base").string(), spec);
-  spec.slow_rank = 1;
-  spec.slow_ms = 4;
-  collscope::testing::write_synthetic_run((dir / "new").string(), spec);
-  const std::string base = (dir / "base").string(), next = (dir / "new").string();
+  const std::string base = write_run(dir, "base", 4, 30), next = write_run(dir, "new", 4, 30, 1);
   ASSERT_EQ(run_collscope(dir, "compare " + shell_quote(base) + " " + shell_quote(next) + " -o one.txt"), 1)
       << read_file(dir / "err.txt");
   auto argv = collscope::testing::mpirun(2);
@@ -224,11 +219,7 @@ TEST(AnalyzeUnderMpirun, CompareGivesTheOneProcessVerdict) {
 // byte, and the other process says it stops, instead of both doing the same work into the same file.
 TEST(AnalyzeUnderMpirun, ExportAndPredictRunInProcessZeroAlone) {
   const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "export");
-  collscope::testing::SyntheticRunSpec spec;
-  spec.ranks = 4;
-  spec.steps = 20;
-  collscope::testing::write_synthetic_run((dir / "run").string(), spec);
-  const std::string run = (dir / "run").string();
+  const std::string run = write_run(dir, "run", 4, 20);
   for (const std::vector<std::string>& command :
        {std::vector<std::string>{"export", run}, std::vector<std::string>{"predict", run, "--set", "HOROVOD_CYCLE_TIME=5"}}) {
     SCOPED_TRACE(command[0]);
