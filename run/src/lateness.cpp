@@ -86,61 +86,11 @@ void step_run_queue(const Run& run, const ClockAlignment& clocks, const StepSumm
 // Own time of each rank in each step (aligned [start, end) windows) → on CPU / run queue / off CPU, then each
 // rank's median excess over the others. `windows[r][k]`: the rank's own part of step k.
 void causes_from_windows(const Run& run, const ClockAlignment& clocks, const StepSummary& steps,
-                         const std::vector<std::int64_t>& thread,
-                         const std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>>& windows,
-                         Lateness& out) {
+                         const std::vector<std::int64_t>& thread, const OwnWindows& windows, Lateness& out) {
   if (!every_rank_has_counters(run, thread)) return;
   out.counters_thread = thread;
   step_run_queue(run, clocks, steps, thread, out);
-  const std::size_t nranks = run.ranks.size();
-  const std::size_t nsteps = windows.empty() ? 0 : windows[0].size();
-  const double none = std::nan("");
-  // [kind][rank][step]: 0 on CPU, 1 run queue, 2 off CPU, 3 own time, 4 instructions retired (where counted).
-  std::vector<std::vector<std::vector<double>>> v(5, std::vector<std::vector<double>>(nranks, std::vector<double>(nsteps, none)));
-  for (std::size_t r = 0; r < nranks; ++r) {
-    const ThreadCounters counters(run.ranks[r], thread[r], clocks.offset_ns[r]);
-    for (std::size_t k = 0; k < nsteps; ++k) {
-      double cpu = 0, runq = 0, own = 0, instructions = 0;
-      bool covered = true, counted = counters.has_instructions();
-      for (const auto& [a, b] : windows[r][k]) {
-        const auto d = counters.over(a, b);
-        if (!d) { covered = false; break; }
-        cpu += d->first, runq += d->second, own += double(b - a);
-        if (const auto i = counters.instructions_over(a, b)) instructions += *i;
-        else counted = false;
-      }
-      if (!covered || windows[r][k].empty()) continue;
-      v[0][r][k] = cpu, v[1][r][k] = runq, v[2][r][k] = own - cpu - runq, v[3][r][k] = own;
-      if (counted) v[4][r][k] = instructions;
-    }
-  }
-  out.causes.assign(nranks, {});
-  std::vector<double> others, excess;
-  for (std::size_t r = 0; r < nranks; ++r) {
-    double* fields[4] = {&out.causes[r].on_cpu_ns, &out.causes[r].run_queue_ns, &out.causes[r].off_cpu_ns, &out.causes[r].own_ns};
-    for (int kind = 0; kind < 4; ++kind) {
-      excess.clear();
-      for (std::size_t k = static_cast<std::size_t>(out.first_measured); k < nsteps; ++k) {
-        if (std::isnan(v[kind][r][k])) continue;
-        if (kind == 3) { excess.push_back(v[kind][r][k]); continue; }
-        others.clear();
-        for (std::size_t o = 0; o < nranks; ++o)
-          if (o != r && !std::isnan(v[kind][o][k])) others.push_back(v[kind][o][k]);
-        if (!others.empty()) excess.push_back(v[kind][r][k] - median_of(others));
-      }
-      *fields[kind] = median_of(excess);
-    }
-    // Instructions: its count over the median other rank's in each step, less 1; the median over the steps.
-    excess.clear();
-    for (std::size_t k = static_cast<std::size_t>(out.first_measured); k < nsteps; ++k) {
-      if (std::isnan(v[4][r][k])) continue;
-      others.clear();
-      for (std::size_t o = 0; o < nranks; ++o)
-        if (o != r && !std::isnan(v[4][o][k])) others.push_back(v[4][o][k]);
-      if (!others.empty() && median_of(others) > 0) excess.push_back(v[4][r][k] / median_of(others) - 1);
-    }
-    if (!excess.empty()) out.causes[r].extra_instructions = median_of(excess);
-  }
+  out.causes = causes_over_windows(run, clocks, thread, windows, static_cast<std::size_t>(out.first_measured));
 }
 
 void from_collectives(const Run& run, const ClockAlignment& clocks, const MatchedRun& m, const StepSummary& steps,
@@ -178,7 +128,7 @@ void from_collectives(const Run& run, const ClockAlignment& clocks, const Matche
   std::vector<std::int64_t> thread(nranks, -1);
   for (std::size_t r = 0; r < nranks; ++r) thread[r] = sync_thread(run.ranks[r]);
   if (!every_rank_has_counters(run, thread)) return;
-  std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>> windows(
+  OwnWindows windows(
       nranks, std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(buckets));
   for (std::size_t r = 0; r < nranks; ++r) {
     const auto& calls = run.ranks[r].collectives;
@@ -333,7 +283,7 @@ bool from_phases(const Run& run, const ClockAlignment& clocks, const StepSummary
   // consecutive boundaries over which its median lag grows, on the thread that marks the steps.
   {
     std::vector<std::int64_t> thread(nranks, -1);
-    std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>> windows(
+    OwnWindows windows(
         nranks, std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(nsteps));
     for (std::size_t r = 0; r < nranks; ++r) {
       thread[r] = step_thread(run.ranks[r], step_names);
@@ -405,6 +355,61 @@ void discount_tracer_flushes(const Run& run, const ClockAlignment& clocks, const
 }
 
 }  // namespace
+
+std::vector<LatenessCauses> causes_over_windows(const Run& run, const ClockAlignment& clocks,
+                                                const std::vector<std::int64_t>& thread, const OwnWindows& windows,
+                                                std::size_t first_bucket) {
+  const std::size_t nranks = run.ranks.size();
+  const std::size_t nsteps = windows.empty() ? 0 : windows[0].size();
+  const double none = std::nan("");
+  // [kind][rank][bucket]: 0 on CPU, 1 run queue, 2 off CPU, 3 own time, 4 instructions retired (where counted).
+  std::vector<std::vector<std::vector<double>>> v(5, std::vector<std::vector<double>>(nranks, std::vector<double>(nsteps, none)));
+  for (std::size_t r = 0; r < nranks; ++r) {
+    const ThreadCounters counters(run.ranks[r], thread[r], clocks.offset_ns[r]);
+    for (std::size_t k = 0; k < nsteps; ++k) {
+      double cpu = 0, runq = 0, own = 0, instructions = 0;
+      bool covered = true, counted = counters.has_instructions();
+      for (const auto& [a, b] : windows[r][k]) {
+        const auto d = counters.over(a, b);
+        if (!d) { covered = false; break; }
+        cpu += d->first, runq += d->second, own += double(b - a);
+        if (const auto i = counters.instructions_over(a, b)) instructions += *i;
+        else counted = false;
+      }
+      if (!covered || windows[r][k].empty()) continue;
+      v[0][r][k] = cpu, v[1][r][k] = runq, v[2][r][k] = own - cpu - runq, v[3][r][k] = own;
+      if (counted) v[4][r][k] = instructions;
+    }
+  }
+  std::vector<LatenessCauses> causes(nranks);
+  std::vector<double> others, excess;
+  for (std::size_t r = 0; r < nranks; ++r) {
+    double* fields[4] = {&causes[r].on_cpu_ns, &causes[r].run_queue_ns, &causes[r].off_cpu_ns, &causes[r].own_ns};
+    for (int kind = 0; kind < 4; ++kind) {
+      excess.clear();
+      for (std::size_t k = first_bucket; k < nsteps; ++k) {
+        if (std::isnan(v[kind][r][k])) continue;
+        if (kind == 3) { excess.push_back(v[kind][r][k]); continue; }
+        others.clear();
+        for (std::size_t o = 0; o < nranks; ++o)
+          if (o != r && !std::isnan(v[kind][o][k])) others.push_back(v[kind][o][k]);
+        if (!others.empty()) excess.push_back(v[kind][r][k] - median_of(others));
+      }
+      *fields[kind] = median_of(excess);
+    }
+    // Instructions: its count over the median other rank's in each bucket, less 1; the median over the buckets.
+    excess.clear();
+    for (std::size_t k = first_bucket; k < nsteps; ++k) {
+      if (std::isnan(v[4][r][k])) continue;
+      others.clear();
+      for (std::size_t o = 0; o < nranks; ++o)
+        if (o != r && !std::isnan(v[4][o][k])) others.push_back(v[4][o][k]);
+      if (!others.empty() && median_of(others) > 0) excess.push_back(v[4][r][k] / median_of(others) - 1);
+    }
+    if (!excess.empty()) causes[r].extra_instructions = median_of(excess);
+  }
+  return causes;
+}
 
 Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched, const StepSummary& steps) {
   Lateness out;

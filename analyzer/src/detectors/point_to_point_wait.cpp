@@ -42,7 +42,7 @@ struct CpuExcess {
 std::optional<CpuExcess> cpu_excess(const Run& run, const ClockAlignment& clocks, std::size_t root) {
   if (root >= run.ranks.size() || run.ranks.size() < 2) return std::nullopt;
   std::int64_t lo = INT64_MIN, hi = INT64_MAX;  // aligned: the latest first sample to the earliest last one
-  std::vector<run::ThreadCounters> counters;
+  std::vector<std::int64_t> threads;
   for (std::size_t r = 0; r < run.ranks.size(); ++r) {
     const auto& rank = run.ranks[r];
     std::int64_t thread = run::sync_thread(rank);
@@ -70,36 +70,25 @@ std::optional<CpuExcess> cpu_excess(const Run& run, const ClockAlignment& clocks
     if (double(last - first) / double(samples) > 10 * mean_call_gap_ns) return std::nullopt;
     lo = std::max(lo, clocks.aligned(static_cast<int>(r), first));
     hi = std::min(hi, clocks.aligned(static_cast<int>(r), last));
-    counters.emplace_back(rank, thread, clocks.offset_ns[r]);
+    threads.push_back(thread);
   }
   if (hi <= lo) return std::nullopt;
-  std::vector<double> on_others, queue_others;
-  CpuExcess out;
-  for (std::size_t r = 0; r < counters.size(); ++r) {
-    const auto total = counters[r].over(lo, hi);
-    if (!total) return std::nullopt;
-    double on = total->first, queue = total->second;
-    // Less what it had inside MPI: its calls' spans (run/wait_states.hpp), merged, within [lo, hi].
-    std::int64_t a = INT64_MIN, b = INT64_MIN;
-    const auto take_inside = [&] {
-      a = std::max(a, lo), b = std::min(b, hi);
-      if (b <= a) return;
-      if (const auto inside = counters[r].over(a, b)) on -= inside->first, queue -= inside->second;
-    };
+  // Each rank's time outside MPI within [lo, hi]: the gaps between its calls' spans (run/wait_states.hpp), merged.
+  run::OwnWindows outside(run.ranks.size(), std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(1));
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    std::int64_t from = lo;
     for (const auto& piece : run::mpi_pieces(run.ranks[r])) {
       const std::int64_t s = clocks.aligned(static_cast<int>(r), piece.span.start_ns);
       const std::int64_t e = clocks.aligned(static_cast<int>(r), piece.span.end_ns);
       if (e <= s) continue;
-      if (s > b) take_inside(), a = s, b = e;
-      else b = std::max(b, e);
+      if (s > from) outside[r][0].emplace_back(from, std::min(s, hi));
+      from = std::max(from, e);
+      if (from >= hi) break;
     }
-    take_inside();
-    if (r == root) out = {on, queue};
-    else on_others.push_back(on), queue_others.push_back(queue);
+    if (from < hi) outside[r][0].emplace_back(from, hi);
   }
-  out.on_cpu_ns -= median_of(on_others);
-  out.run_queue_ns -= median_of(queue_others);
-  return out;
+  const auto causes = run::causes_over_windows(run, clocks, threads, outside, 0);
+  return CpuExcess{causes[root].on_cpu_ns, causes[root].run_queue_ns};
 }
 
 std::string rank_list(const std::set<int>& ranks) {

@@ -115,6 +115,18 @@ struct Lateness {
 Lateness measure_lateness(const Run& run, const ClockAlignment& clocks, const MatchedRun& matched,
                           const StepSummary& steps);
 
+// Intervals of aligned time, [rank index][bucket]: a rank's own part of each step, or its time outside MPI over a
+// whole run of point-to-point exchanges (one bucket).
+using OwnWindows = std::vector<std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>>;
+
+// Why each rank is late, from the scheduler counters of its thread `thread[r]` over its windows: in each bucket,
+// its time on a CPU, waiting for one and off one, less the median other rank's; then the median over the buckets
+// from `first_bucket` on (the one definition of LatenessCauses). A bucket a rank's counters do not cover is left
+// out for that rank.
+std::vector<LatenessCauses> causes_over_windows(const Run& run, const ClockAlignment& clocks,
+                                                const std::vector<std::int64_t>& thread, const OwnWindows& windows,
+                                                std::size_t first_bucket);
+
 // Puts the waits into the steps (Step::rank_wait_ns, Step::wait_ns, StepSummary::mean_wait_ns), so that the step
 // table and the per-rank table say the same.
 void apply_waits(const Lateness& lateness, StepSummary& steps);
