@@ -121,6 +121,8 @@ std::optional<Analysis> analyze_named(const std::string& run_dir, const Analysis
     shares += p == 0 ? fmt::format("{} file(s)", shared.files_per_process[p])
                      : fmt::format("; {} file(s), {} sent", shared.files_per_process[p],
                                    run::format_bytes(double(shared.bytes_per_process[p])));
+  if (shared.files_read_again > 0)
+    shares += fmt::format("; {} file(s) the others could not read, read by process 0", shared.files_read_again);
   std::fprintf(stderr, "collscope %s: %s loaded by %zu processes in %.2f s (%s)\n", command, run_dir.c_str(),
                shared.files_per_process.size(), load_seconds, shares.c_str());
   cluster::run_on_every_allowed_cpu();  // the analysis after the load is process 0's alone

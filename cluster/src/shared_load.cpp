@@ -137,14 +137,20 @@ SharedLoad load_run_shared(const std::string& run_dir, const run::LoadOptions& o
   out.bytes_per_process.push_back(0);  // process 0's own share is never encoded
   shares.push_back(std::move(*share));
   // Every message of every process is received, even after one could not be read, so that no process is left
-  // waiting to send; the first problem is thrown after.
+  // waiting to send; the first problem is thrown after. A file another process could not read (on a host that
+  // does not see the run's directory, or with a relative path from another working directory), or a share it
+  // could not load at all, process 0 reads itself: the run is then the one it would read alone.
   std::string problem;
+  std::vector<std::size_t> read_again;
   for (int p = 1; p < processes.size(); ++p) {
     const std::string origin = fmt::format("process {}'s share of {}", p, run_dir);
     std::string bytes = processes.receive_from(p);
     std::size_t received = bytes.size();
     if (bytes.empty() || bytes[0] != 'S') {
-      if (problem.empty()) problem = bytes.empty() ? origin + ": nothing sent" : bytes.substr(1);
+      for (std::size_t f = 0; f < plan.owners.size(); ++f)
+        if (plan.owners[f] == p) read_again.push_back(f);
+      out.files_per_process.push_back(0);
+      out.bytes_per_process.push_back(received);
       continue;
     }
     std::size_t files = 0;
@@ -160,7 +166,9 @@ SharedLoad load_run_shared(const std::string& run_dir, const run::LoadOptions& o
       bytes = processes.receive_from(p);
       received += bytes.size();
       try {
-        shares.back().files.push_back(run::decode_loaded_file(bytes, origin, shares.back()));
+        auto file = run::decode_loaded_file(bytes, origin, shares.back());
+        if (file.trace) shares.back().files.push_back(std::move(file));
+        else read_again.push_back(file.index), --files;
       } catch (const InputError& e) {
         if (problem.empty()) problem = e.what();
       }
@@ -169,6 +177,11 @@ SharedLoad load_run_shared(const std::string& run_dir, const run::LoadOptions& o
     out.bytes_per_process.push_back(received);
   }
   if (!problem.empty()) throw InputError(problem);
+  if (!read_again.empty()) {
+    std::sort(read_again.begin(), read_again.end());
+    shares.push_back(run::RunLoader(options).load_share(plan.paths, read_again));
+    out.files_read_again = read_again.size();
+  }
   out.run = run::RunLoader::assemble(run_dir, std::move(shares));
   return out;
 }

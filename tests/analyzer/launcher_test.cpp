@@ -239,3 +239,25 @@ TEST(AnalyzeUnderMpirun, ExportAndPredictRunInProcessZeroAlone) {
               std::string::npos) << r.err;
   }
 }
+
+// Processes that do not see the run's files (another host's filesystem; here another working directory and a relative
+// run path, mpirun's MPMD form) send their share's files back unread, and process 0 reads them itself: the report is
+// the one-process report, not one with ranks missing.
+TEST(AnalyzeUnderMpirun, FilesOtherProcessesCannotReadAreReadByProcessZero) {
+  const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "unseen");
+  fs::create_directories(dir / "sees");
+  fs::create_directories(dir / "elsewhere");
+  write_run(dir / "sees", "run", 4, 20, 1);
+  ASSERT_EQ(run_collscope(dir / "sees", "analyze run -o ../one.txt"), 0) << read_file(dir / "sees" / "err.txt");
+  const std::string collscope = collscope::test::bin_dir() + "/collscope", out = (dir / "three.txt").string();
+  auto argv = collscope::testing::mpirun(1);
+  argv.insert(argv.end(), {"-wdir", (dir / "sees").string(), collscope, "analyze", "run", "-o", out, ":", "-np", "2",
+                           "-wdir", (dir / "elsewhere").string(), collscope, "analyze", "run", "-o", out});
+  const auto r = collscope::testing::run_process(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(dir / "three.txt"), read_file(dir / "one.txt"));
+  EXPECT_NE(r.err.find("collscope analyze: run loaded by 3 processes in "), std::string::npos) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(\(2 file\(s\); 0 file\(s\), [^;]* sent; 0 file\(s\), [^;]* sent; )"
+                                                  R"(2 file\(s\) the others could not read, read by process 0\))")))
+      << r.err;
+}

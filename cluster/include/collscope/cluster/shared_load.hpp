@@ -23,11 +23,15 @@ struct SharedLoad {
   std::optional<run::Run> run;  // at process 0; nullopt at the others
   // At process 0, by process: the files each read, and the bytes each sent (0 for process 0, which keeps its own).
   std::vector<std::size_t> files_per_process, bytes_per_process;
+  // Files another process could not read (another host's filesystem, another working directory) that process 0
+  // read itself; they are not in files_per_process.
+  std::size_t files_read_again = 0;
 };
 
 // Process 0 lists RUN_DIR's rank files and shares them out; every process reads its share with `options` and sends
-// it to process 0. Throws collscope::InputError at process 0 (only) when the run cannot be read, as RunLoader does;
-// every process returns, so none waits for another that stopped.
+// it to process 0, which reads again itself what another could not. Throws collscope::InputError at process 0
+// (only) when the run cannot be read, as RunLoader does; every process returns, so none waits for another that
+// stopped.
 SharedLoad load_run_shared(const std::string& run_dir, const run::LoadOptions& options, MpiProcesses& processes);
 
 }  // namespace collscope::cluster
