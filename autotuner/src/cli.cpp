@@ -3,6 +3,7 @@
 #include <collscope/autotuner/cli.hpp>
 #include <collscope/autotuner/report.hpp>
 #include <collscope/autotuner/tuner.hpp>
+#include <collscope/cluster/launcher_process.hpp>
 #include <collscope/store/error.hpp>
 
 #include <fmt/format.h>
@@ -216,6 +217,8 @@ void add_cli_commands(CLI::App& app, std::function<int()>& action) {
   tune_cmd->callback([&action, tune_cmd, show_cmd, options, strategy, timeout, job_steps, time_budget] {
     if (show_cmd->parsed()) return;
     action = [options, strategy, timeout, tune_cmd, job_steps, time_budget] {
+      // Under a launcher, one tuner: two would run every trial twice and write one study file at the same time.
+      if (!cluster::alone_in_process_zero("tune")) return 0;
       if (tune_cmd->count("--job-steps")) {
         if (*job_steps < 1) throw InputError("--job-steps: must be at least 1");
         options->job_steps = *job_steps;
