@@ -88,6 +88,7 @@ UnderLauncher join_launcher(const char* command) {
   try {
     UnderLauncher u;
     u.processes = cluster::MpiProcesses::join(*launcher);
+    if (u.processes->size() == 1) return {};  // a launcher that did not say how many (PMIx) started one: alone
     u.threads = cluster::loader_threads_per_process(launcher->local_size);
     if (u.processes->rank() == 0)
       std::fprintf(stderr, "collscope %s: process 0 of %d under %s: each process reads a share of the rank files "
