@@ -131,16 +131,15 @@ SharedLoad load_run_shared(const std::string& run_dir, const run::LoadOptions& o
   }
 
   SharedLoad out;
-  if (!share) throw InputError(failed);
   std::vector<run::RunShare> shares;
-  out.files_per_process.push_back(share->files.size());
+  out.files_per_process.push_back(share ? share->files.size() : 0);
   out.bytes_per_process.push_back(0);  // process 0's own share is never encoded
-  shares.push_back(std::move(*share));
+  if (share) shares.push_back(std::move(*share));
   // Every message of every process is received, even after one could not be read, so that no process is left
   // waiting to send; the first problem is thrown after. A file another process could not read (on a host that
   // does not see the run's directory, or with a relative path from another working directory), or a share it
   // could not load at all, process 0 reads itself: the run is then the one it would read alone.
-  std::string problem;
+  std::string problem = failed;  // process 0's own share, if it could not load it
   std::vector<std::size_t> read_again;
   for (int p = 1; p < processes.size(); ++p) {
     const std::string origin = fmt::format("process {}'s share of {}", p, run_dir);
