@@ -7,7 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "core/thread_buffer.hpp"
 
@@ -139,6 +142,82 @@ TEST(ThreadBuffer, AnExitedThreadsChunksGoToTheNextThread) {
   EXPECT_EQ(buffer_bytes_allocated(), allocated);  // both came from the first thread
   EXPECT_EQ(second.drain([](const Event& e) { EXPECT_TRUE(whole(e)); }), std::uint64_t(kEvents));
   EXPECT_FALSE(second.reclaim_if_retired());  // not retired
+}
+
+TEST(ThreadBuffer, ThreadsThatComeAndGoTakeTheRecordsOfThoseGone) {
+  // 300 threads one after the other, as in a job that starts a thread per task: each registered by its first event
+  // and retired at exit by its pthread key, drained, reclaimed and released between them as the writer does. The
+  // registry grows by the threads alive at once, not by every thread ever started (each record, ~0.5 KiB, is
+  // visited by every writer pass); every thread gets an index of its own, and its events carry it.
+  const auto records = [] {
+    std::size_t n = 0;
+    for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) ++n;
+    return n;
+  };
+  const std::size_t before = records();
+  std::int64_t drained = 0;
+  const auto writer_pass = [&] {
+    std::vector<ThreadBuffer*> reclaimed;
+    for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
+      if (!tb->live()) continue;
+      drained += static_cast<std::int64_t>(tb->drain([&](const Event& e) {
+        EXPECT_TRUE(whole(e));
+        EXPECT_EQ(e.thread, tb->index());
+      }));
+      if (tb->reclaim_if_retired()) reclaimed.push_back(tb);
+    }
+    for (ThreadBuffer* tb : reclaimed) release_for_reuse(tb);
+  };
+  constexpr int kThreads = 300, kEvents = 40;
+  std::set<std::uint32_t> indices;
+  for (int k = 0; k < kThreads; ++k) {
+    std::uint32_t index = 0;
+    std::thread([&] {
+      ThreadBuffer& tb = this_thread_buffer();
+      index = tb.index();
+      for (std::int64_t v = 1; v <= kEvents; ++v) {
+        Event* slot = tb.reserve();
+        ASSERT_NE(slot, nullptr);
+        fill(*slot, v);
+        slot->thread = tb.index();
+        tb.publish();
+      }
+    }).join();
+    EXPECT_TRUE(indices.insert(index).second) << index;
+    writer_pass();
+  }
+  EXPECT_EQ(drained, std::int64_t{kThreads} * kEvents);
+  EXPECT_LE(records(), before + 1);
+
+  // The same with the writer's passes on a thread of their own, as in a job: a new thread takes a record while a
+  // pass may be walking the list (it skips a record that is not live). ThreadSanitizer checks the hand-over (CI).
+  std::mutex drain_lock;
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    while (!done.load(std::memory_order_acquire)) {
+      {
+        std::lock_guard lock(drain_lock);
+        writer_pass();
+      }
+      std::this_thread::yield();
+    }
+  });
+  for (int k = 0; k < kThreads; ++k) {
+    std::thread([&] {
+      ThreadBuffer& tb = this_thread_buffer();
+      for (std::int64_t v = 1; v <= kEvents; ++v) {
+        Event* slot = tb.reserve();
+        ASSERT_NE(slot, nullptr);
+        fill(*slot, v);
+        slot->thread = tb.index();
+        tb.publish();
+      }
+    }).join();
+  }
+  done.store(true, std::memory_order_release);
+  writer.join();
+  writer_pass();
+  EXPECT_EQ(drained, 2 * std::int64_t{kThreads} * kEvents);  // every event once, under its own thread's index
 }
 
 TEST(ThreadBuffer, CallInFlightSnapshotIsOneCallWhole) {

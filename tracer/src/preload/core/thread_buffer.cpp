@@ -46,6 +46,8 @@ char* g_slab_end = nullptr;
 // Chunks of exited threads (ThreadBuffer::reclaim_if_retired), linked by free_next, under g_slab_mutex: already
 // counted in g_allocated, handed to the next thread that needs one before any slab is carved.
 EventChunk* g_recycled = nullptr;
+// Their records (release_for_reuse), linked by reuse_next, under g_slab_mutex: the next new thread takes one.
+ThreadBuffer* g_reusable = nullptr;
 
 EventChunk* take_recycled() {
   std::lock_guard lock(g_slab_mutex);
@@ -111,7 +113,17 @@ ThreadBuffer* register_this_thread() {
   char name[32] = {};
   pthread_getname_np(pthread_self(), name, sizeof name);
   const auto tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
-  auto* tb = new ThreadBuffer(g_count.fetch_add(1) + 1, tid, name);
+  const std::uint32_t index = g_count.fetch_add(1) + 1;  // a new index even in a reused record: a new threads row
+  ThreadBuffer* reusable = nullptr;
+  {
+    std::lock_guard lock(g_slab_mutex);
+    if ((reusable = g_reusable)) g_reusable = reusable->reuse_next;
+  }
+  if (reusable) {
+    reusable->reuse(index, tid, name);
+    return reusable;
+  }
+  auto* tb = new ThreadBuffer(index, tid, name);
   ThreadBuffer* head = g_head.load(std::memory_order_relaxed);
   do {
     tb->next = head;
@@ -214,6 +226,26 @@ bool ThreadBuffer::reclaim_if_retired() {
   chunks_.store(0, std::memory_order_relaxed);
   reclaimed_ = true;
   return true;
+}
+
+void ThreadBuffer::reuse(std::uint32_t index, std::int64_t tid, std::string name) {
+  // Ours alone: consumers skip a record that is not live, and its old thread has exited.
+  index_ = index;
+  tid_ = tid;
+  name_ = std::move(name);
+  call_depth_ = 0;
+  since_.store(0, std::memory_order_relaxed);
+  retired_.store(false, std::memory_order_relaxed);
+  reclaimed_ = false;
+  reuse_next = nullptr;
+  state_.store(kLive, std::memory_order_release);
+}
+
+void release_for_reuse(ThreadBuffer* tb) {
+  tb->state_.store(ThreadBuffer::kReusable, std::memory_order_relaxed);  // consumers: the drain lock orders it
+  std::lock_guard lock(g_slab_mutex);
+  tb->reuse_next = g_reusable;
+  g_reusable = tb;
 }
 
 ThreadBuffer* thread_buffers() { return g_head.load(std::memory_order_acquire); }

@@ -143,10 +143,19 @@ class ThreadBuffer {
   bool reclaim_if_retired();
   // Chunks this thread holds (in its chain or free), for tests and the exit report.
   std::uint64_t chunks() const { return chunks_.load(std::memory_order_relaxed); }
+  // Whether the record belongs to a thread (running, or exited and not yet reclaimed). Consumers skip any other:
+  // it waits on the reuse stack (release_for_reuse) or is being taken by a new thread, which writes its fields.
+  bool live() const { return state_.load(std::memory_order_acquire) == kLive; }
+  // A new thread's use of a reclaimed record (register_this_thread): its own index, tid and name, nothing in
+  // flight; then live again (release: a consumer that sees it live sees these). Dropped counts stay: they are the
+  // process's (the writer sums them over the records).
+  void reuse(std::uint32_t index, std::int64_t tid, std::string name);
 
-  ThreadBuffer* next = nullptr;  // registry list, written once before publication
+  ThreadBuffer* next = nullptr;        // registry list, written once before publication
+  ThreadBuffer* reuse_next = nullptr;  // reuse stack (under the chunk pool's lock)
 
  private:
+  friend void release_for_reuse(ThreadBuffer* tb);
   bool next_chunk();  // cold: the current chunk is full
   EventChunk* take_free();
   void give_back(EventChunk* c);
@@ -165,6 +174,8 @@ class ThreadBuffer {
   std::atomic<std::uint64_t> chunks_{0};
   std::atomic<bool> retired_{false};  // set by the owning thread as it exits (release)
   bool reclaimed_ = false;            // consumer-owned: its chunks went to the pool
+  static constexpr std::uint8_t kLive = 0, kReusable = 1;
+  std::atomic<std::uint8_t> state_{kLive};
   alignas(64) std::atomic<std::uint64_t> dropped_{0};
   alignas(64) std::atomic<std::uint64_t> since_{0};  // the call in flight (see enter_call)
   std::atomic<std::uint64_t> call_[6] = {};
@@ -183,8 +194,14 @@ inline ThreadBuffer& this_thread_buffer() {
   if (__builtin_expect(tb == nullptr, 0)) tb = t_thread_buffer = register_this_thread();
   return *tb;
 }
-// Head of the registry list (newest first); the list only grows.
+// Head of the registry list (newest first); it grows by the most threads alive at once, not by every thread ever
+// started: a reclaimed record is taken again by the next new thread.
 ThreadBuffer* thread_buffers();
+// Consumer (under the drain lock), after its last use of the records in this pass: a record whose chunks it
+// reclaimed (reclaim_if_retired) goes on the stack register_this_thread takes from before it allocates one, so
+// that a job that starts a thread per task holds a record (~0.5 KiB, and a writer's visit every pass) per thread
+// alive, not per thread it ever ran. From then on consumers skip it until a new thread has made it live.
+void release_for_reuse(ThreadBuffer* tb);
 std::uint32_t thread_buffer_count();
 
 // Hot-path helper: fill one event in the calling thread's buffer.

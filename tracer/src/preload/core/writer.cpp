@@ -26,6 +26,7 @@
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/comm_registry.hpp"
 #include "core/cpu_sampling.hpp"
@@ -317,12 +318,11 @@ void Writer::write_calls_in_flight(WriterContext& ctx) {
       auto [it, added] = oldest_pending.try_emplace(e.thread, e);
       if (!added && e.t0 < it->second.t0) it->second = e;
     });
-  for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
-    ThreadBuffer::CallSnapshot c;
-    auto it = calls_in_flight.find(tb->index());
-    bool inside = tb->call_in_flight(c);
+  // One thread index: the blocking call it is inside (`inside`, from its record), else its oldest pending request.
+  const auto follow = [&](std::uint32_t index, bool inside, ThreadBuffer::CallSnapshot c) {
+    auto it = calls_in_flight.find(index);
     if (!inside) {
-      if (auto p = oldest_pending.find(tb->index()); p != oldest_pending.end()) {
+      if (auto p = oldest_pending.find(index); p != oldest_pending.end()) {
         const Event& e = p->second;
         c.since = e.t0, c.comm_slot = e.comm_slot, c.op = e.op, c.root = e.root, c.seq = e.seq, c.count = e.count;
         c.bytes = e.bytes, c.datatype = e.datatype, c.reduce_op = e.reduce_op;
@@ -332,9 +332,9 @@ void Writer::write_calls_in_flight(WriterContext& ctx) {
     const std::int64_t start = inside ? clock.to_ns(c.since) : now;
     if (now - start >= hang_ns) {
       if (it != calls_in_flight.end() && it->second.since == c.since && now - it->second.written_ns < 1'000'000'000)
-        continue;
+        return;
       store::CallInFlightRow row;
-      row.thread = tb->index();
+      row.thread = index;
       row.comm = c.comm_slot;
       row.seq = c.seq;
       row.op = static_cast<store::Op>(c.op);
@@ -346,14 +346,30 @@ void Writer::write_calls_in_flight(WriterContext& ctx) {
       row.start_ns = start;
       row.seen_ns = now;
       file->set_call_in_flight(row);
-      calls_in_flight[tb->index()] = {c.since, now};
-      continue;
+      calls_in_flight[index] = {c.since, now};
+      return;
     }
     if (it != calls_in_flight.end()) {
-      file->clear_call_in_flight(tb->index());
+      file->clear_call_in_flight(index);
       calls_in_flight.erase(it);
     }
+  };
+  std::unordered_set<std::uint32_t> live;
+  for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
+    if (!tb->live()) continue;
+    live.insert(tb->index());
+    ThreadBuffer::CallSnapshot c;
+    const bool inside = tb->call_in_flight(c);
+    follow(tb->index(), inside, c);
   }
+  // Threads that have exited and whose records another thread has taken since: only their pending requests are
+  // left of them; a row of theirs with none is cleared.
+  std::vector<std::uint32_t> gone;
+  for (const auto& [index, e] : oldest_pending)
+    if (!live.count(index)) gone.push_back(index);
+  for (const auto& [index, call] : calls_in_flight)
+    if (!live.count(index) && !oldest_pending.count(index)) gone.push_back(index);
+  for (const std::uint32_t index : gone) follow(index, false, {});
   follow_calls_in_flight();
 }
 
@@ -438,17 +454,24 @@ void Writer::drain_locked(bool final_drain, bool yield_between_pieces) {
   if (failed || !file) {
     // Keep emptying the buffers so that producers never run out of chunks; nothing is written.
     for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
+      if (!tb->live()) continue;
       tb->drain([](const Event&) {});
-      tb->reclaim_if_retired();
+      if (tb->reclaim_if_retired()) release_for_reuse(tb);
     }
     return;
   }
+  // Records of exited threads whose chunks this pass reclaimed: reusable once the pass is done with them.
+  std::vector<ThreadBuffer*> reclaimed;
   try {
     file->begin();
     WriterContext ctx{*file, clock, final_drain};
     for (auto& [k, v] : meta) file->set_meta(k, v);
     std::uint64_t dropped = 0;
     for (ThreadBuffer* tb = thread_buffers(); tb; tb = tb->next) {
+      if (!tb->live()) {
+        dropped += tb->dropped();  // a record's count is the process's: it stays with the record
+        continue;
+      }
       if (threads_written.insert(tb->index()).second) file->add_thread({tb->index(), tb->tid(), tb->name()});
       batch_thread = tb->index();
       // In pieces: between two, the writer thread yields its CPU, so that when it shares a core with a rank it
@@ -462,7 +485,7 @@ void Writer::drain_locked(bool final_drain, bool yield_between_pieces) {
       flush_batch(collective_batch, batch_thread);
       flush_batch(point_to_point_batch, batch_thread);
       dropped += tb->dropped();
-      tb->reclaim_if_retired();  // an exited thread's chunks, for the threads to come
+      if (tb->reclaim_if_retired()) reclaimed.push_back(tb);  // an exited thread's chunks, for the threads to come
     }
     for (const store::TracerFlushRow& f : flushes) file->add(f);
     flushes.clear();
@@ -487,6 +510,7 @@ void Writer::drain_locked(bool final_drain, bool yield_between_pieces) {
     failed = true;
     warn_once(fmt::format("cannot write trace (tracing stops, the job goes on): {}", ex.what()));
   }
+  for (ThreadBuffer* tb : reclaimed) release_for_reuse(tb);
 }
 
 void Writer::run() {
