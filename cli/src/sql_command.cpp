@@ -2,6 +2,7 @@
 // and point-to-point calls as compact binary batches (event_batches, ~20 bytes per call), which collscope's own
 // readers decode; people who query the files with sqlite3, Python or pandas want one row per call. This turns the
 // batches into those rows after the job, where the cost (~1 us per call) stops no one (docs/trace-format.md).
+#include <collscope/cluster/launcher_process.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/trace_reader.hpp>
 #include <collscope/store/trace_writer.hpp>
@@ -21,6 +22,7 @@ namespace collscope::cli {
 namespace {
 
 int expand_for_sql(const std::vector<std::string>& paths) {
+  if (!cluster::alone_in_process_zero("sql")) return 0;  // under a launcher, one process writes the rows
   std::vector<std::string> files;
   for (const auto& p : paths) {
     if (fs::is_directory(p)) {

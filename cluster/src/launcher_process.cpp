@@ -63,10 +63,9 @@ std::optional<int> alone_in_process_zero(const char* command, const std::string&
   }
   const int threads = launcher->local_size;  // 0 when the launcher does not say: one per core, as alone
   const bool unbound = run_on_every_allowed_cpu();
-  const std::string loaders = threads > 0 ? fmt::format("{} loader thread(s)", threads) : "one loader thread per core";
-  std::fprintf(stderr, "collscope %s: process 0%s under %s: works alone here with %s%s, the other processes stop%s\n",
-               command, of.c_str(), launcher->launcher.c_str(), loaders.c_str(),
-               unbound ? "" : " (bound to the launcher's cores)", because.c_str());
+  std::fprintf(stderr, "collscope %s: process 0%s under %s: works alone here%s, the other processes stop%s\n", command,
+               of.c_str(), launcher->launcher.c_str(), unbound ? "" : " (bound to the launcher's cores)",
+               because.c_str());
   return threads;
 }
 
