@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <iterator>
 #include <limits>
@@ -189,8 +190,10 @@ class RankExporter {
     if (flows_) {
       auto c = comms_.find(r.comm);
       const auto place = c != comms_.end() ? comm_order_.find(c->second.key) : comm_order_.end();
-      if (c != comms_.end() && c->second.size > 1 && place != comm_order_.end())
-        flows_->push_back({r.start_ns + offset_, place->second, r.seq, pid_, static_cast<std::int32_t>(thread_tid)});
+      // A seq no rank could reach (beyond 2^31 calls: a corrupt row) links nothing.
+      if (c != comms_.end() && c->second.size > 1 && place != comm_order_.end() && r.seq >= 0 && r.seq <= INT32_MAX)
+        flows_->push_back({r.start_ns + offset_, place->second, static_cast<std::int32_t>(r.seq), pid_,
+                           static_cast<std::int32_t>(thread_tid)});
     }
     ++counts_.collectives;
   }
