@@ -169,8 +169,8 @@ TEST(ThreadBuffer, ThreadsThatComeAndGoTakeTheRecordsOfThoseGone) {
     for (ThreadBuffer* tb : reclaimed) release_for_reuse(tb);
   };
   constexpr int kThreads = 300, kEvents = 40;
-  std::set<std::uint32_t> indices;
-  for (int k = 0; k < kThreads; ++k) {
+  // A thread that records kEvents events and exits; its index.
+  const auto one_thread = [] {
     std::uint32_t index = 0;
     std::thread([&] {
       ThreadBuffer& tb = this_thread_buffer();
@@ -183,6 +183,11 @@ TEST(ThreadBuffer, ThreadsThatComeAndGoTakeTheRecordsOfThoseGone) {
         tb.publish();
       }
     }).join();
+    return index;
+  };
+  std::set<std::uint32_t> indices;
+  for (int k = 0; k < kThreads; ++k) {
+    const std::uint32_t index = one_thread();
     EXPECT_TRUE(indices.insert(index).second) << index;
     writer_pass();
   }
@@ -202,18 +207,7 @@ TEST(ThreadBuffer, ThreadsThatComeAndGoTakeTheRecordsOfThoseGone) {
       std::this_thread::yield();
     }
   });
-  for (int k = 0; k < kThreads; ++k) {
-    std::thread([&] {
-      ThreadBuffer& tb = this_thread_buffer();
-      for (std::int64_t v = 1; v <= kEvents; ++v) {
-        Event* slot = tb.reserve();
-        ASSERT_NE(slot, nullptr);
-        fill(*slot, v);
-        slot->thread = tb.index();
-        tb.publish();
-      }
-    }).join();
-  }
+  for (int k = 0; k < kThreads; ++k) one_thread();
   done.store(true, std::memory_order_release);
   writer.join();
   writer_pass();
