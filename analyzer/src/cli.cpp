@@ -1,10 +1,10 @@
 // CLI registration: `collscope analyze` and `collscope compare`. Parsing only sets `action`; work runs after.
 #include <collscope/analyzer/cli.hpp>
 #include <collscope/analyzer/compare.hpp>
-#include <collscope/cluster/launcher_process.hpp>
-#include <collscope/cluster/shared_load.hpp>
 #include <collscope/analyzer/markup.hpp>
 #include <collscope/analyzer/report.hpp>
+#include <collscope/cluster/launcher_process.hpp>
+#include <collscope/cluster/shared_load.hpp>
 #include <collscope/store/error.hpp>
 #include <collscope/store/output_file.hpp>
 
@@ -114,7 +114,8 @@ std::optional<Analysis> analyze_named(const std::string& run_dir, const Analysis
   const auto t0 = std::chrono::steady_clock::now();
   LoadOptions lo;
   lo.threads = u.threads;
-  auto shared = naming_input(run_dir, "loading this run", [&] { return cluster::load_run_shared(run_dir, lo, *u.processes); });
+  auto shared =
+      naming_input(run_dir, "loading this run", [&] { return cluster::load_run_shared(run_dir, lo, *u.processes); });
   if (!shared.run) return std::nullopt;
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string shares;
