@@ -203,6 +203,16 @@ TEST_F(PointToPointRuns, LateRankComputingLongerIsALoadImbalance) {
       trace("halo-spin", 2, "halo_probe",
             fmt::format("--spin --steps {} --compute-ms 5 --slow-rank 1 --slow-ms {}", kSteps, kInjectedMs)).string());
   const auto waits = findings_of(a, FindingKind::PointToPointWait);
+  if (waits.empty()) {
+    // The premise, a core of its own for each rank, fails on a loaded machine (the timing loop at load 6.4,
+    // 2026-12-08: rank 1's step thread waited for a CPU 52 % of its steps, and the sign test under the wait finding
+    // did not pass): then the report must say so, with CPU contention naming rank 1.
+    const auto contention = findings_of(a, FindingKind::CpuContention);
+    ASSERT_EQ(contention.size(), 1u) << text_report(a);
+    EXPECT_NE(std::find(contention[0]->ranks.begin(), contention[0]->ranks.end(), 1), contention[0]->ranks.end())
+        << text_report(a);
+    return;
+  }
   ASSERT_EQ(waits.size(), 1u) << text_report(a);
   const Finding& f = *waits[0];
   ASSERT_EQ(f.ranks, std::vector<int>{1}) << text_report(a);
