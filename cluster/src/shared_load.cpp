@@ -167,12 +167,12 @@ SharedLoad load_run_shared(const std::string& run_dir, const run::LoadOptions& o
       try {
         auto file = run::decode_loaded_file(bytes, origin, shares.back());
         if (file.trace) shares.back().files.push_back(std::move(file));
-        else read_again.push_back(file.index), --files;
+        else read_again.push_back(file.index);
       } catch (const InputError& e) {
         if (problem.empty()) problem = e.what();
       }
     }
-    out.files_per_process.push_back(files);
+    out.files_per_process.push_back(shares.back().files.size());  // the files it read; the rest process 0 reads
     out.bytes_per_process.push_back(received);
   }
   if (!problem.empty()) throw InputError(problem);

@@ -247,7 +247,7 @@ TEST(AnalyzeUnderMpirun, FilesOtherProcessesCannotReadAreReadByProcessZero) {
   const fs::path dir = collscope::test::fresh_dir("collscope-analyze-launcher", "unseen");
   fs::create_directories(dir / "sees");
   fs::create_directories(dir / "elsewhere");
-  write_run(dir / "sees", "run", 4, 20, 1);
+  write_run(dir / "sees", "run", 6, 20, 1);  // 2 files per process: each other one sends 2 back unread
   ASSERT_EQ(run_collscope(dir / "sees", "analyze run -o ../one.txt"), 0) << read_file(dir / "sees" / "err.txt");
   const std::string collscope = collscope::test::bin_dir() + "/collscope", out = (dir / "three.txt").string();
   auto argv = collscope::testing::mpirun(1);
@@ -258,6 +258,6 @@ TEST(AnalyzeUnderMpirun, FilesOtherProcessesCannotReadAreReadByProcessZero) {
   EXPECT_EQ(read_file(dir / "three.txt"), read_file(dir / "one.txt"));
   EXPECT_NE(r.err.find("collscope analyze: run loaded by 3 processes in "), std::string::npos) << r.err;
   EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(\(2 file\(s\); 0 file\(s\), [^;]* sent; 0 file\(s\), [^;]* sent; )"
-                                                  R"(2 file\(s\) the others could not read, read by process 0\))")))
+                                                  R"(4 file\(s\) the others could not read, read by process 0\))")))
       << r.err;
 }
