@@ -4,9 +4,8 @@
 #include <fmt/format.h>
 #include <sched.h>
 
-#include <cstdio>
-
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 

@@ -19,6 +19,13 @@ namespace {
 constexpr std::size_t kPieceBytes = std::size_t{1} << 30;
 constexpr int kSizeTag = 7101, kPieceTag = 7102;
 
+// fn(offset, count) for each piece of a message of `size` bytes, in order.
+template <typename Fn>
+void for_each_piece(std::size_t size, Fn&& fn) {
+  for (std::size_t at = 0; at < size; at += kPieceBytes)
+    fn(at, static_cast<int>(std::min<std::size_t>(kPieceBytes, size - at)));
+}
+
 template <typename Handle>
 struct Functions {
   int (*init)(int*, char***) = nullptr;
@@ -124,10 +131,9 @@ std::string MpiProcesses::broadcast(std::string bytes) {
         std::uint64_t size = bytes.size();
         check(f.bcast(&size, sizeof size, f.byte, 0, f.world), "MPI_Bcast");
         bytes.resize(size);
-        for (std::size_t at = 0; at < size; at += kPieceBytes) {
-          const int n = static_cast<int>(std::min<std::size_t>(kPieceBytes, size - at));
+        for_each_piece(size, [&](std::size_t at, int n) {
           check(f.bcast(bytes.data() + at, n, f.byte, 0, f.world), "MPI_Bcast");
-        }
+        });
       },
       api_->functions);
   return bytes;
@@ -138,10 +144,9 @@ void MpiProcesses::send_to_root(std::string_view bytes) {
       [&](auto& f) {
         const std::uint64_t size = bytes.size();
         check(f.send(&size, sizeof size, f.byte, 0, kSizeTag, f.world), "MPI_Send");
-        for (std::size_t at = 0; at < size; at += kPieceBytes) {
-          const int n = static_cast<int>(std::min<std::size_t>(kPieceBytes, size - at));
+        for_each_piece(size, [&](std::size_t at, int n) {
           check(f.send(bytes.data() + at, n, f.byte, 0, kPieceTag, f.world), "MPI_Send");
-        }
+        });
       },
       api_->functions);
 }
@@ -153,10 +158,9 @@ std::string MpiProcesses::receive_from(int process) {
         std::uint64_t size = 0;
         check(f.recv(&size, sizeof size, f.byte, process, kSizeTag, f.world, f.status_ignore), "MPI_Recv");
         bytes.resize(size);
-        for (std::size_t at = 0; at < size; at += kPieceBytes) {
-          const int n = static_cast<int>(std::min<std::size_t>(kPieceBytes, size - at));
+        for_each_piece(size, [&](std::size_t at, int n) {
           check(f.recv(bytes.data() + at, n, f.byte, process, kPieceTag, f.world, f.status_ignore), "MPI_Recv");
-        }
+        });
       },
       api_->functions);
   return bytes;
